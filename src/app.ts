@@ -1,0 +1,90 @@
+import 'reflect-metadata';
+import { INestApplicationContext, LoggerService, LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { SwaggerModule } from '@nestjs/swagger';
+import { AppModule } from './app.module';
+import type { AppConfig } from './config/app-config';
+import { AppError, ErrorCode } from './core/app-error';
+import { AppErrorFilter } from './core/error.filter';
+import { PrometheusService } from './health/prometheus.service';
+import { buildOpenApiDocument } from './openapi';
+import { UsersService } from './auth/users.service';
+
+export interface CreateOptions {
+  config: AppConfig;
+  /** Run a worker in this process (the default for `serve`). */
+  worker: boolean;
+  runnerEntry?: string;
+  logger?: LoggerService | LogLevel[] | false;
+}
+
+const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+
+export function logLevels(config: AppConfig): LogLevel[] {
+  return LEVELS.slice(0, LEVELS.indexOf(config.values.log_level) + 1);
+}
+
+/** Class-validator errors become one validation error naming the first bad field. */
+function validationError(errors: ValidationError[]): AppError {
+  const flat: { path: string; message: string }[] = [];
+  const walk = (list: ValidationError[], prefix: string) => {
+    for (const e of list) {
+      const path = prefix ? `${prefix}.${e.property}` : e.property;
+      for (const message of Object.values(e.constraints ?? {})) flat.push({ path, message });
+      walk(e.children ?? [], path);
+    }
+  };
+  walk(errors, '');
+  const first = flat[0] ?? { path: '', message: 'invalid input' };
+  const message = first.message.includes('should not exist') ? `Unknown field ${first.path}` : first.message;
+  return new AppError(ErrorCode.VALIDATION, message, { field: first.path || undefined, details: flat });
+}
+
+/** The HTTP application: API (and, unless disabled, a worker) in one process. */
+export async function createApi(options: CreateOptions): Promise<NestFastifyApplication> {
+  const { config } = options;
+  const adapter = new FastifyAdapter({ bodyLimit: config.values.body_limit_bytes, routerOptions: { maxParamLength: 200 } });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRoot(config, { api: true, worker: options.worker, runnerEntry: options.runnerEntry }),
+    adapter,
+    { logger: options.logger ?? logLevels(config), bufferLogs: false },
+  );
+  app.useGlobalPipes(
+    new ValidationPipe({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      transform: true,
+      exceptionFactory: validationError,
+    }),
+  );
+  app.useGlobalFilters(new AppErrorFilter());
+  const fastify = app.getHttpAdapter().getInstance();
+  const prometheus = app.get(PrometheusService);
+  fastify.addHook('onResponse', (request, reply, done) => {
+    prometheus.observe(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+  app.enableShutdownHooks();
+
+  const document = buildOpenApiDocument(app);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+  await app.init();
+  return app;
+}
+
+/** Creates the admin on first start; returns the new key when one was generated (print it once). */
+export async function ensureAdmin(app: INestApplicationContext): Promise<string | undefined> {
+  return (await app.get(UsersService).ensureAdmin()).key;
+}
+
+/** A worker without HTTP: `opentinker worker`. */
+export async function createWorker(options: CreateOptions): Promise<INestApplicationContext> {
+  const app = await NestFactory.createApplicationContext(
+    AppModule.forRoot(options.config, { api: false, worker: true, runnerEntry: options.runnerEntry }),
+    { logger: options.logger ?? logLevels(options.config) },
+  );
+  app.enableShutdownHooks();
+  await app.init();
+  return app;
+}

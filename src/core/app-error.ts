@@ -1,0 +1,88 @@
+/**
+ * Stable error codes. Clients branch on these, so a code never changes meaning once shipped; the HTTP
+ * status each maps to lives in one place, {@link ERROR_STATUS}.
+ */
+export enum ErrorCode {
+  VALIDATION = 'OT_ERR_VALIDATION',
+  BAD_JSON = 'OT_ERR_BAD_JSON',
+  BODY_TOO_LARGE = 'OT_ERR_BODY_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE = 'OT_ERR_UNSUPPORTED_MEDIA_TYPE',
+  UNAUTHENTICATED = 'OT_ERR_UNAUTHENTICATED',
+  FORBIDDEN = 'OT_ERR_FORBIDDEN',
+  AUTH_RATE_LIMITED = 'OT_ERR_AUTH_RATE_LIMITED',
+  NOT_FOUND = 'OT_ERR_NOT_FOUND',
+  ROUTE_NOT_FOUND = 'OT_ERR_ROUTE_NOT_FOUND',
+  METHOD_NOT_ALLOWED = 'OT_ERR_METHOD_NOT_ALLOWED',
+  CONFLICT = 'OT_ERR_CONFLICT',
+  JOB_NOT_CANCELLABLE = 'OT_ERR_JOB_NOT_CANCELLABLE',
+  UNSATISFIABLE_RESOURCES = 'OT_ERR_UNSATISFIABLE_RESOURCES',
+  ARTIFACT_UNAVAILABLE = 'OT_ERR_ARTIFACT_UNAVAILABLE',
+  CONFIG_INVALID = 'OT_ERR_CONFIG_INVALID',
+  NOT_READY = 'OT_ERR_NOT_READY',
+  INTERNAL = 'OT_ERR_INTERNAL',
+}
+
+export const ERROR_STATUS: Record<ErrorCode, number> = {
+  [ErrorCode.VALIDATION]: 400,
+  [ErrorCode.BAD_JSON]: 400,
+  [ErrorCode.BODY_TOO_LARGE]: 413,
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
+  [ErrorCode.UNAUTHENTICATED]: 401,
+  [ErrorCode.FORBIDDEN]: 403,
+  [ErrorCode.AUTH_RATE_LIMITED]: 429,
+  [ErrorCode.NOT_FOUND]: 404,
+  [ErrorCode.ROUTE_NOT_FOUND]: 404,
+  [ErrorCode.METHOD_NOT_ALLOWED]: 405,
+  [ErrorCode.CONFLICT]: 409,
+  [ErrorCode.JOB_NOT_CANCELLABLE]: 409,
+  [ErrorCode.UNSATISFIABLE_RESOURCES]: 422,
+  [ErrorCode.ARTIFACT_UNAVAILABLE]: 409,
+  [ErrorCode.CONFIG_INVALID]: 500,
+  [ErrorCode.NOT_READY]: 503,
+  [ErrorCode.INTERNAL]: 500,
+};
+
+export interface AppErrorOptions {
+  /** Path of the offending input, dotted (`resources.gpus`), when one field is to blame. */
+  field?: string;
+  details?: unknown;
+  /** Seconds a client should wait before retrying (sent as `Retry-After`). */
+  retryAfter?: number;
+  cause?: unknown;
+}
+
+/** An error the API reports to clients as `{ statusCode, code, message, field }`. */
+export class AppError extends Error {
+  readonly field?: string;
+  readonly details?: unknown;
+  readonly retryAfter?: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: AppErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.field = options.field;
+    this.details = options.details;
+    this.retryAfter = options.retryAfter;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+
+  static notFound(what: string, id: string): AppError {
+    return new AppError(ErrorCode.NOT_FOUND, `${what} ${id} not found`, { field: 'id' });
+  }
+}
+
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  statusCode: number;
+  code: ErrorCode;
+  message: string;
+  field?: string;
+  details?: unknown;
+}

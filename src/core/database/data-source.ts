@@ -1,0 +1,65 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { ApiKeyEntity } from '../../auth/api-key.entity';
+import { UserEntity } from '../../auth/user.entity';
+import { JobArtifactEntity } from '../../jobs/job-artifact.entity';
+import { JobEventEntity } from '../../jobs/job-event.entity';
+import { JobMetricEntity } from '../../jobs/job-metric.entity';
+import { JobEntity } from '../../jobs/job.entity';
+import { WorkerEntity } from '../../scheduler/worker.entity';
+import type { AppConfig } from '../../config/app-config';
+import { Initial1764700000000 } from './1764700000000-initial.migration';
+
+export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity];
+export const MIGRATIONS = [Initial1764700000000];
+
+export function dataSourceOptions(config: AppConfig): DataSourceOptions {
+  const common = { entities: ENTITIES, migrations: MIGRATIONS, migrationsRun: false, synchronize: false, logging: false } as const;
+  if (config.values.database_url) {
+    return { ...common, type: 'postgres', url: config.values.database_url, extra: { max: 20 } };
+  }
+  mkdirSync(config.home, { recursive: true });
+  return {
+    ...common,
+    type: 'better-sqlite3',
+    database: join(config.home, 'opentinker.db'),
+    // WAL lets the API read while a worker process writes; busy_timeout waits out short write locks.
+    prepareDatabase: (db: { pragma(sql: string): unknown }) => {
+      db.pragma('journal_mode = WAL');
+      db.pragma('busy_timeout = 5000');
+      db.pragma('synchronous = NORMAL');
+      db.pragma('foreign_keys = ON');
+    },
+  };
+}
+
+/** Opens the database and brings its schema up to date. */
+export async function openDatabase(config: AppConfig): Promise<DataSource> {
+  const dataSource = new DataSource(dataSourceOptions(config));
+  await dataSource.initialize();
+  if (config.usesPostgres) {
+    // API and worker processes may boot together; the advisory lock makes one of them migrate.
+    const runner = dataSource.createQueryRunner();
+    try {
+      await runner.query('SELECT pg_advisory_lock(7317001)');
+      await dataSource.runMigrations({ transaction: 'each' });
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock(7317001)').catch(() => undefined);
+      await runner.release();
+    }
+  } else {
+    await migrateSqlite(dataSource);
+  }
+  return dataSource;
+}
+
+/** Two processes opening a fresh SQLite file at once race on the schema; the loser re-checks. */
+async function migrateSqlite(dataSource: DataSource): Promise<void> {
+  try {
+    await dataSource.runMigrations({ transaction: 'all' });
+  } catch (error) {
+    await new Promise((r) => setTimeout(r, 250));
+    if (await dataSource.showMigrations()) throw error;
+  }
+}

@@ -1,0 +1,95 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { epochMs } from '../core/database/columns';
+
+export const JOB_STATES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+export const ACTIVE_STATES: readonly JobState[] = ['starting', 'running'];
+export const FINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
+
+export interface JobResources {
+  gpus: number;
+  cpu_slots: number;
+}
+
+/** Devices a worker gave a job, e.g. `["gpu:0", "cpu:3"]`. */
+export type DeviceIds = string[];
+
+export interface JobProgress {
+  step: number;
+  total: number | null;
+  message: string | null;
+}
+
+@Entity('jobs')
+@Index('idx_jobs_queue', ['state', 'priority', 'createdAt'])
+@Index('idx_jobs_owner', ['ownerId', 'createdAt'])
+export class JobEntity {
+  @PrimaryColumn({ type: 'varchar', length: 36 })
+  id!: string;
+
+  @Column({ name: 'owner_id', type: 'varchar', length: 36 })
+  ownerId!: string;
+
+  @Column({ type: 'varchar', length: 32 })
+  kind!: string;
+
+  @Column({ type: 'varchar', length: 128, nullable: true })
+  name!: string | null;
+
+  @Column({ type: 'varchar', length: 16 })
+  state!: JobState;
+
+  @Column({ type: 'integer' })
+  priority!: number;
+
+  /** The validated spec with every default filled in: what the job really ran with. */
+  @Column({ type: 'simple-json' })
+  spec!: Record<string, unknown>;
+
+  @Column({ type: 'simple-json' })
+  resources!: JobResources;
+
+  @Column({ type: 'simple-json', nullable: true })
+  devices!: DeviceIds | null;
+
+  @Index()
+  @Column({ name: 'worker_id', type: 'varchar', length: 64, nullable: true })
+  workerId!: string | null;
+
+  @Column({ type: 'integer' })
+  attempts!: number;
+
+  @Column({ name: 'max_attempts', type: 'integer' })
+  maxAttempts!: number;
+
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  @Column({ name: 'exit_code', type: 'integer', nullable: true })
+  exitCode!: number | null;
+
+  @Column({ type: 'simple-json', nullable: true })
+  progress!: JobProgress | null;
+
+  /** What a resumable kind saved to pick up where it stopped after losing its worker. */
+  @Column({ name: 'resume_state', type: 'simple-json', nullable: true })
+  resumeState!: unknown;
+
+  @Column({ name: 'cancel_requested_at', type: 'bigint', nullable: true, transformer: epochMs })
+  cancelRequestedAt!: number | null;
+
+  @Column({ name: 'lease_expires_at', type: 'bigint', nullable: true, transformer: epochMs })
+  leaseExpiresAt!: number | null;
+
+  @Column({ name: 'created_at', type: 'bigint', transformer: epochMs })
+  createdAt!: number;
+
+  @Column({ name: 'started_at', type: 'bigint', nullable: true, transformer: epochMs })
+  startedAt!: number | null;
+
+  @Column({ name: 'finished_at', type: 'bigint', nullable: true, transformer: epochMs })
+  finishedAt!: number | null;
+
+  @Column({ name: 'updated_at', type: 'bigint', transformer: epochMs })
+  updatedAt!: number;
+}

@@ -1,0 +1,165 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform, Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { iso } from '../core/database/columns';
+import type { JobArtifactEntity } from './job-artifact.entity';
+import type { JobMetricEntity } from './job-metric.entity';
+import { JOB_STATES } from './job.entity';
+import type { JobEntity, JobState } from './job.entity';
+
+export class ListJobsQuery {
+  @ApiPropertyOptional({ minimum: 1, default: 1 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  page: number = 1;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  limit: number = 50;
+
+  @ApiPropertyOptional({ description: 'Comma-separated states', example: 'queued,running' })
+  @IsOptional()
+  @Transform(({ value }) => (typeof value === 'string' ? value.split(',').map((s) => s.trim()) : value))
+  @IsIn(JOB_STATES, { each: true, message: `state must be one or more of ${JOB_STATES.join(', ')}` })
+  state?: JobState[];
+
+  @ApiPropertyOptional({ example: 'sleep' })
+  @IsOptional()
+  @IsString()
+  kind?: string;
+}
+
+export class MetricsQuery {
+  @ApiPropertyOptional({ description: 'Only this metric', example: 'reward_mean' })
+  @IsOptional()
+  @IsString()
+  name?: string;
+
+  @ApiPropertyOptional({ description: 'Only points after this step' })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  after_step?: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100000, default: 10000 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  limit: number = 10_000;
+}
+
+export class LogsQuery {
+  @ApiPropertyOptional({ description: 'Only the last N lines', minimum: 1, maximum: 100000 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  tail?: number;
+}
+
+export class EventsQuery {
+  @ApiPropertyOptional({ description: 'Resume after this event id (same as the Last-Event-ID header)' })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  after?: number;
+}
+
+class JobResourcesDto {
+  @ApiProperty() gpus!: number;
+  @ApiProperty() cpu_slots!: number;
+}
+
+class JobProgressDto {
+  @ApiProperty() step!: number;
+  @ApiProperty({ nullable: true, type: Number }) total!: number | null;
+  @ApiProperty({ nullable: true, type: String }) message!: string | null;
+}
+
+export class JobDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ example: 'sleep' }) kind!: string;
+  @ApiProperty({ nullable: true, type: String }) name!: string | null;
+  @ApiProperty({ enum: JOB_STATES }) state!: JobState;
+  @ApiProperty({ format: 'uuid' }) owner_id!: string;
+  @ApiProperty() priority!: number;
+  @ApiProperty({ description: 'The validated spec with every default filled in', type: 'object', additionalProperties: true })
+  spec!: Record<string, unknown>;
+  @ApiProperty({ type: JobResourcesDto }) resources!: JobResourcesDto;
+  @ApiProperty({ nullable: true, type: [String], example: ['gpu:0', 'cpu:0'] }) devices!: string[] | null;
+  @ApiProperty({ nullable: true, type: String }) worker_id!: string | null;
+  @ApiProperty() attempts!: number;
+  @ApiProperty() max_attempts!: number;
+  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({ nullable: true, type: Number }) exit_code!: number | null;
+  @ApiProperty({ nullable: true, type: JobProgressDto }) progress!: JobProgressDto | null;
+  @ApiProperty() cancel_requested!: boolean;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) started_at!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) finished_at!: string | null;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+
+  static of(j: JobEntity): JobDto {
+    return {
+      id: j.id,
+      kind: j.kind,
+      name: j.name,
+      state: j.state,
+      owner_id: j.ownerId,
+      priority: j.priority,
+      spec: j.spec,
+      resources: j.resources,
+      devices: j.devices,
+      worker_id: j.workerId,
+      attempts: j.attempts,
+      max_attempts: j.maxAttempts,
+      error: j.error,
+      exit_code: j.exitCode,
+      progress: j.progress,
+      cancel_requested: j.cancelRequestedAt !== null,
+      created_at: iso(j.createdAt)!,
+      started_at: iso(j.startedAt),
+      finished_at: iso(j.finishedAt),
+      updated_at: iso(j.updatedAt)!,
+    };
+  }
+}
+
+export class JobPageDto {
+  @ApiProperty({ type: [JobDto] }) items!: JobDto[];
+  @ApiProperty() page!: number;
+  @ApiProperty() limit!: number;
+  @ApiProperty() total!: number;
+}
+
+export class MetricPointDto {
+  @ApiProperty() step!: number;
+  @ApiProperty() name!: string;
+  @ApiProperty() value!: number;
+  @ApiProperty({ format: 'date-time' }) time!: string;
+
+  static of(m: JobMetricEntity): MetricPointDto {
+    return { step: m.step, name: m.name, value: m.value, time: iso(m.createdAt)! };
+  }
+}
+
+export class ArtifactDto {
+  @ApiProperty({ example: 'result.json' }) name!: string;
+  @ApiProperty() size!: number;
+  @ApiProperty({ nullable: true, type: String }) worker_id!: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+
+  static of(a: JobArtifactEntity): ArtifactDto {
+    return { name: a.name, size: a.size, worker_id: a.workerId, created_at: iso(a.createdAt)! };
+  }
+}

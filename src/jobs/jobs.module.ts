@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { QueueModule } from '../scheduler/queue.module';
+import { JobsDataModule } from './jobs-data.module';
+import { JobsController } from './jobs.controller';
+import { JobsService } from './jobs.service';
+import { JobStreamService } from './job-stream.service';
+
+@Module({
+  imports: [JobsDataModule, QueueModule],
+  controllers: [JobsController],
+  providers: [JobsService, JobStreamService],
+})
+export class JobsModule {}

@@ -1,0 +1,245 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager, FindOptionsWhere, In, IsNull, LessThan, Not, Repository } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { JobEventEntity } from './job-event.entity';
+import { ACTIVE_STATES, DeviceIds, JobEntity, JobProgress, JobState } from './job.entity';
+
+export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
+
+export interface JobListQuery {
+  ownerId?: string;
+  states?: JobState[];
+  kind?: string;
+  limit: number;
+  offset: number;
+}
+
+class UserLimitReached extends Error {}
+
+/**
+ * Job rows and their state transitions. Every transition is a conditional UPDATE on the state the caller
+ * expects, so two processes racing on one job (a worker finishing it, a reaper expiring its lease, a user
+ * cancelling it) cannot both win. Each transition records a `state` event in the same transaction.
+ */
+@Injectable()
+export class JobsRepository {
+  private readonly jobs: Repository<JobEntity>;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly config: AppConfig,
+  ) {
+    this.jobs = dataSource.getRepository(JobEntity);
+  }
+
+  async insert(job: JobEntity): Promise<void> {
+    await this.dataSource.transaction(async (m) => {
+      await m.insert(JobEntity, job as never);
+      await this.stateEvent(m, job.id, 'queued', null, job.createdAt);
+    });
+  }
+
+  findById(id: string): Promise<JobEntity | null> {
+    return this.jobs.findOneBy({ id });
+  }
+
+  async list(q: JobListQuery): Promise<{ items: JobEntity[]; total: number }> {
+    const where: FindOptionsWhere<JobEntity> = {};
+    if (q.ownerId) where.ownerId = q.ownerId;
+    if (q.states?.length) where.state = In(q.states);
+    if (q.kind) where.kind = q.kind;
+    const [items, total] = await this.jobs.findAndCount({
+      where,
+      order: { createdAt: 'DESC', id: 'DESC' },
+      take: q.limit,
+      skip: q.offset,
+    });
+    return { items, total };
+  }
+
+  async countByState(): Promise<Record<string, number>> {
+    const rows: { state: string; n: string | number }[] = await this.jobs
+      .createQueryBuilder('j')
+      .select('j.state', 'state')
+      .addSelect('COUNT(*)', 'n')
+      .groupBy('j.state')
+      .getRawMany();
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  /** Queued jobs in dispatch order: priority first, then first come first served. */
+  queued(limit: number): Promise<JobEntity[]> {
+    return this.jobs.find({ where: { state: 'queued' }, order: { priority: 'DESC', createdAt: 'ASC', id: 'ASC' }, take: limit });
+  }
+
+  /**
+   * Gives a queued job to a worker unless its owner already has `userLimit` jobs starting or running.
+   * The claim is written first so SQLite takes its write lock before counting; on PostgreSQL an advisory
+   * lock per owner serialises concurrent claims for one user across workers.
+   */
+  async claim(job: JobEntity, workerId: string, devices: DeviceIds, userLimit: number): Promise<ClaimResult> {
+    const now = Date.now();
+    try {
+      return await this.dataSource.transaction(async (m) => {
+        if (this.config.usesPostgres) await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [job.ownerId]);
+        const result = await m.update(
+          JobEntity,
+          { id: job.id, state: 'queued' },
+          {
+            state: 'starting',
+            workerId,
+            devices,
+            attempts: () => 'attempts + 1',
+            leaseExpiresAt: now + this.config.values.lease_seconds * 1000,
+            updatedAt: now,
+          },
+        );
+        if (result.affected !== 1) return 'gone';
+        const active = await m.count(JobEntity, { where: { ownerId: job.ownerId, state: In([...ACTIVE_STATES]) } });
+        if (active > userLimit) throw new UserLimitReached();
+        await this.stateEvent(m, job.id, 'starting', { worker_id: workerId, devices }, now);
+        return 'claimed';
+      });
+    } catch (error) {
+      if (error instanceof UserLimitReached) return 'user_limit';
+      throw error;
+    }
+  }
+
+  async markRunning(id: string, workerId: string): Promise<boolean> {
+    const now = Date.now();
+    return this.transition({ id, state: 'starting', workerId }, { state: 'running', startedAt: now }, 'running', null, now);
+  }
+
+  /** Final state reported by the worker that holds the job. */
+  async finish(
+    id: string,
+    workerId: string,
+    state: 'succeeded' | 'failed' | 'cancelled',
+    outcome: { error?: string | null; exitCode?: number | null } = {},
+  ): Promise<boolean> {
+    const now = Date.now();
+    return this.transition(
+      { id, state: In([...ACTIVE_STATES]), workerId },
+      { state, finishedAt: now, error: outcome.error ?? null, exitCode: outcome.exitCode ?? null, leaseExpiresAt: null },
+      state,
+      outcome.error ? { error: outcome.error } : null,
+      now,
+    );
+  }
+
+  /**
+   * Puts an active job back in the queue (its worker was lost or shut down and the kind can resume).
+   * With `leaseExpiredBy`, only while the lease is still expired: a worker that renewed it in the
+   * meantime keeps its job.
+   */
+  async requeue(job: JobEntity, reason: string, opts: { countAttempt: boolean; leaseExpiredBy?: number }): Promise<boolean> {
+    const now = Date.now();
+    return this.transition(
+      this.heldBy(job, opts.leaseExpiredBy),
+      {
+        state: 'queued',
+        workerId: null,
+        devices: null,
+        leaseExpiresAt: null,
+        attempts: opts.countAttempt ? job.attempts : Math.max(0, job.attempts - 1),
+      },
+      'queued',
+      { reason },
+      now,
+    );
+  }
+
+  /** Ends an active job that lost its worker (same guard as {@link requeue}). */
+  async abandon(job: JobEntity, state: 'failed' | 'cancelled', reason: string, leaseExpiredBy?: number): Promise<boolean> {
+    const now = Date.now();
+    return this.transition(
+      this.heldBy(job, leaseExpiredBy),
+      { state, error: state === 'failed' ? reason : null, finishedAt: now, leaseExpiresAt: null },
+      state,
+      { reason },
+      now,
+    );
+  }
+
+  async cancelQueued(id: string): Promise<boolean> {
+    const now = Date.now();
+    return this.transition({ id, state: 'queued' }, { state: 'cancelled', finishedAt: now }, 'cancelled', null, now);
+  }
+
+  async requestCancel(id: string): Promise<boolean> {
+    const now = Date.now();
+    const result = await this.jobs.update(
+      { id, state: In([...ACTIVE_STATES]), cancelRequestedAt: IsNull() },
+      { cancelRequestedAt: now, updatedAt: now },
+    );
+    return result.affected === 1;
+  }
+
+  /** Renews the leases of the jobs a worker is running, and returns those whose cancellation was asked. */
+  async renewLeases(workerId: string, ids: string[]): Promise<{ cancel: string[]; lost: string[] }> {
+    if (ids.length === 0) return { cancel: [], lost: [] };
+    const until = Date.now() + this.config.values.lease_seconds * 1000;
+    await this.jobs.update({ id: In(ids), workerId, state: In([...ACTIVE_STATES]) }, { leaseExpiresAt: until });
+    const rows = await this.jobs.find({ select: { id: true, state: true, workerId: true, cancelRequestedAt: true }, where: { id: In(ids) } });
+    const held = new Map(rows.map((r) => [r.id, r]));
+    const cancel: string[] = [];
+    const lost: string[] = [];
+    for (const id of ids) {
+      const row = held.get(id);
+      if (!row || row.workerId !== workerId || !ACTIVE_STATES.includes(row.state)) lost.push(id);
+      else if (row.cancelRequestedAt !== null) cancel.push(id);
+    }
+    return { cancel, lost };
+  }
+
+  expiredLeases(now = Date.now()): Promise<JobEntity[]> {
+    return this.jobs.find({ where: { state: In([...ACTIVE_STATES]), leaseExpiresAt: LessThan(now) }, take: 100 });
+  }
+
+  /** Active jobs recorded against a worker id, e.g. a restarted worker reusing its configured id. */
+  activeOnWorker(workerId: string): Promise<JobEntity[]> {
+    return this.jobs.find({ where: { workerId, state: In([...ACTIVE_STATES]) } });
+  }
+
+  activeWithDevices(): Promise<Pick<JobEntity, 'id' | 'workerId' | 'devices' | 'ownerId'>[]> {
+    return this.jobs.find({
+      select: { id: true, workerId: true, devices: true, ownerId: true },
+      where: { state: In([...ACTIVE_STATES]), workerId: Not(IsNull()) },
+    });
+  }
+
+  async saveProgress(id: string, progress: JobProgress): Promise<void> {
+    await this.jobs.update({ id }, { progress });
+  }
+
+  async saveResumeState(id: string, workerId: string, resumeState: unknown): Promise<void> {
+    await this.jobs.update({ id, workerId }, { resumeState: resumeState as object });
+  }
+
+  private heldBy(job: JobEntity, leaseExpiredBy?: number): FindOptionsWhere<JobEntity> {
+    const where: FindOptionsWhere<JobEntity> = { id: job.id, state: In([...ACTIVE_STATES]), workerId: job.workerId ?? IsNull() };
+    if (leaseExpiredBy !== undefined) where.leaseExpiresAt = LessThan(leaseExpiredBy);
+    return where;
+  }
+
+  private async transition(
+    where: FindOptionsWhere<JobEntity>,
+    set: Partial<JobEntity>,
+    state: JobState,
+    detail: Record<string, unknown> | null,
+    now: number,
+  ): Promise<boolean> {
+    return this.dataSource.transaction(async (m) => {
+      const result = await m.update(JobEntity, where, { ...set, updatedAt: now } as never);
+      if (result.affected !== 1) return false;
+      await this.stateEvent(m, where.id as string, state, detail, now);
+      return true;
+    });
+  }
+
+  private async stateEvent(m: EntityManager, jobId: string, state: JobState, detail: unknown, now: number): Promise<void> {
+    const data = { state, ...(detail && typeof detail === 'object' ? detail : {}) };
+    await m.insert(JobEventEntity, { jobId, type: 'state', data, createdAt: now });
+  }
+}

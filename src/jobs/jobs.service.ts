@@ -1,0 +1,137 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { createReadStream, existsSync, ReadStream } from 'node:fs';
+import { isAdmin, Principal } from '../auth/principal';
+import { AppError, ErrorCode } from '../core/app-error';
+import { LocalBus } from '../core/local-bus';
+import { JOB_QUEUE } from '../scheduler/job-queue';
+import type { JobQueue } from '../scheduler/job-queue';
+import { JobArtifactEntity } from './job-artifact.entity';
+import { JobEventsRepository } from './job-events.repository';
+import { JobMetricEntity } from './job-metric.entity';
+import { FINAL_STATES, JobEntity, JobState } from './job.entity';
+import { JobsRepository } from './jobs.repository';
+import { parseJobSpec } from './kinds/job-kinds';
+
+@Injectable()
+export class JobsService {
+  private readonly logger = new Logger('Jobs');
+
+  constructor(
+    private readonly jobs: JobsRepository,
+    private readonly events: JobEventsRepository,
+    @Inject(JOB_QUEUE) private readonly queue: JobQueue,
+    private readonly bus: LocalBus,
+  ) {}
+
+  async submit(caller: Principal, body: unknown): Promise<JobEntity> {
+    const { kind, spec } = parseJobSpec(body);
+    const now = Date.now();
+    const job = Object.assign(new JobEntity(), {
+      id: randomUUID(),
+      ownerId: caller.userId,
+      kind: kind.kind,
+      name: spec.name ?? null,
+      state: 'queued' as JobState,
+      priority: spec.priority,
+      spec,
+      resources: spec.resources,
+      devices: null,
+      workerId: null,
+      attempts: 0,
+      maxAttempts: spec.max_attempts,
+      error: null,
+      exitCode: null,
+      progress: null,
+      resumeState: null,
+      cancelRequestedAt: null,
+      leaseExpiresAt: null,
+      createdAt: now,
+      startedAt: null,
+      finishedAt: null,
+      updatedAt: now,
+    });
+    await this.jobs.insert(job);
+    try {
+      await this.queue.enqueue(job);
+    } catch (error) {
+      // The row is committed, so the job is not lost: the queue's reconciler re-adds it.
+      this.logger.warn(`Job ${job.id} is queued in the database but not yet in the ${this.queue.name} queue: ${(error as Error).message}`);
+    }
+    this.bus.jobQueued();
+    return job;
+  }
+
+  async list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }) {
+    const { items, total } = await this.jobs.list({
+      ownerId: isAdmin(caller) ? undefined : caller.userId,
+      states: q.state,
+      kind: q.kind,
+      limit: q.limit,
+      offset: (q.page - 1) * q.limit,
+    });
+    return { items, total };
+  }
+
+  /** A job the caller may see. Someone else's job is "not found", so ids cannot be probed. */
+  async get(caller: Principal, id: string): Promise<JobEntity> {
+    const job = await this.jobs.findById(id);
+    if (!job || (job.ownerId !== caller.userId && !isAdmin(caller))) throw AppError.notFound('Job', id);
+    return job;
+  }
+
+  /** Cancels a queued job at once, or asks the worker to stop a running one. Idempotent while active. */
+  async cancel(caller: Principal, id: string): Promise<JobEntity> {
+    const job = await this.get(caller, id);
+    if (FINAL_STATES.includes(job.state)) {
+      throw new AppError(ErrorCode.JOB_NOT_CANCELLABLE, `Job ${id} already ${job.state}`, { field: 'id' });
+    }
+    if (job.state === 'queued' && (await this.jobs.cancelQueued(id))) {
+      await this.queue.remove(id).catch(() => undefined);
+    } else {
+      await this.jobs.requestCancel(id);
+    }
+    this.bus.jobEvents(id);
+    return (await this.jobs.findById(id))!;
+  }
+
+  async metrics(caller: Principal, id: string, q: { name?: string; after_step?: number; limit: number }): Promise<JobMetricEntity[]> {
+    await this.get(caller, id);
+    return this.events.series(id, { name: q.name, afterStep: q.after_step, limit: q.limit });
+  }
+
+  /** The job's output as stored by its worker; `tail` keeps the last lines. */
+  async logs(caller: Principal, id: string, tail?: number): Promise<string> {
+    await this.get(caller, id);
+    const chunks: string[] = [];
+    let after = 0;
+    for (;;) {
+      const batch = await this.events.after(id, after, 1000, 'log');
+      for (const e of batch) chunks.push((e.data as { text: string }).text);
+      if (batch.length < 1000) break;
+      after = batch[batch.length - 1].id;
+    }
+    const text = chunks.join('');
+    if (tail === undefined) return text;
+    const lines = text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    return lines.slice(-tail).join('\n') + (lines.length ? '\n' : '');
+  }
+
+  async artifacts(caller: Principal, id: string): Promise<JobArtifactEntity[]> {
+    await this.get(caller, id);
+    return this.events.listArtifacts(id);
+  }
+
+  async openArtifact(caller: Principal, id: string, name: string): Promise<{ artifact: JobArtifactEntity; stream: ReadStream }> {
+    await this.get(caller, id);
+    const artifact = await this.events.findArtifact(id, name);
+    if (!artifact) throw AppError.notFound('Artifact', name);
+    if (!existsSync(artifact.path)) {
+      throw new AppError(ErrorCode.ARTIFACT_UNAVAILABLE, `Artifact ${name} is stored on worker ${artifact.workerId}, not on this server`, {
+        field: 'name',
+      });
+    }
+    return { artifact, stream: createReadStream(artifact.path) };
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Entry point of the job runner child process. A worker spawns one per job (with the job's devices in
+ * CUDA_VISIBLE_DEVICES), sends it a start message, and reads its IPC messages, stdout and stderr.
+ * Exit code 0 means the job succeeded. The process exits if its worker goes away.
+ */
+import { mkdirSync } from 'node:fs';
+import type { KindRunner, RunContext, RunnerMessage, StartMessage } from './runner-protocol';
+
+const RUNNERS: Record<string, () => Promise<KindRunner>> = {
+  sleep: async () => (await import('./sleep.runner.js')).runSleep,
+};
+
+const controller = new AbortController();
+
+function send(message: RunnerMessage): void {
+  process.send?.(message);
+}
+
+const onDisconnect = (): never => process.exit(70);
+
+/** Sends the last message, then lets go of the channel so the process can exit with `code`. */
+function finish(code: number, last?: RunnerMessage): void {
+  process.exitCode = code;
+  process.off('disconnect', onDisconnect);
+  const release = () => process.disconnect?.();
+  if (last) process.send?.(last, undefined, {}, release);
+  else process.send?.({ type: 'done' } satisfies RunnerMessage, undefined, {}, release);
+}
+
+function stopOn(signal: NodeJS.Signals): void {
+  process.on(signal, () => {
+    if (controller.signal.aborted) process.exit(128 + 15);
+    console.log(`[runner] received ${signal}, stopping`);
+    controller.abort(signal === 'SIGTERM' ? 'cancelled' : signal);
+  });
+}
+
+async function run(start: StartMessage): Promise<void> {
+  const load = RUNNERS[start.job.kind];
+  if (!load) throw new Error(`This job runner has no runner for kind ${start.job.kind}`);
+  const runner = await load();
+  mkdirSync(start.workDir, { recursive: true });
+  const ctx: RunContext = {
+    jobId: start.job.id,
+    spec: start.job.spec,
+    attempt: start.job.attempt,
+    resumeState: start.job.resumeState ?? null,
+    workDir: start.workDir,
+    signal: controller.signal,
+    log: (line) => console.log(line),
+    progress: (step, total = null, message = null) => send({ type: 'progress', step, total, message }),
+    metrics: (step, values) => send({ type: 'metrics', step, values }),
+    checkpoint: (state) => send({ type: 'checkpoint', state }),
+    artifact: (name, path) => send({ type: 'artifact', name, path }),
+  };
+  send({ type: 'running' });
+  await runner(ctx);
+}
+
+function main(): void {
+  if (!process.send) {
+    console.error('The job runner is started by a worker, not by hand.');
+    process.exit(2);
+  }
+  stopOn('SIGTERM');
+  stopOn('SIGINT');
+  // The worker died or dropped us: nobody would record what we do, so stop.
+  process.on('disconnect', onDisconnect);
+  process.once('message', (message: StartMessage) => {
+    run(message).then(
+      () => finish(0),
+      (error: unknown) => {
+        const text = error instanceof Error ? error.message : String(error);
+        console.error(error instanceof Error && error.stack ? error.stack : text);
+        finish(1, { type: 'failed', message: text });
+      },
+    );
+  });
+}
+
+main();

@@ -1,0 +1,56 @@
+import { Inject, Injectable, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { JobsDataModule } from '../jobs/jobs-data.module';
+import { JobsRepository } from '../jobs/jobs.repository';
+import { BullmqQueue } from './bullmq.queue';
+import { EmbeddedQueue } from './embedded.queue';
+import { JOB_QUEUE } from './job-queue';
+import type { JobQueue } from './job-queue';
+import { LeaseReaper } from './lease-reaper.service';
+import { WorkersRepository } from './workers.repository';
+
+const RECONCILE_MS = 30_000;
+
+/** Closes the queue at shutdown and, for BullMQ, re-adds queued jobs that Redis does not hold. */
+@Injectable()
+class QueueKeeper implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Queue');
+  private timer?: NodeJS.Timeout;
+
+  constructor(@Inject(JOB_QUEUE) private readonly queue: JobQueue) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const queue = this.queue;
+    if (!(queue instanceof BullmqQueue)) return;
+    await queue.ping();
+    const reconcile = () =>
+      queue.reconcile().then(
+        (n) => n > 0 && this.logger.warn(`Re-added ${n} queued job(s) missing from Redis`),
+        (e: Error) => this.logger.warn(`Reconcile failed: ${e.message}`),
+      );
+    await reconcile();
+    this.timer = setInterval(() => void reconcile(), RECONCILE_MS);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.queue.close();
+  }
+}
+
+@Module({
+  imports: [JobsDataModule],
+  providers: [
+    {
+      provide: JOB_QUEUE,
+      inject: [AppConfig, JobsRepository],
+      useFactory: (config: AppConfig, jobs: JobsRepository): JobQueue =>
+        config.values.redis_url ? new BullmqQueue(config.values.redis_url, jobs) : new EmbeddedQueue(jobs),
+    },
+    WorkersRepository,
+    LeaseReaper,
+    QueueKeeper,
+  ],
+  exports: [JOB_QUEUE, WorkersRepository],
+})
+export class QueueModule {}

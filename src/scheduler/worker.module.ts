@@ -1,0 +1,17 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { JobsDataModule } from '../jobs/jobs-data.module';
+import { QueueModule } from './queue.module';
+import { RUNNER_ENTRY, WorkerService } from './worker.service';
+
+/** The worker role: present in `opentinker serve` (unless disabled) and in `opentinker worker`. */
+@Module({})
+export class WorkerModule {
+  static forRoot(runnerEntry: string): DynamicModule {
+    return {
+      module: WorkerModule,
+      imports: [JobsDataModule, QueueModule],
+      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, WorkerService],
+      exports: [WorkerService],
+    };
+  }
+}

@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, IsNull, MoreThan, Repository } from 'typeorm';
+import { WorkerEntity } from './worker.entity';
+
+@Injectable()
+export class WorkersRepository {
+  private readonly workers: Repository<WorkerEntity>;
+
+  constructor(dataSource: DataSource) {
+    this.workers = dataSource.getRepository(WorkerEntity);
+  }
+
+  async register(worker: WorkerEntity): Promise<void> {
+    await this.workers.upsert(worker, ['id']);
+  }
+
+  async heartbeat(id: string, at: number): Promise<void> {
+    await this.workers.update({ id }, { lastSeenAt: at, stoppedAt: null });
+  }
+
+  async stopped(id: string, at: number): Promise<void> {
+    await this.workers.update({ id }, { stoppedAt: at, lastSeenAt: at });
+  }
+
+  /** Workers that heartbeated since `since` and have not stopped. */
+  alive(since: number): Promise<WorkerEntity[]> {
+    return this.workers.find({ where: { lastSeenAt: MoreThan(since), stoppedAt: IsNull() }, order: { startedAt: 'ASC' } });
+  }
+
+  find(id: string): Promise<WorkerEntity | null> {
+    return this.workers.findOneBy({ id });
+  }
+}
