@@ -28,7 +28,10 @@ export class AuthService {
         field: 'authorization',
       });
     }
-    if (!header) throw this.fail(address, 'Missing Authorization header (expected: Bearer otk_…)');
+    // A missing header is a client mistake, not a guess: it does not count towards the limit.
+    if (!header) {
+      throw new AppError(ErrorCode.UNAUTHENTICATED, 'Missing Authorization header (expected: Bearer otk_…)', { field: 'authorization' });
+    }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match || !looksLikeApiKey(match[1])) {
       throw this.fail(address, 'Malformed Authorization header (expected: Bearer otk_…)');
