@@ -1,4 +1,6 @@
 import { Command, Option } from 'commander';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApi, createWorker, ensureAdmin } from '../app';
 import { loadConfig, redactConfig } from '../config/app-config';
@@ -52,10 +54,16 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .command('openapi')
     .description('Print the OpenAPI document')
     .action(async () => {
-      const config = loadConfig({ OPENTINKER_HOME: join(context.root, '.opentinker-openapi') }, { embedded_worker: false });
-      const app = await createApi({ config, worker: false, logger: false });
-      process.stdout.write(JSON.stringify(buildOpenApiDocument(app), null, 2) + '\n');
-      await app.close();
+      // The document needs a booted app, which needs a database: a throwaway one.
+      const home = mkdtempSync(join(tmpdir(), 'opentinker-openapi-'));
+      try {
+        const config = loadConfig({}, { home, embedded_worker: false });
+        const app = await createApi({ config, worker: false, logger: false });
+        process.stdout.write(JSON.stringify(buildOpenApiDocument(app), null, 2) + '\n');
+        await app.close();
+      } finally {
+        rmSync(home, { recursive: true, force: true });
+      }
     });
 
   try {
