@@ -1,0 +1,54 @@
+import { detectDevices, parseNvidiaSmi } from './device-detector';
+import { cudaVisibleDevices, DevicePool } from './device-pool';
+
+describe('parseNvidiaSmi', () => {
+  it('reads index, name and memory, skipping noise', () => {
+    const out = '0, NVIDIA H100 80GB HBM3, 81559\n1, NVIDIA H100 80GB HBM3, 81559\nNo devices were found\n';
+    expect(parseNvidiaSmi(out)).toEqual([
+      { id: 'gpu:0', kind: 'gpu', name: 'NVIDIA H100 80GB HBM3', memoryMb: 81559 },
+      { id: 'gpu:1', kind: 'gpu', name: 'NVIDIA H100 80GB HBM3', memoryMb: 81559 },
+    ]);
+  });
+});
+
+describe('detectDevices', () => {
+  const smi = async () => '0, A, 100\n1, B, 200\n';
+  it('uses nvidia-smi for auto, the listed indices otherwise, none on request', async () => {
+    expect((await detectDevices('auto', 1, smi)).map((d) => d.id)).toEqual(['gpu:0', 'gpu:1', 'cpu:0']);
+    expect((await detectDevices('1', 0, smi)).map((d) => [d.id, d.name])).toEqual([['gpu:1', 'B']]);
+    expect((await detectDevices('none', 2, smi)).map((d) => d.id)).toEqual(['cpu:0', 'cpu:1']);
+    expect((await detectDevices('auto', 1, async () => null)).map((d) => d.id)).toEqual(['cpu:0']);
+  });
+});
+
+describe('DevicePool', () => {
+  const pool = () =>
+    new DevicePool([
+      { id: 'gpu:0', kind: 'gpu', name: 'g', memoryMb: 1 },
+      { id: 'gpu:1', kind: 'gpu', name: 'g', memoryMb: 1 },
+      { id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null },
+      { id: 'cpu:1', kind: 'cpu', name: 'c', memoryMb: null },
+    ]);
+
+  it('places jobs on the lowest free devices and frees them', () => {
+    const p = pool();
+    const a = p.choose({ gpus: 1, cpu_slots: 1 })!;
+    expect(a).toEqual(['gpu:0', 'cpu:0']);
+    p.take(a);
+    expect(p.choose({ gpus: 2, cpu_slots: 0 })).toBeNull();
+    expect(p.choose({ gpus: 1, cpu_slots: 1 })).toEqual(['gpu:1', 'cpu:1']);
+    p.release(a);
+    expect(p.choose({ gpus: 2, cpu_slots: 2 })).toEqual(['gpu:0', 'gpu:1', 'cpu:0', 'cpu:1']);
+    expect(p.idle).toBe(true);
+  });
+
+  it('tells jobs it could never run', () => {
+    expect(pool().canEverFit({ gpus: 3, cpu_slots: 0 })).toBe(false);
+    expect(pool().canEverFit({ gpus: 2, cpu_slots: 2 })).toBe(true);
+  });
+
+  it('builds CUDA_VISIBLE_DEVICES from GPU ids only', () => {
+    expect(cudaVisibleDevices(['gpu:3', 'cpu:0', 'gpu:1'])).toBe('3,1');
+    expect(cudaVisibleDevices(['cpu:0'])).toBe('');
+  });
+});
