@@ -1,7 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { QueueModule } from './queue.module';
-import { RUNNER_ENTRY, WorkerService } from './worker.service';
+import { JobSupervisor, RUNNER_ENTRY } from './job-supervisor.service';
+import { WorkerService } from './worker.service';
 
 /** The worker role: present in `opentinker serve` (unless disabled) and in `opentinker worker`. */
 @Module({})
@@ -10,7 +11,7 @@ export class WorkerModule {
     return {
       module: WorkerModule,
       imports: [JobsDataModule, QueueModule],
-      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, WorkerService],
+      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService],
       exports: [WorkerService],
     };
   }

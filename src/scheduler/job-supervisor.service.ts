@@ -1,0 +1,195 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { statSync } from 'node:fs';
+import { AppConfig } from '../config/app-config';
+import { LocalBus } from '../core/local-bus';
+import { findJobKind } from '../jobs/kinds/job-kinds';
+import { JobEventsRepository, MetricPoint } from '../jobs/job-events.repository';
+import type { JobEntity } from '../jobs/job.entity';
+import { JobsRepository } from '../jobs/jobs.repository';
+import type { RunnerMessage } from '../runner/runner-protocol';
+import { JobProcess } from './job-process';
+import { JOB_QUEUE } from './job-queue';
+import type { JobQueue } from './job-queue';
+
+export const RUNNER_ENTRY = Symbol('RunnerEntry');
+
+const LOG_FLUSH_MS = 300;
+/** Log text kept in the database per job; the file on the worker keeps everything. */
+const DB_LOG_LIMIT = 8 * 1024 * 1024;
+
+export type StopReason = 'cancel' | 'shutdown' | 'lost';
+
+interface Running {
+  job: JobEntity;
+  workerId: string;
+  process: JobProcess;
+  onEnded: () => void;
+  /** Serialises this job's database writes so they land in the order the runner sent them. */
+  writes: Promise<void>;
+  log: { buffer: string; stored: number; truncated: boolean; timer?: NodeJS.Timeout };
+  stopReason?: StopReason;
+  failure?: string;
+}
+
+/**
+ * Runs claimed jobs: one job runner child process each, whose messages, output and exit it records
+ * (progress, metrics, resume state, artifacts, logs, final state).
+ */
+@Injectable()
+export class JobSupervisor {
+  private readonly logger = new Logger('JobSupervisor');
+  private readonly running = new Map<string, Running>();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly jobs: JobsRepository,
+    private readonly events: JobEventsRepository,
+    @Inject(JOB_QUEUE) private readonly queue: JobQueue,
+    private readonly bus: LocalBus,
+    @Inject(RUNNER_ENTRY) private readonly runnerEntry: string,
+  ) {}
+
+  get runningIds(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
+  start(job: JobEntity, workerId: string, onEnded: () => void): void {
+    const entry = { job, workerId, onEnded, writes: Promise.resolve(), log: { buffer: '', stored: 0, truncated: false } } as Running;
+    entry.process = new JobProcess(job, {
+      runnerEntry: this.runnerEntry,
+      jobDir: this.config.jobDir(job.id),
+      graceMs: this.config.values.cancel_grace_seconds * 1000,
+      onMessage: (m) => this.onMessage(entry, m),
+      onLog: (text) => this.onLog(entry, text),
+    });
+    this.running.set(job.id, entry);
+    this.logger.log(`Started job ${job.id} (${job.kind}) on ${job.devices?.join(', ') || 'no devices'}, pid ${entry.process.pid}`);
+    void entry.process.exited.then((exit) => this.onExit(entry, exit.code, exit.signal, exit.stderrTail));
+  }
+
+  stop(id: string, reason: StopReason): void {
+    const entry = this.running.get(id);
+    if (!entry || entry.stopReason) return;
+    entry.stopReason = reason;
+    this.logger.log(`Stopping job ${id} (${reason})`);
+    entry.process.stop();
+  }
+
+  /** Stops every job for a shutdown and waits until each one's end is recorded. */
+  async stopAll(): Promise<void> {
+    for (const id of this.running.keys()) this.stop(id, 'shutdown');
+    while (this.running.size > 0) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  private write(entry: Running, work: () => Promise<unknown>): void {
+    entry.writes = entry.writes
+      .then(work)
+      .then(() => this.bus.jobEvents(entry.job.id))
+      .catch((error: Error) => this.logger.warn(`Job ${entry.job.id}: could not record runner output: ${error.message}`));
+  }
+
+  private onMessage(entry: Running, m: RunnerMessage): void {
+    const id = entry.job.id;
+    switch (m.type) {
+      case 'running':
+        return this.write(entry, () => this.jobs.markRunning(id, entry.workerId));
+      case 'progress':
+        return this.write(entry, async () => {
+          const progress = { step: m.step, total: m.total, message: m.message };
+          await this.jobs.saveProgress(id, progress);
+          await this.events.append(id, 'progress', progress);
+        });
+      case 'metrics': {
+        const points: MetricPoint[] = Object.entries(m.values)
+          .filter(([, v]) => typeof v === 'number' && Number.isFinite(v))
+          .map(([name, value]) => ({ step: m.step, name: name.slice(0, 128), value }));
+        return this.write(entry, () => this.events.appendMetrics(id, points));
+      }
+      case 'checkpoint':
+        return this.write(entry, () => this.jobs.saveResumeState(id, entry.workerId, m.state));
+      case 'artifact':
+        return this.write(entry, async () => {
+          const size = statSync(m.path).size;
+          await this.events.putArtifact({ jobId: id, name: m.name, path: m.path, size, workerId: entry.workerId, createdAt: Date.now() });
+          await this.events.append(id, 'artifact', { name: m.name, size });
+        });
+      case 'failed':
+        entry.failure = m.message;
+        return;
+      case 'done':
+        return;
+    }
+  }
+
+  private onLog(entry: Running, text: string): void {
+    const log = entry.log;
+    if (log.truncated) return;
+    log.buffer += text;
+    log.timer ??= setTimeout(() => this.flushLog(entry), LOG_FLUSH_MS);
+  }
+
+  private flushLog(entry: Running): void {
+    const log = entry.log;
+    clearTimeout(log.timer);
+    log.timer = undefined;
+    if (log.buffer === '') return;
+    let text = log.buffer;
+    log.buffer = '';
+    if (log.stored + text.length > DB_LOG_LIMIT) {
+      text = text.slice(0, Math.max(0, DB_LOG_LIMIT - log.stored)) +
+        `\n[log truncated here: the full log is ${this.config.jobDir(entry.job.id)}/job.log on worker ${entry.workerId}]\n`;
+      log.truncated = true;
+    }
+    log.stored += text.length;
+    this.write(entry, () => this.events.append(entry.job.id, 'log', { text }));
+  }
+
+  private async onExit(entry: Running, code: number | null, signal: NodeJS.Signals | null, stderrTail: string[]): Promise<void> {
+    const { job } = entry;
+    this.flushLog(entry);
+    await entry.writes;
+    try {
+      await this.recordExit(entry, code, signal, stderrTail);
+    } catch (error) {
+      this.logger.error(`Job ${job.id}: could not record its end: ${(error as Error).message}`);
+    }
+    this.running.delete(job.id);
+    this.bus.jobEvents(job.id);
+    entry.onEnded();
+  }
+
+  private async recordExit(entry: Running, code: number | null, signal: NodeJS.Signals | null, stderrTail: string[]): Promise<void> {
+    const { job, workerId } = entry;
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    this.logger.log(`Job ${job.id} runner ${how}${entry.stopReason ? ` (${entry.stopReason})` : ''}`);
+    switch (entry.stopReason) {
+      case 'lost':
+        return;
+      case 'cancel':
+        await this.jobs.finish(job.id, workerId, 'cancelled', { exitCode: code });
+        return;
+      case 'shutdown': {
+        const kind = findJobKind(job.kind);
+        const fresh = (await this.jobs.findById(job.id)) ?? job;
+        if (kind?.resumable && !fresh.cancelRequestedAt) {
+          if (await this.jobs.requeue(fresh, `worker ${workerId} shut down; the job will resume`, { countAttempt: false })) {
+            await this.queue.enqueue(fresh);
+          }
+        } else {
+          await this.jobs.finish(job.id, workerId, fresh.cancelRequestedAt ? 'cancelled' : 'failed', {
+            error: `Worker ${workerId} shut down while the job was running`,
+            exitCode: code,
+          });
+        }
+        return;
+      }
+    }
+    if (code === 0) {
+      await this.jobs.finish(job.id, workerId, 'succeeded', { exitCode: 0 });
+      return;
+    }
+    const error = entry.failure ?? `The job runner ${how}${stderrTail.length ? `: ${stderrTail.slice(-3).join(' | ')}` : ''}`;
+    await this.jobs.finish(job.id, workerId, 'failed', { error, exitCode: code });
+  }
+}
