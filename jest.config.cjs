@@ -22,7 +22,12 @@ const common = {
   transform: { '^.+\\.(t|j)s$': swc },
   // Let swc handle CommonJS packages that require() ESM-only ones.
   transformIgnorePatterns: ['/node_modules/(?!(content-disposition|cookie|file-type)/)'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // Workspace packages resolve to their TypeScript sources, so tests never need a build of them.
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    '^@opentinker/env-sdk$': '<rootDir>/libs/env-sdk/src/index.ts',
+    '^@opentinker/env-sdk/testing$': '<rootDir>/libs/env-sdk/src/testing/index.ts',
+  },
   rootDir: __dirname,
 };
 

@@ -1,0 +1,134 @@
+import { conformanceChecks } from './testing/conformance';
+import { describeConformance } from './testing';
+import { createRng, defineEnvironment, EnvironmentError, extractBoxed, extractCodeBlocks, isEnvironment, parseConfig, parseTaggedAction, z } from './index';
+
+/** A complete small environment: guess the hidden number in a few turns. */
+const guess = defineEnvironment({
+  id: 'guess',
+  version: '1.0.0',
+  description: 'Guess a hidden number between 1 and max',
+  turnMode: 'multi',
+  taskSource: 'generator',
+  configSchema: z.object({ max: z.number().int().min(2).default(10), turns: z.number().int().min(1).default(4) }).strict(),
+  create: (config) => ({
+    tasks: { size: (split) => (split === 'train' ? null : 20), get: (split, index) => ({ split, index }) },
+    newEpisode: () => {
+      let secret = 0;
+      let turn = 0;
+      let state: 'new' | 'open' | 'done' = 'new';
+      return {
+        reset: (_task, seed) => {
+          secret = createRng(seed).int(1, config.max);
+          turn = 0;
+          state = 'open';
+          return [
+            { role: 'system', content: 'Answer with <guess>n</guess>.' },
+            { role: 'user', content: `Guess a number from 1 to ${config.max}.` },
+          ];
+        },
+        step: (text) => {
+          if (state === 'new') throw new EnvironmentError('ENV_NOT_RESET', 'reset first');
+          if (state === 'done') throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'over');
+          turn += 1;
+          const raw = parseTaggedAction(text, 'guess');
+          const n = raw !== null && /^\d+$/.test(raw) ? Number(raw) : NaN;
+          const out = turn >= config.turns || n === secret;
+          if (out) state = 'done';
+          if (Number.isNaN(n)) return { observation: 'Invalid: use <guess>n</guess>.', reward: out ? -1 : 0, done: out, info: { valid: false } };
+          return { observation: n < secret ? 'higher' : 'lower', reward: n === secret ? 1 : 0, done: out, info: { valid: true, turn } };
+        },
+        close: () => undefined,
+      };
+    },
+  }),
+});
+
+describeConformance(guess, { policy: (_m, turn) => `<guess>${turn + 1}</guess>` });
+
+describe('defineEnvironment', () => {
+  it('brands and freezes; refuses bad ids', () => {
+    expect(isEnvironment(guess)).toBe(true);
+    expect(Object.isFrozen(guess)).toBe(true);
+    expect(isEnvironment({ ...guess, $$type: 'other' })).toBe(false);
+    expect(() => defineEnvironment({ ...guess, id: 'Bad Id' })).toThrow(expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'id' }));
+  });
+
+  it('parses configs with defaults and names bad keys', () => {
+    expect(parseConfig(guess, {})).toEqual({ max: 10, turns: 4 });
+    expect(() => parseConfig(guess, { maxx: 3 })).toThrow(expect.objectContaining({ field: 'config.maxx' }));
+    expect(() => parseConfig(guess, { max: 1 })).toThrow(expect.objectContaining({ field: 'config.max' }));
+  });
+});
+
+describe('the conformance kit catches broken environments', () => {
+  const broken = (patch: Partial<{ reward: number; throwOnGarbage: boolean; random: boolean }>) =>
+    defineEnvironment({
+      ...guess,
+      id: 'broken',
+      create: () => ({
+        tasks: { size: () => 3, get: () => ({}) },
+        newEpisode: () => {
+          let reset = false;
+          let done = false;
+          return {
+            reset: () => {
+              reset = true;
+              return [{ role: 'user', content: patch.random ? String(Math.random()) : 'go' }];
+            },
+            step: (text: string) => {
+              if (!reset) throw new EnvironmentError('ENV_NOT_RESET', 'reset first');
+              if (done) throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'over');
+              if (patch.throwOnGarbage && text.length > 1000) throw new Error('boom');
+              done = true;
+              return { observation: '', reward: patch.reward ?? 0, done: true, info: {} };
+            },
+            close: () => undefined,
+          };
+        },
+      }),
+    });
+  const failing = async (env: unknown) => {
+    const failed: string[] = [];
+    for (const check of conformanceChecks(env)) await check.run().catch(() => failed.push(check.name));
+    return failed;
+  };
+
+  it('passes a correct one', async () => expect(await failing(broken({}))).toEqual([]));
+  it('flags non-finite rewards', async () => expect((await failing(broken({ reward: NaN }))).length).toBeGreaterThan(0));
+  it('flags exceptions on garbage', async () => expect(await failing(broken({ throwOnGarbage: true }))).toEqual([expect.stringContaining('garbage')]));
+  it('flags nondeterminism', async () => expect(await failing(broken({ random: true }))).toEqual([expect.stringContaining('same for the same seed')]));
+  it('flags objects that are not definitions', async () => expect((await failing({ id: 'x' })).length).toBe(7));
+});
+
+describe('helpers', () => {
+  it('parses the last tagged action', () => {
+    expect(parseTaggedAction('<move>1,2</move> then <move> 3,4 </move>', 'move')).toBe('3,4');
+    expect(parseTaggedAction('<move>1,2', 'move')).toBeNull();
+    expect(parseTaggedAction('</move>', 'move')).toBeNull();
+  });
+
+  it('extracts python blocks', () => {
+    expect(extractCodeBlocks('a\n```python\nprint(1)\n```\nb\n```py\nx=2\n```\n```js\nno()\n```')).toEqual(['print(1)', 'x=2']);
+    expect(extractCodeBlocks('```python\nunclosed')).toEqual([]);
+  });
+
+  it('extracts the last boxed answer with nested braces, never throwing', () => {
+    expect(extractBoxed('\\boxed{1} and \\boxed{\\frac{1}{2}}')).toBe('\\frac{1}{2}');
+    expect(extractBoxed('\\boxed{\\{1,2\\}}')).toBe('\\{1,2\\}');
+    expect(extractBoxed('\\boxed 5$')).toBe('5');
+    expect(extractBoxed('\\boxed{unclosed')).toBeNull();
+    expect(extractBoxed('nothing')).toBeNull();
+  });
+
+  it('seeds a deterministic generator', () => {
+    const a = createRng(5);
+    const b = createRng(5);
+    const xs = Array.from({ length: 5 }, () => a.int(1, 100));
+    expect(Array.from({ length: 5 }, () => b.int(1, 100))).toEqual(xs);
+    expect(createRng(6).int(1, 1_000_000)).not.toBe(createRng(5).int(1, 1_000_000));
+    const counts = [0, 0, 0];
+    const r = createRng(1);
+    for (let i = 0; i < 3000; i++) counts[r.int(0, 2)]++;
+    for (const c of counts) expect(c).toBeGreaterThan(900);
+  });
+});

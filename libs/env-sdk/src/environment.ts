@@ -1,0 +1,174 @@
+import { z } from 'zod';
+import { EnvironmentError } from './errors';
+import type { JsonObject, JsonValue, Message } from './messages';
+
+/** The contract version this SDK implements. A host refuses definitions with another major. */
+export const API_VERSION = 1;
+export const ENVIRONMENT_BRAND = '@opentinker/environment' as const;
+
+export type Split = 'train' | 'test';
+export type TurnMode = 'single' | 'multi';
+
+/** What an environment returns for one action. */
+export interface StepResult {
+  /** Text appended to the conversation for the next turn (empty when done). */
+  observation: string;
+  /** Who speaks the observation: a user message (default) or a tool result. */
+  observationRole?: 'user' | 'tool';
+  reward: number;
+  done: boolean;
+  /** Facts the trainer reports (e.g. `{ correct: true }`, `{ winner: 'x', moves: 17 }`). JSON only. */
+  info: JsonObject;
+}
+
+/** One episode: a conversation between the policy and the environment. */
+export interface Episode<Task = JsonValue> {
+  /** Starts the episode on a task; returns the first messages (system prompt and first user message). */
+  reset(task: Task, seed: number): Message[] | Promise<Message[]>;
+  /** Answers the policy's text. Never throws for a bad action: that is an error observation. */
+  step(action: string): StepResult | Promise<StepResult>;
+  /** Frees what the episode holds. Idempotent. */
+  close(): void | Promise<void>;
+}
+
+/**
+ * Tasks of an environment. Data-dependent environments serve dataset rows (finite splits);
+ * data-free ones generate task `index` of a split from the index itself (endless train split).
+ */
+export interface TaskSet<Task = JsonValue> {
+  /** Number of tasks in a split, or `null` for an endless generator. */
+  size(split: Split): number | null;
+  /** The task at `index` of a split; the same index always gives the same task. */
+  get(split: Split, index: number): Task | Promise<Task>;
+}
+
+/** What the host gives an environment instance. */
+export interface EnvironmentContext {
+  /** A folder the environment may use for scratch files and caches. */
+  workDir: string;
+  log(message: string): void;
+}
+
+/** An environment made ready for a configuration: hands out episodes and tasks. */
+export interface EnvironmentInstance<Task = JsonValue> {
+  tasks: TaskSet<Task>;
+  newEpisode(): Episode<Task>;
+  /** Frees shared resources (sandboxes, datasets). Idempotent. */
+  close?(): void | Promise<void>;
+}
+
+/**
+ * The environment contract (the product design card's `Environment` interface). Write one with
+ * {@link defineEnvironment}, which checks it and brands it.
+ */
+export interface Environment<Config = Record<string, unknown>, Task = JsonValue> {
+  readonly $$type: typeof ENVIRONMENT_BRAND;
+  readonly apiVersion: number;
+  readonly id: string;
+  readonly version: string;
+  readonly description: string;
+  readonly turnMode: TurnMode;
+  /** `dataset`: tasks come from data rows; `generator`: tasks are made from seeds. */
+  readonly taskSource: 'dataset' | 'generator';
+  /** Validates and fills defaults of a user's config. */
+  readonly configSchema: z.ZodType<Config>;
+  create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
+}
+
+export interface EnvironmentOptions<Config, Task> {
+  id: string;
+  version: string;
+  description: string;
+  turnMode: TurnMode;
+  taskSource: 'dataset' | 'generator';
+  configSchema: z.ZodType<Config>;
+  create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
+}
+
+const ID_PATTERN = /^[a-z][a-z0-9-]{0,63}$/;
+
+/**
+ * Declares an environment. Returns a frozen, branded object: the default export of an environment
+ * package. Importing it must have no side effects — do the work in `create`.
+ *
+ * @example
+ * ```ts
+ * import { defineEnvironment, EnvironmentError, z } from '@opentinker/env-sdk';
+ *
+ * export default defineEnvironment({
+ *   id: 'echo',
+ *   version: '1.0.0',
+ *   description: 'Rewards saying the secret word',
+ *   turnMode: 'single',
+ *   taskSource: 'generator',
+ *   configSchema: z.object({ word: z.string().default('hello') }).strict(),
+ *   create: (config) => ({
+ *     tasks: { size: (split) => (split === 'train' ? null : 10), get: (_split, i) => ({ i }) },
+ *     newEpisode: () => {
+ *       let done = false;
+ *       return {
+ *         reset: () => [{ role: 'user', content: `Say ${config.word}.` }],
+ *         step: (text) => {
+ *           if (done) throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'The episode is over');
+ *           done = true;
+ *           return { observation: '', reward: text.includes(config.word) ? 1 : 0, done: true, info: {} };
+ *         },
+ *         close: () => {},
+ *       };
+ *     },
+ *   }),
+ * });
+ * ```
+ */
+export function defineEnvironment<Config, Task = JsonValue>(options: EnvironmentOptions<Config, Task>): Environment<Config, Task> {
+  if (!ID_PATTERN.test(options.id)) {
+    throw new EnvironmentError('ENV_INVALID_CONFIG', `Environment id ${JSON.stringify(options.id)} must match ${ID_PATTERN}`, 'id');
+  }
+  if (options.turnMode !== 'single' && options.turnMode !== 'multi') {
+    throw new EnvironmentError('ENV_INVALID_CONFIG', `turnMode must be single or multi`, 'turnMode');
+  }
+  if (options.taskSource !== 'dataset' && options.taskSource !== 'generator') {
+    throw new EnvironmentError('ENV_INVALID_CONFIG', `taskSource must be dataset or generator`, 'taskSource');
+  }
+  if (typeof options.create !== 'function') throw new EnvironmentError('ENV_INVALID_CONFIG', 'create must be a function', 'create');
+  return Object.freeze({
+    $$type: ENVIRONMENT_BRAND,
+    apiVersion: API_VERSION,
+    id: options.id,
+    version: options.version,
+    description: options.description,
+    turnMode: options.turnMode,
+    taskSource: options.taskSource,
+    configSchema: options.configSchema,
+    create: options.create,
+  });
+}
+
+/** Whether a value is an environment definition (checked by brand, never `instanceof`). */
+export function isEnvironment(value: unknown): value is Environment<unknown, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { $$type?: unknown }).$$type === ENVIRONMENT_BRAND &&
+    typeof (value as { apiVersion?: unknown }).apiVersion === 'number' &&
+    typeof (value as { create?: unknown }).create === 'function'
+  );
+}
+
+/**
+ * Validates a user's config against the environment's schema, filling defaults. Throws
+ * `ENV_INVALID_CONFIG` naming the offending key.
+ */
+export function parseConfig<Config>(env: Environment<Config, unknown>, raw: unknown): Config {
+  const result = env.configSchema.safeParse(raw ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = [...issue.path.map(String), ...(issue.code === 'unrecognized_keys' ? [issue.keys[0]] : [])].join('.');
+  const message = issue.code === 'unrecognized_keys' ? `Unknown config key ${path}` : `config.${path || '(root)'}: ${issue.message}`;
+  throw new EnvironmentError('ENV_INVALID_CONFIG', message, path ? `config.${path}` : 'config');
+}
+
+/** JSON Schema (draft 2020-12) of the environment's config, for OpenAPI and remote servers. */
+export function configJsonSchema(env: Environment<unknown, unknown>): Record<string, unknown> {
+  return z.toJSONSchema(env.configSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+}

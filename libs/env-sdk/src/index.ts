@@ -1,0 +1,34 @@
+/**
+ * `@opentinker/env-sdk`: everything needed to write an OpenTinker environment. No dependency on the
+ * server, Nest or TensorFlow.js. The conformance kit is at `@opentinker/env-sdk/testing`.
+ */
+export { z } from 'zod';
+export type { Message, JsonValue, JsonObject } from './messages';
+export { EnvironmentError, isEnvironmentError } from './errors';
+export type { EnvironmentErrorCode } from './errors';
+export {
+  API_VERSION,
+  ENVIRONMENT_BRAND,
+  defineEnvironment,
+  isEnvironment,
+  parseConfig,
+  configJsonSchema,
+} from './environment';
+export type {
+  Environment,
+  EnvironmentOptions,
+  EnvironmentInstance,
+  EnvironmentContext,
+  Episode,
+  StepResult,
+  TaskSet,
+  Split,
+  TurnMode,
+} from './environment';
+export { createRng } from './rng';
+export type { Rng } from './rng';
+export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';
+export { PROTOCOL_VERSION } from './protocol';
+export type * from './protocol';
+export { RemoteEnvironment } from './remote-environment';
+export type { RemoteEnvironmentOptions } from './remote-environment';
