@@ -1,0 +1,31 @@
+/**
+ * Shared input/output types of the advantage estimators (verl `compute_advantage` arguments).
+ */
+import type { BatchShape, NumArray, Uid } from '../shape';
+
+/**
+ * Everything an advantage estimator may read. Matrices are `[batch, seqLen]` row-major; each estimator
+ * documents which fields it needs.
+ */
+export interface AdvantageInput extends BatchShape {
+  /** Per-token rewards (verl `token_level_rewards`); outcome rewards sit on the last response token. */
+  tokenLevelRewards: NumArray;
+  /** 1 on response tokens the policy generated, 0 on padding and (multi-turn) environment tokens. */
+  responseMask: NumArray;
+  /** Group id per row (verl `index` / `uid`): rows with the same id answer the same prompt. */
+  index?: ArrayLike<Uid>;
+  /** Critic values per token (`gae`). */
+  values?: NumArray;
+  /** Per-row reward of the greedy baseline response (`remax`, verl `reward_baselines`). */
+  rewardBaselines?: NumArray;
+  /** Per-row list of per-turn rewards (`grpo_per_step`, OpenTinker `turn_scores`). */
+  turnScores?: ReadonlyArray<ArrayLike<number> | null | undefined>;
+}
+
+/** Advantages and returns, both `[batch, seqLen]`. */
+export interface AdvantageOutput {
+  /** Per-token advantages. */
+  advantages: Float64Array;
+  /** Per-token returns (the value-function target for `gae`; equal to `advantages` for outcome estimators). */
+  returns: Float64Array;
+}
