@@ -1,0 +1,114 @@
+import { createRng, EnvironmentError, type Rng, type Split, type TaskSet } from '@opentinker/env-sdk';
+import { Board, EMPTY, O, other, X, type Player } from './board';
+import type { GomokuConfig } from './config';
+
+/**
+ * A gomoku task: its index in the split and, optionally, opening stones as 0-based `[row, col]`
+ * pairs. Opening stones are played in turn order before the game starts: the first by whoever moves
+ * first (X when `model_first`), then alternating.
+ *
+ * @example
+ * ```json
+ * { "index": 3, "opening": [[4, 4], [3, 5]] }
+ * ```
+ */
+export type GomokuTask = { index: number; opening?: Array<[number, number]> };
+
+/** The player who places the first stone of a game. */
+export function firstPlayer(config: Pick<GomokuConfig, 'model_first'>): Player {
+  return config.model_first ? X : O;
+}
+
+/**
+ * The task set: an endless train split and a test split of `test_size` tasks. Task `index` of a split
+ * is made from the index alone (openings come from a RNG seeded with the split and index).
+ */
+export function gomokuTasks(config: GomokuConfig): TaskSet<GomokuTask> {
+  return {
+    size: (split) => (split === 'train' ? null : config.test_size),
+    get: (split, index) => makeTask(config, split, index),
+  };
+}
+
+/** Task `index` of a split. Throws `ENV_INVALID_TASK` for an index outside the split. */
+export function makeTask(config: GomokuConfig, split: Split, index: number): GomokuTask {
+  if (split !== 'train' && split !== 'test') throw new EnvironmentError('ENV_INVALID_TASK', `Unknown split ${JSON.stringify(split)}`, 'split');
+  if (!Number.isSafeInteger(index) || index < 0) throw new EnvironmentError('ENV_INVALID_TASK', `Task index must be a non-negative integer, got ${index}`, 'index');
+  if (split === 'test' && index >= config.test_size) {
+    throw new EnvironmentError('ENV_INVALID_TASK', `The test split has ${config.test_size} tasks; index ${index} is out of range`, 'index');
+  }
+  if (config.random_opening_moves === 0) return { index };
+  // Distinct streams for train and test: index i of each split gets a different opening.
+  const rng = createRng(index * 2 + (split === 'test' ? 1 : 0));
+  const board = new Board({ size: config.board_size, winLength: config.win_length, allowOverline: config.allow_overline });
+  const opening: Array<[number, number]> = [];
+  let player = firstPlayer(config);
+  for (let k = 0; k < config.random_opening_moves; k++) {
+    const cell = pickQuietCell(board, player, rng);
+    if (cell < 0) break;
+    board.place(cell, player);
+    opening.push([(cell / board.size) | 0, cell % board.size]);
+    player = other(player);
+  }
+  return { index, opening };
+}
+
+/**
+ * A random empty cell where a `player` stone leaves nobody a win on the next move (so a game never
+ * starts decided), or -1 if there is none.
+ */
+function pickQuietCell(board: Board, player: Player, rng: Rng): number {
+  const quiet = (cell: number): boolean => {
+    board.place(cell, player);
+    let ok = !board.wins(cell, player);
+    for (let i = 0; ok && i < board.cells.length; i++) {
+      if (board.cells[i] === EMPTY && (board.wins(i, X) || board.wins(i, O))) ok = false;
+    }
+    board.remove(cell);
+    return ok;
+  };
+  for (let tries = 0; tries < 32; tries++) {
+    const cell = rng.int(0, board.cells.length - 1);
+    if (board.cells[cell] === EMPTY && quiet(cell)) return cell;
+  }
+  for (const cell of rng.shuffle(board.empties())) if (quiet(cell)) return cell;
+  return -1;
+}
+
+/** A task read back for an episode: its index and the opening as flat cell indices. */
+export interface ReadTask {
+  index: number;
+  opening: number[];
+}
+
+/**
+ * Validates a task handed to `reset` (a generated one, or one a user wrote). `null` or `{}` is an
+ * empty board. Throws `ENV_INVALID_TASK` naming the problem.
+ */
+export function readTask(raw: unknown, config: GomokuConfig): ReadTask {
+  if (raw === null || raw === undefined) return { index: 0, opening: [] };
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new EnvironmentError('ENV_INVALID_TASK', 'A gomoku task must be an object like { "index": 0, "opening": [[4, 4]] }', 'task');
+  }
+  const task = raw as { index?: unknown; opening?: unknown };
+  const index = task.index ?? 0;
+  if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) {
+    throw new EnvironmentError('ENV_INVALID_TASK', 'task.index must be a non-negative integer', 'task.index');
+  }
+  const n = config.board_size;
+  const opening: number[] = [];
+  if (task.opening !== undefined && task.opening !== null) {
+    if (!Array.isArray(task.opening)) throw new EnvironmentError('ENV_INVALID_TASK', 'task.opening must be a list of [row, col] pairs', 'task.opening');
+    if (task.opening.length * 2 > n * n) throw new EnvironmentError('ENV_INVALID_TASK', 'task.opening fills more than half the board', 'task.opening');
+    const seen = new Set<number>();
+    for (const [k, stone] of task.opening.entries()) {
+      const ok = Array.isArray(stone) && stone.length === 2 && stone.every((v) => Number.isInteger(v) && v >= 0 && v < n);
+      if (!ok) throw new EnvironmentError('ENV_INVALID_TASK', `task.opening[${k}] must be a [row, col] pair with 0 ≤ row, col < ${n}`, `task.opening.${k}`);
+      const cell = (stone[0] as number) * n + (stone[1] as number);
+      if (seen.has(cell)) throw new EnvironmentError('ENV_INVALID_TASK', `task.opening[${k}] repeats (${stone[0]}, ${stone[1]})`, `task.opening.${k}`);
+      seen.add(cell);
+      opening.push(cell);
+    }
+  }
+  return { index, opening };
+}
