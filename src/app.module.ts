@@ -1,9 +1,11 @@
+import { join } from 'node:path';
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
 import { CoreModule } from './core/core.module';
 import { HealthModule } from './health/health.module';
 import { JobsModule } from './jobs/jobs.module';
+import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
 import { WorkerModule } from './scheduler/worker.module';
@@ -13,13 +15,18 @@ export interface AppRoles {
   worker: boolean;
   /** Compiled job runner entry (`dist/runner/job-runner.main.js`); needed by the worker role. */
   runnerEntry?: string;
+  /** The server package's folder: its declared dependencies are searched for environments. */
+  hostRoot: string;
 }
 
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, roles: AppRoles): DynamicModule {
     const imports: DynamicModule['imports'] = [CoreModule.forRoot(config), QueueModule];
-    if (roles.api) imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule);
+    if (roles.api) {
+      const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
+      imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
+    }
     if (roles.worker) {
       if (!roles.runnerEntry) throw new Error('The worker role needs the job runner entry point');
       imports.push(WorkerModule.forRoot(roles.runnerEntry));

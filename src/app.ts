@@ -9,13 +9,18 @@ import { AppError, ErrorCode } from './core/app-error';
 import { AppErrorFilter } from './core/error.filter';
 import { PrometheusService } from './health/prometheus.service';
 import { buildOpenApiDocument } from './openapi';
+import { AuthService } from './auth/auth.service';
 import { UsersService } from './auth/users.service';
+import { EnvironmentRegistry } from './registry/environment-registry.service';
+import { envProtocolRoutes } from './registry/env-protocol.routes';
 
 export interface CreateOptions {
   config: AppConfig;
   /** Run a worker in this process (the default for `serve`). */
   worker: boolean;
   runnerEntry?: string;
+  /** The server package's folder (where `package.json` and `plugins/` are). */
+  root: string;
   logger?: LoggerService | LogLevel[] | false;
 }
 
@@ -44,9 +49,14 @@ function validationError(errors: ValidationError[]): AppError {
 /** The HTTP application: API (and, unless disabled, a worker) in one process. */
 export async function createApi(options: CreateOptions): Promise<NestFastifyApplication> {
   const { config } = options;
-  const adapter = new FastifyAdapter({ bodyLimit: config.values.body_limit_bytes, routerOptions: { maxParamLength: 200 } });
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.values.body_limit_bytes,
+    routerOptions: { maxParamLength: 200 },
+    // The environment protocol routes validate with JSON Schema: refuse unknown keys, never drop them.
+    ajv: { customOptions: { removeAdditional: false } },
+  });
   const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot(config, { api: true, worker: options.worker, runnerEntry: options.runnerEntry }),
+    AppModule.forRoot(config, { api: true, worker: options.worker, runnerEntry: options.runnerEntry, hostRoot: options.root }),
     adapter,
     { logger: options.logger ?? logLevels(config), bufferLogs: false },
   );
@@ -70,7 +80,27 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
   const document = buildOpenApiDocument(app);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
   await app.init();
+  await exposeEnvironments(app);
   return app;
+}
+
+/**
+ * Serves every loaded environment over the environment protocol at `/v1/environments/<id>/protocol`,
+ * behind API-key auth, so a remote trainer can use the server's plugins like any environment server.
+ */
+async function exposeEnvironments(app: NestFastifyApplication): Promise<void> {
+  const registry = app.get(EnvironmentRegistry);
+  const auth = app.get(AuthService);
+  const fastify = app.getHttpAdapter().getInstance();
+  for (const record of registry.list()) {
+    if (record.status !== 'loaded' || !record.id) continue;
+    const id = record.id;
+    await fastify.register(envProtocolRoutes, {
+      prefix: `/v1/environments/${id}/protocol`,
+      store: registry.store(id),
+      authorize: (header: string | undefined, address: string) => auth.authenticate(header, address).then(() => undefined),
+    });
+  }
 }
 
 /** Creates the admin on first start; returns the new key when one was generated (print it once). */
@@ -81,7 +111,7 @@ export async function ensureAdmin(app: INestApplicationContext): Promise<string 
 /** A worker without HTTP: `opentinker worker`. */
 export async function createWorker(options: CreateOptions): Promise<INestApplicationContext> {
   const app = await NestFactory.createApplicationContext(
-    AppModule.forRoot(options.config, { api: false, worker: true, runnerEntry: options.runnerEntry }),
+    AppModule.forRoot(options.config, { api: false, worker: true, runnerEntry: options.runnerEntry, hostRoot: options.root }),
     { logger: options.logger ?? logLevels(options.config) },
   );
   app.enableShutdownHooks();

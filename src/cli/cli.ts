@@ -1,11 +1,13 @@
 import { Command, Option } from 'commander';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApi, createWorker, ensureAdmin } from '../app';
 import { loadConfig, redactConfig } from '../config/app-config';
-import { AppError } from '../core/app-error';
+import { AppError, ErrorCode } from '../core/app-error';
 import { buildOpenApiDocument } from '../openapi';
+import { createEnvServer } from '../registry/env-server';
+import { resolveEnvironment } from '../registry/resolve-environment';
 
 /** Where the compiled package lives: `bin/opentinker.js` passes its own folder's parent. */
 export interface CliContext {
@@ -26,7 +28,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .option('--no-worker', 'do not run jobs in this process (OPENTINKER_EMBEDDED_WORKER=false)')
     .action(async (opts: { host?: string; port?: string; worker: boolean }) => {
       const config = loadConfig(process.env, { host: opts.host, port: opts.port, ...(opts.worker ? {} : { embedded_worker: false }) });
-      const app = await createApi({ config, worker: config.values.embedded_worker, runnerEntry });
+      const app = await createApi({ config, worker: config.values.embedded_worker, runnerEntry, root: context.root });
       const key = await ensureAdmin(app);
       await app.listen({ host: config.values.host, port: config.values.port });
       const url = `http://${config.values.host}:${config.values.port}`;
@@ -45,9 +47,39 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .description('Run a worker that takes jobs from the shared queue (needs OPENTINKER_DATABASE_URL and OPENTINKER_REDIS_URL across machines)')
     .action(async () => {
       const config = loadConfig(process.env);
-      const app = await createWorker({ config, worker: true, runnerEntry });
+      const app = await createWorker({ config, worker: true, runnerEntry, root: context.root });
       process.stdout.write(`OpenTinker worker running; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
       void app;
+    });
+
+  const env = program.command('env').description('Environments');
+  env
+    .command('serve')
+    .description('Serve one environment over the HTTP environment protocol')
+    .argument('<environment>', 'an environment id known to this installation, or the path of an environment package')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on', '8088')
+    .option('--token <token>', 'require `Authorization: Bearer <token>` (or OPENTINKER_ENV_TOKEN)')
+    .option('--config <json>', 'default config as JSON, or @file.json')
+    .option('--idle-seconds <n>', 'close episodes idle this long', '600')
+    .option('--timeout-seconds <n>', 'longest one environment call may take', '30')
+    .option('--max-episodes <n>', 'open episodes allowed at once', '4096')
+    .action(async (target: string, opts: Record<string, string | undefined>) => {
+      const environment = await resolveEnvironment(target, context.root);
+      const { app, store } = await createEnvServer(environment, {
+        config: parseJsonOption(opts.config, '--config'),
+        token: opts.token ?? process.env.OPENTINKER_ENV_TOKEN,
+        idleSeconds: positive(opts.idleSeconds, '--idle-seconds'),
+        callTimeoutSeconds: positive(opts.timeoutSeconds, '--timeout-seconds'),
+        maxEpisodes: positive(opts.maxEpisodes, '--max-episodes'),
+        log: (m) => process.stderr.write(`${m}\n`),
+      });
+      await store.instance();
+      await app.listen({ host: opts.host, port: positive(opts.port, '--port') });
+      process.stdout.write(`Environment ${environment.id}@${environment.version} served on http://${opts.host}:${opts.port} (protocol v1${opts.token || process.env.OPENTINKER_ENV_TOKEN ? ', token required' : ''})\n`);
+      const stop = () => void app.close().then(() => process.exit(0));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
     });
 
   program
@@ -58,7 +90,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       const home = mkdtempSync(join(tmpdir(), 'opentinker-openapi-'));
       try {
         const config = loadConfig({}, { home, embedded_worker: false });
-        const app = await createApi({ config, worker: false, logger: false });
+        const app = await createApi({ config, worker: false, logger: false, root: context.root });
         process.stdout.write(JSON.stringify(buildOpenApiDocument(app), null, 2) + '\n');
         await app.close();
       } finally {
@@ -73,4 +105,19 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     process.stderr.write(`opentinker: ${message}\n`);
     process.exit(1);
   }
+}
+
+function parseJsonOption(value: string | undefined, flag: string): unknown {
+  if (value === undefined) return {};
+  try {
+    return JSON.parse(value.startsWith('@') ? readFileSync(value.slice(1), 'utf8') : value);
+  } catch (error) {
+    throw new AppError(ErrorCode.VALIDATION, `${flag}: not valid JSON (${(error as Error).message})`, { field: flag });
+  }
+}
+
+function positive(value: string | undefined, flag: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new AppError(ErrorCode.VALIDATION, `${flag} must be a positive number, got ${value}`, { field: flag });
+  return n;
 }

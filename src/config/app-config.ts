@@ -43,6 +43,7 @@ export const configSchema = z
     cancel_grace_seconds: z.coerce.number().min(0).max(600).default(5),
     body_limit_bytes: int(1024, 1024 ** 3).default(1024 * 1024),
     auth_failures_per_minute: int(1, 1_000_000).default(20),
+    plugins_dir: z.string().min(1).optional(),
     log_level: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   })
   .strict();

@@ -31,12 +31,12 @@ export interface TestResponse {
 }
 
 export async function startTestApp(
-  opts: { worker?: boolean; config?: Partial<Record<keyof AppConfigValues, unknown>>; home?: string } = {},
+  opts: { worker?: boolean; config?: Partial<Record<keyof AppConfigValues, unknown>>; home?: string; root?: string } = {},
 ): Promise<TestApp> {
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'opentinker-test-'));
   const adminKey = 'otk_test_admin_key_0123456789abcdef';
   const config = loadConfig({}, { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, ...opts.config });
-  const app = await createApi({ config, worker: opts.worker ?? true, runnerEntry: RUNNER_ENTRY });
+  const app = await createApi({ config, worker: opts.worker ?? true, runnerEntry: RUNNER_ENTRY, root: opts.root ?? process.cwd() });
   await ensureAdmin(app);
   await app.getHttpAdapter().getInstance().ready();
   const request: TestApp['request'] = async (method, url, o = {}) => {

@@ -8,6 +8,11 @@ export type EnvironmentErrorCode =
   | 'ENV_SANDBOX_UNAVAILABLE'
   | 'ENV_TIMEOUT'
   | 'ENV_UNAVAILABLE'
+  | 'ENV_CAPACITY'
+  // Protocol-level codes a RemoteEnvironment may surface:
+  | 'ENV_UNAUTHENTICATED'
+  | 'ENV_BAD_REQUEST'
+  | 'ENV_NO_ROUTE'
   | 'ENV_INTERNAL';
 
 /**

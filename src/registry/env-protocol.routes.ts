@@ -1,0 +1,171 @@
+import { configJsonSchema, isEnvironmentError, PROTOCOL_VERSION } from '@opentinker/env-sdk';
+import type {
+  CreateEpisodeRequest,
+  CreateEpisodeResponse,
+  InfoResponse,
+  JsonObject,
+  JsonValue,
+  ProtocolError,
+  StepResponse,
+  TasksResponse,
+} from '@opentinker/env-sdk';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
+import type { EpisodeStore } from './episode-store';
+
+export interface ProtocolRouteOptions {
+  store: EpisodeStore;
+  /** Bearer token every call except /health must carry; none means open. */
+  token?: string;
+  /** Checks the Authorization header instead of a fixed token (the main server's API keys); throws to refuse. */
+  authorize?: (header: string | undefined, address: string) => Promise<void>;
+}
+
+const STATUS: Record<string, number> = {
+  ENV_INVALID_CONFIG: 400,
+  ENV_INVALID_TASK: 400,
+  ENV_NOT_RESET: 409,
+  ENV_STEP_AFTER_DONE: 409,
+  ENV_EPISODE_CLOSED: 404,
+  ENV_CAPACITY: 429,
+  ENV_SANDBOX_UNAVAILABLE: 503,
+  ENV_UNAVAILABLE: 503,
+  ENV_TIMEOUT: 504,
+  ENV_INTERNAL: 500,
+};
+
+const MAX_ACTION_CHARS = 1024 * 1024;
+
+/**
+ * The HTTP environment protocol (see `@opentinker/env-sdk` `protocol.ts`) over one environment, as
+ * Fastify routes. Registered by `opentinker env serve`; bodies are checked with JSON Schemas so a bad
+ * call is a 400 with the field, never a crash.
+ */
+export async function envProtocolRoutes(app: FastifyInstance, { store, token, authorize }: ProtocolRouteOptions): Promise<void> {
+  const expected = token ? Buffer.from(`Bearer ${token}`) : null;
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (authorize) {
+      try {
+        await authorize(request.headers.authorization, request.ip);
+      } catch (e) {
+        const { statusCode = 401, code = 'ENV_UNAUTHENTICATED', message = 'Unauthenticated', field } = e as { status?: number; statusCode?: number; code?: string; message?: string; field?: string };
+        const status = (e as { status?: number }).status ?? statusCode;
+        return reply.code(status).send(error(status, code, message, field));
+      }
+      return;
+    }
+    if (!expected || request.url.endsWith('/health')) return;
+    const got = Buffer.from(request.headers.authorization ?? '');
+    if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+      return reply.code(401).send(error(401, 'ENV_UNAUTHENTICATED', 'Missing or wrong bearer token', 'authorization'));
+    }
+  });
+  app.setErrorHandler((err: unknown, _request, reply) => {
+    if (isEnvironmentError(err)) return reply.code(STATUS[err.code] ?? 500).send(error(STATUS[err.code] ?? 500, err.code, err.message, err.field));
+    const e = err as { statusCode?: number; validation?: { instancePath?: string; params?: { missingProperty?: string; additionalProperty?: string } }[]; message?: string; code?: string };
+    if (e.validation) {
+      const v = e.validation[0];
+      const field = [v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty].filter(Boolean).join('.');
+      return reply.code(400).send(error(400, 'ENV_BAD_REQUEST', e.message ?? 'invalid request', field || undefined));
+    }
+    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(error(e.statusCode, 'ENV_BAD_REQUEST', e.message ?? 'bad request'));
+    return reply.code(500).send(error(500, 'ENV_INTERNAL', `${store.env.id} failed: ${e.message ?? String(err)}`));
+  });
+  if (!authorize) {
+    app.setNotFoundHandler((request, reply) => reply.code(404).send(error(404, 'ENV_NO_ROUTE', `No route ${request.method} ${request.url}`)));
+  }
+
+  app.get('/health', async () => ({ status: 'ok', episodes: store.open }));
+
+  app.get('/v1/info', async (): Promise<InfoResponse> => {
+    const inst = await store.instance();
+    return {
+      id: store.env.id,
+      version: store.env.version,
+      protocol_version: PROTOCOL_VERSION,
+      description: store.env.description,
+      turn_mode: store.env.turnMode,
+      task_source: store.env.taskSource,
+      config_schema: configJsonSchema(store.env),
+      config: store.defaults as JsonObject,
+      tasks: { train: inst.tasks.size('train'), test: inst.tasks.size('test') },
+    };
+  });
+
+  app.get(
+    '/v1/tasks',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            split: { type: 'string', enum: ['train', 'test'], default: 'train' },
+            offset: { type: 'integer', minimum: 0, default: 0 },
+            limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+          },
+        },
+      },
+    },
+    async (request): Promise<TasksResponse> => {
+      const q = request.query as { split: 'train' | 'test'; offset: number; limit: number };
+      const { total, tasks } = await store.tasks(q.split, q.offset, q.limit);
+      return { split: q.split, offset: q.offset, total, tasks: tasks as JsonValue[] };
+    },
+  );
+
+  app.post(
+    '/v1/episodes',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['seed'],
+          properties: {
+            task: {},
+            split: { type: 'string', enum: ['train', 'test'] },
+            index: { type: 'integer', minimum: 0 },
+            seed: { type: 'integer' },
+            config: { type: 'object' },
+          },
+        },
+      },
+    },
+    async (request, reply): Promise<CreateEpisodeResponse> => {
+      const { id, messages, task } = await store.create(request.body as CreateEpisodeRequest);
+      reply.code(201);
+      return { episode_id: id, messages, task: task as JsonValue };
+    },
+  );
+
+  app.post(
+    '/v1/episodes/:id/step',
+    {
+      schema: {
+        params: { type: 'object', properties: { id: { type: 'string', maxLength: 64 } } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['action'],
+          properties: { action: { type: 'string', maxLength: MAX_ACTION_CHARS } },
+        },
+      },
+    },
+    async (request): Promise<StepResponse> => {
+      const { id } = request.params as { id: string };
+      const r = await store.step(id, (request.body as { action: string }).action);
+      return { observation: r.observation, observation_role: r.observationRole ?? 'user', reward: r.reward, done: r.done, info: r.info };
+    },
+  );
+
+  app.delete('/v1/episodes/:id', async (request, reply) => {
+    const { id } = request.params as { id: string };
+    if (!(await store.close(id))) return reply.code(404).send(error(404, 'ENV_EPISODE_CLOSED', `Episode ${id} does not exist or has expired`, 'id'));
+    return reply.code(204).send();
+  });
+}
+
+function error(statusCode: number, code: string, message: string, field?: string): ProtocolError {
+  return field ? { statusCode, code, message, field } : { statusCode, code, message };
+}

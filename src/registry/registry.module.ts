@@ -1,0 +1,16 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { EnvironmentRegistry, REGISTRY_PATHS, RegistryPaths } from './environment-registry.service';
+import { EnvironmentsController } from './environments.controller';
+
+/** Environment discovery at boot and the environments API. */
+@Module({})
+export class RegistryModule {
+  static forRoot(paths: RegistryPaths): DynamicModule {
+    return {
+      module: RegistryModule,
+      controllers: [EnvironmentsController],
+      providers: [{ provide: REGISTRY_PATHS, useValue: paths }, EnvironmentRegistry],
+      exports: [EnvironmentRegistry],
+    };
+  }
+}

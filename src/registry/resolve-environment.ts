@@ -1,0 +1,26 @@
+import type { Environment } from '@opentinker/env-sdk';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { hostSdkVersion, loadRegistry } from './environment-registry.service';
+import { loadPlugin } from './plugin-loader';
+
+/**
+ * An environment for `opentinker env serve`: a path to a package folder (loaded and checked like a
+ * plugin), or an id among this installation's environments.
+ */
+export async function resolveEnvironment(target: string, hostRoot: string): Promise<Environment<unknown, unknown>> {
+  const dir = resolve(target);
+  if (existsSync(join(dir, 'package.json'))) {
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    const record = await loadPlugin({ dir, source: 'plugins-dir', firstParty: false, manifest }, hostSdkVersion(hostRoot));
+    if (!record.environment) throw new Error(`${dir}: ${record.error}`);
+    return record.environment;
+  }
+  const records = await loadRegistry({ hostRoot, pluginsDir: join(hostRoot, 'plugins') });
+  const found = records.find((r) => r.id === target && r.environment);
+  if (!found?.environment) {
+    const known = records.filter((r) => r.environment).map((r) => r.id);
+    throw new Error(`Unknown environment ${target} (known: ${known.join(', ') || 'none'}; or give the path of a package folder)`);
+  }
+  return found.environment;
+}
