@@ -1,0 +1,172 @@
+import { expectClose, f32, f64, F32, F64, loadGolden, reportWorst } from '../testing/golden';
+import { computeGrpoOutcomeAdvantage } from './grpo';
+import { computeGrpoPerStepAdvantage, cumulativeReturns, turnBoundaries } from './grpo-per-step';
+import { computeGrpoPasskOutcomeAdvantage } from './grpo-passk';
+import { computeAdvantage, getAdvEstimatorFn, listAdvEstimators, registerAdvEstimator } from './registry';
+import { computeRlooOutcomeAdvantage } from './rloo';
+import { computeOpoOutcomeAdvantage } from './opo';
+import { computeGaeAdvantageReturn } from './gae';
+import type { AdvantageInput } from './types';
+
+interface AdvCase {
+  name: string;
+  estimator: string;
+  batch: number;
+  seqLen: number;
+  inputs: {
+    tokenLevelRewards: number[];
+    responseMask: number[];
+    index?: string[];
+    values?: number[];
+    rewardBaselines?: number[];
+    turnScores?: number[][];
+  };
+  config: Record<string, number | boolean>;
+  expected: { advantages: number[]; returns: number[] };
+}
+
+const cases = loadGolden<AdvCase[]>('advantages.json');
+
+function toInput(c: AdvCase, conv: (x: number[]) => ArrayLike<number>): AdvantageInput {
+  const i = c.inputs;
+  return {
+    batch: c.batch,
+    seqLen: c.seqLen,
+    tokenLevelRewards: conv(i.tokenLevelRewards),
+    responseMask: conv(i.responseMask),
+    index: i.index,
+    values: i.values && conv(i.values),
+    rewardBaselines: i.rewardBaselines && conv(i.rewardBaselines),
+    turnScores: i.turnScores?.map((t) => conv(t)),
+  };
+}
+
+afterAll(reportWorst);
+
+describe('advantage estimators vs verl reference (through the adv_estimator registry)', () => {
+  test.each(cases.map((c) => [c.name, c] as const))('%s (float64)', (_n, c) => {
+    const out = computeAdvantage(toInput(c, f64), { adv_estimator: c.estimator, ...c.config });
+    expectClose(out.advantages, c.expected.advantages, F64, `${c.name} advantages`, 'advantages');
+    expectClose(out.returns, c.expected.returns, F64, `${c.name} returns`, 'advantages');
+  });
+
+  test.each(cases.map((c) => [c.name, c] as const))('%s (float32 inputs)', (_n, c) => {
+    const out = computeAdvantage(toInput(c, f32), { adv_estimator: c.estimator, ...c.config });
+    expectClose(out.advantages, c.expected.advantages, F32, `${c.name} advantages f32`, 'advantages f32');
+    expectClose(out.returns, c.expected.returns, F32, `${c.name} returns f32`, 'advantages f32');
+  });
+
+  test('every estimator named in the design is registered', () => {
+    for (const name of ['gae', 'grpo', 'grpo_per_step', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'opo', 'gpg', 'grpo_passk']) {
+      expect(listAdvEstimators()).toContain(name);
+    }
+  });
+});
+
+describe('group statistics edge cases', () => {
+  const base = (rewards: number[], index: Array<string | number>, mask?: number[]): AdvantageInput => ({
+    batch: rewards.length,
+    seqLen: 1,
+    tokenLevelRewards: rewards,
+    responseMask: mask ?? rewards.map(() => 1),
+    index,
+  });
+
+  test('singleton group: mean 0, std 1 (raw score / (1 + eps)), as verl', () => {
+    const { advantages } = computeGrpoOutcomeAdvantage(base([0.7], ['only']));
+    expectClose(advantages, [0.7 / (1 + 1e-6)], F64, 'singleton');
+    expectClose(computeRlooOutcomeAdvantage(base([0.7], ['only'])).advantages, [0.7], F64, 'rloo singleton');
+    expectClose(computeOpoOutcomeAdvantage(base([0.7], ['only'])).advantages, [0.7], F64, 'opo singleton');
+  });
+
+  test('zero-variance group gets exactly zero advantage, not NaN', () => {
+    const { advantages } = computeGrpoOutcomeAdvantage(base([1, 1, 1], ['g', 'g', 'g']));
+    expect(Array.from(advantages)).toEqual([0, 0, 0]);
+    const dr = computeGrpoOutcomeAdvantage(base([1, 1, 1], ['g', 'g', 'g']), { normAdvByStdInGrpo: false });
+    expect(Array.from(dr.advantages)).toEqual([0, 0, 0]);
+  });
+
+  test('GRPO with and without std normalisation', () => {
+    const input = base([1, 0, 0, 1], ['a', 'a', 'a', 'b']);
+    const mean = 1 / 3;
+    const std = Math.sqrt(((1 - mean) ** 2 + 2 * mean ** 2) / 2);
+    expectClose(computeGrpoOutcomeAdvantage(input).advantages, [(1 - mean) / (std + 1e-6), -mean / (std + 1e-6), -mean / (std + 1e-6), 1 / (1 + 1e-6)], F64, 'grpo');
+    expectClose(computeGrpoOutcomeAdvantage(input, { normAdvByStdInGrpo: false }).advantages, [1 - mean, -mean, -mean, 1], F64, 'dr grpo');
+  });
+
+  test('uids may be numbers or strings; groups need not be contiguous', () => {
+    const a = computeGrpoOutcomeAdvantage(base([1, 5, 0, 7], [3, 9, 3, 9])).advantages;
+    const b = computeGrpoOutcomeAdvantage(base([1, 0, 5, 7], ['x', 'x', 'y', 'y'])).advantages;
+    expectClose([a[0], a[2], a[1], a[3]], Array.from(b), F64, 'order');
+  });
+
+  test('all-masked rows produce zero advantages and no NaN', () => {
+    const { advantages } = computeGrpoOutcomeAdvantage({ batch: 2, seqLen: 2, tokenLevelRewards: [0, 0, 0, 0], responseMask: [0, 0, 0, 0], index: ['g', 'g'] });
+    expect(Array.from(advantages)).toEqual([0, 0, 0, 0]);
+    const opo = computeOpoOutcomeAdvantage({ batch: 2, seqLen: 2, tokenLevelRewards: [1, 0, 0, 2], responseMask: [0, 0, 0, 0], index: ['g', 'g'] });
+    expect(Array.from(opo.advantages).every(Number.isFinite)).toBe(true);
+    const gae = computeGaeAdvantageReturn({ batch: 1, seqLen: 2, tokenLevelRewards: [0, 1], values: [0, 0], responseMask: [0, 0] }, { gamma: 1, lam: 1 });
+    expect(Array.from(gae.advantages)).toEqual([0, 0]);
+  });
+
+  test('missing inputs are reported', () => {
+    expect(() => computeGrpoOutcomeAdvantage({ batch: 1, seqLen: 1, tokenLevelRewards: [1], responseMask: [1] })).toThrow(/index/);
+    expect(() => computeAdvantage({ batch: 1, seqLen: 1, tokenLevelRewards: [1], responseMask: [1] }, { adv_estimator: 'gae' })).toThrow(/values/);
+    expect(() => computeAdvantage({ batch: 1, seqLen: 1, tokenLevelRewards: [1], responseMask: [1] }, { adv_estimator: 'remax' })).toThrow(/rewardBaselines/);
+    expect(() => computeGrpoPasskOutcomeAdvantage(base([1], ['a']))).toThrow(/at least 2/);
+    expect(() => getAdvEstimatorFn('nope')).toThrow(/Unknown advantage estimator/);
+  });
+});
+
+describe('grpo_per_step', () => {
+  test('turns are runs of unmasked tokens; returns-to-go are discounted', () => {
+    expect(turnBoundaries([1, 1, 0, 1, 0, 0, 1, 1], 2, 4)).toEqual([[[0, 2], [3, 4]], [[2, 4]]]);
+    expect(cumulativeReturns([0, 0.5, 1], 1)).toEqual([1.5, 1.5, 1]);
+    expectClose(cumulativeReturns([1, 0, 2], 0.5), [1.5, 1, 2], F64, 'discounted');
+  });
+
+  test('each turn gets the group-normalised return from that turn on', () => {
+    const out = computeGrpoPerStepAdvantage({
+      batch: 2,
+      seqLen: 4,
+      tokenLevelRewards: new Float32Array(8),
+      responseMask: [1, 0, 1, 0, 1, 1, 0, 0],
+      index: ['g', 'g'],
+      turnScores: [[0, 1], [0.5]],
+    });
+    const mean = 0.75;
+    const std = Math.SQRT1_2 * 0.5; // unbiased std of [1, 0.5]
+    const a0 = (1 - mean) / (std + 1e-6); // turn 0 of row 0: R_0 = 1
+    const a1 = (1 - mean) / (std + 1e-6); // turn 1 of row 0: R_1 = 1
+    const b0 = (0.5 - mean) / (std + 1e-6);
+    expectClose(out.advantages, [a0, 0, a1, 0, b0, b0, 0, 0], F64, 'per-step');
+  });
+
+  test('without turn scores it is exactly GRPO', () => {
+    const input: AdvantageInput = { batch: 3, seqLen: 2, tokenLevelRewards: [0, 1, 0, 0, 0, 1], responseMask: [1, 1, 1, 0, 1, 1], index: [0, 0, 0] };
+    expect(Array.from(computeGrpoPerStepAdvantage(input).advantages)).toEqual(Array.from(computeGrpoOutcomeAdvantage(input).advantages));
+    expect(Array.from(computeGrpoPerStepAdvantage({ ...input, turnScores: [[], [], []] }).advantages)).toEqual(
+      Array.from(computeGrpoOutcomeAdvantage(input).advantages),
+    );
+  });
+});
+
+describe('registry', () => {
+  test('custom estimators can be registered and selected by adv_estimator', () => {
+    const fn = (input: AdvantageInput) => {
+      const z = new Float64Array(input.batch * input.seqLen).fill(42);
+      return { advantages: z, returns: z };
+    };
+    registerAdvEstimator('const42', fn);
+    registerAdvEstimator('const42', fn); // same function: allowed
+    expect(() => registerAdvEstimator('const42', (i) => fn(i))).toThrow(/already been registered/);
+    registerAdvEstimator('const42', (i) => fn(i), { override: true });
+    const out = computeAdvantage({ batch: 1, seqLen: 2, tokenLevelRewards: [0, 0], responseMask: [1, 1] }, { adv_estimator: 'const42' });
+    expect(Array.from(out.advantages)).toEqual([42, 42]);
+  });
+
+  test('adv_estimator defaults to gae like verl', () => {
+    const out = computeAdvantage({ batch: 1, seqLen: 3, tokenLevelRewards: [0, 0, 1], values: [0, 0, 0], responseMask: [1, 1, 1] });
+    expect(out.returns[0]).toBeCloseTo(1);
+  });
+});

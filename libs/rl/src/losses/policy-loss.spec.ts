@@ -1,0 +1,157 @@
+import type { LossAggMode } from '../aggregation';
+import { expectClose, f32, f64, F32, F64, F64_GRAD, finiteDiff, loadGolden, reportWorst } from '../testing/golden';
+import { computePolicyLossClipCov } from './clip-cov';
+import { computePolicyLossVanilla } from './policy-loss';
+import { computePolicyLoss, getPolicyLossFn, listPolicyLosses, registerPolicyLoss } from './registry';
+import type { ActorConfig, PolicyLossInput } from './types';
+
+interface PlCase {
+  name: string;
+  lossMode: string;
+  lossAggMode: LossAggMode;
+  batch: number;
+  seqLen: number;
+  config: ActorConfig;
+  inputs: { oldLogProb: number[]; logProb: number[]; advantages: number[]; responseMask: number[]; rolloutIsWeights?: number[] };
+  expected: { loss: number; dLogProb: number[]; pg_clipfrac: number; ppo_kl: number; pg_clipfrac_lower: number };
+}
+
+const cases = loadGolden<PlCase[]>('policy_loss.json');
+
+function toInput(c: PlCase, conv: (x: number[]) => ArrayLike<number>): PolicyLossInput {
+  const i = c.inputs;
+  return {
+    batch: c.batch,
+    seqLen: c.seqLen,
+    oldLogProb: conv(i.oldLogProb),
+    logProb: conv(i.logProb),
+    advantages: conv(i.advantages),
+    responseMask: conv(i.responseMask),
+    rolloutIsWeights: i.rolloutIsWeights && conv(i.rolloutIsWeights),
+  };
+}
+
+const configOf = (c: PlCase): ActorConfig => ({ ...c.config, policy_loss: { ...(c.config.policy_loss ?? {}), loss_mode: c.lossMode } });
+
+afterAll(reportWorst);
+
+describe('policy losses vs verl reference (through the loss_mode registry)', () => {
+  test.each(cases.map((c) => [c.name, c] as const))('%s (float64)', (_n, c) => {
+    const out = computePolicyLoss(toInput(c, f64), configOf(c), c.lossAggMode);
+    expectClose(out.loss, c.expected.loss, F64, `${c.name} loss`, 'policy loss');
+    expectClose(out.dLogProb, c.expected.dLogProb, F64_GRAD, `${c.name} dLogProb`, 'policy loss grad');
+    expectClose(out.metrics['actor/pg_clipfrac'], c.expected.pg_clipfrac, F64, `${c.name} clipfrac`, 'policy loss');
+    expectClose(out.metrics['actor/ppo_kl'], c.expected.ppo_kl, F64, `${c.name} ppo_kl`, 'policy loss');
+    expectClose(out.metrics['actor/pg_clipfrac_lower'], c.expected.pg_clipfrac_lower, F64, `${c.name} clipfrac_lower`, 'policy loss');
+  });
+
+  test.each(cases.map((c) => [c.name, c] as const))('%s (float32 inputs)', (_n, c) => {
+    const out = computePolicyLoss(toInput(c, f32), configOf(c), c.lossAggMode);
+    expectClose(out.loss, c.expected.loss, F32, `${c.name} loss f32`, 'policy loss f32');
+    expectClose(out.dLogProb, c.expected.dLogProb, F32, `${c.name} dLogProb f32`, 'policy loss f32');
+  });
+
+  // Modes without stop-gradients: the returned coefficients must be the true derivative of the returned loss.
+  const exact = cases.filter((c) => ['vanilla', 'gpg', 'geo_mean'].includes(c.lossMode));
+  test.each(exact.map((c) => [c.name, c] as const))('%s: dLogProb = finite differences of the loss', (_n, c) => {
+    const input = toInput(c, f64);
+    const out = computePolicyLoss(input, configOf(c), c.lossAggMode);
+    const fd = finiteDiff((lp) => computePolicyLoss({ ...input, logProb: lp }, configOf(c), c.lossAggMode).loss, input.logProb);
+    expectClose(out.dLogProb, fd, { rtol: 1e-5, atol: 1e-8 }, `${c.name} own FD`, 'policy loss own FD');
+  });
+
+  test('all documented loss modes are registered', () => {
+    for (const m of ['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean']) expect(listPolicyLosses()).toContain(m);
+  });
+});
+
+describe('vanilla PPO semantics', () => {
+  const one = (lp: number, old: number, a: number, config: ActorConfig = {}) =>
+    computePolicyLossVanilla({ batch: 1, seqLen: 1, oldLogProb: [old], logProb: [lp], advantages: [a], responseMask: [1] }, 'token-mean', config);
+
+  test('asymmetric clip: ratio 1.25 with A > 0 is clipped at 1.2 but not at 1.28', () => {
+    const lp = Math.log(1.25);
+    const clipped = one(lp, 0, 1, { clip_ratio_low: 0.2, clip_ratio_high: 0.2 });
+    expectClose(clipped.loss, -1.2, F64, 'loss');
+    expect(clipped.dLogProb[0]).toBe(0);
+    expect(clipped.metrics['actor/pg_clipfrac']).toBeCloseTo(1);
+    const free = one(lp, 0, 1, { clip_ratio_low: 0.2, clip_ratio_high: 0.28 });
+    expectClose(free.loss, -1.25, F64, 'loss');
+    expectClose(free.dLogProb[0], -1.25, F64, 'grad');
+  });
+
+  test('dual clip bounds the loss of negative advantages at -A·c with zero gradient', () => {
+    const r = one(Math.log(10), 0, -2, { clip_ratio_c: 3 });
+    expectClose(r.loss, 6, F64, 'loss');
+    expect(r.dLogProb[0]).toBe(0);
+    expect(r.metrics['actor/pg_clipfrac_lower']).toBeCloseTo(1);
+    const below = one(Math.log(2), 0, -2, { clip_ratio_c: 3 });
+    expectClose(below.loss, 4, F64, 'loss');
+    expectClose(below.dLogProb[0], 4, F64, 'grad');
+    expect(() => one(0, 0, 1, { clip_ratio_c: 1 })).toThrow(/clip_ratio_c/);
+  });
+
+  test('very negative log-probs stay finite (log-ratio clamped at ±20 like verl)', () => {
+    for (const [lp, old] of [[-1e4, -5], [-5, -1e4], [-1e30, -1e30]]) {
+      const r = one(lp, old, 1.5);
+      expect(Number.isFinite(r.loss)).toBe(true);
+      expect(Number.isFinite(r.dLogProb[0])).toBe(true);
+      expect(Number.isFinite(r.metrics['actor/ppo_kl'])).toBe(true);
+    }
+  });
+});
+
+describe('masks', () => {
+  const input = (mask: number[]): PolicyLossInput => ({
+    batch: 2,
+    seqLen: 3,
+    oldLogProb: [-1, -1, NaN, -2, NaN, NaN],
+    logProb: [-0.9, -1.3, NaN, -1.5, NaN, -Infinity],
+    advantages: [1, 1, NaN, -1, NaN, NaN],
+    responseMask: mask,
+  });
+
+  test.each(listPolicyLosses().filter((m) => m !== 'const'))('%s: NaN under the mask does not leak', (mode) => {
+    const out = computePolicyLoss(input([1, 1, 0, 1, 0, 0]), { clip_ratio: 0.2, policy_loss: { loss_mode: mode, clip_cov_ratio: 0.5, kl_cov_ratio: 0.5 } });
+    expect(Number.isFinite(out.loss)).toBe(true);
+    for (const k of [2, 4, 5]) expect(out.dLogProb[k]).toBe(0);
+    for (const v of Object.values(out.metrics)) expect(Number.isFinite(v)).toBe(true);
+  });
+
+  test.each(['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean'])('%s: all-masked batch gives loss 0 and zero gradient', (mode) => {
+    const masked = { ...input([0, 0, 0, 0, 0, 0]), oldLogProb: [-1, -1, -1, -1, -1, -1], logProb: [-2, -2, -2, -2, -2, -2], advantages: [1, 1, 1, 1, 1, 1] };
+    const out = computePolicyLoss(masked, { policy_loss: { loss_mode: mode } });
+    expect(out.loss).toBe(0);
+    expect(Array.from(out.dLogProb).every((x) => x === 0)).toBe(true);
+  });
+});
+
+describe('clip_cov random subset', () => {
+  test('cuts exactly max(floor(ratio·tokens), 1) candidates, reproducibly with a seeded random', () => {
+    const n = 64;
+    const lp = Array.from({ length: n }, (_, k) => -1 - (k % 8) * 0.2);
+    const adv = Array.from({ length: n }, (_, k) => (k % 8) * -0.5);
+    const input: PolicyLossInput = { batch: 1, seqLen: n, oldLogProb: lp, logProb: lp, advantages: adv, responseMask: new Array(n).fill(1) };
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const cfg: ActorConfig = { policy_loss: { clip_cov_ratio: 0.05, clip_cov_lb: 0.1, clip_cov_ub: 10 } };
+    const a = computePolicyLossClipCov({ ...input, random }, 'token-mean', cfg);
+    expect(a.metrics['actor/pg_clipfrac']).toBeCloseTo(3 / 64);
+    seed = 7;
+    const b = computePolicyLossClipCov({ ...input, random }, 'token-mean', cfg);
+    expect(Array.from(b.dLogProb)).toEqual(Array.from(a.dLogProb));
+  });
+});
+
+describe('registry', () => {
+  test('custom loss modes and errors', () => {
+    registerPolicyLoss('const', (input) => ({
+      loss: 1,
+      dLogProb: new Float64Array(input.batch * input.seqLen),
+      metrics: { 'actor/pg_clipfrac': 0, 'actor/ppo_kl': 0, 'actor/pg_clipfrac_lower': 0 },
+    }));
+    const out = computePolicyLoss({ batch: 1, seqLen: 1, oldLogProb: [0], logProb: [0], advantages: [0], responseMask: [1] }, { policy_loss: { loss_mode: 'const' } });
+    expect(out.loss).toBe(1);
+    expect(() => getPolicyLossFn('nope')).toThrow(/Unsupported loss mode/);
+  });
+});
