@@ -17,7 +17,6 @@ const DESCRIPTIONS: Record<number, string> = {
   404: 'Not found (or not yours)',
   409: 'Conflicts with the current state',
   413: 'Body too large',
-  422: 'Valid but cannot be satisfied',
   429: 'Too many failed authentications',
   503: 'Not ready',
 };

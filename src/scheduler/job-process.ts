@@ -32,9 +32,11 @@ export class JobProcess {
   private readonly child: ChildProcess;
   private readonly logFile: WriteStream;
   private readonly stderrTail: string[] = [];
+  private readonly graceMs: number;
   private killTimer?: NodeJS.Timeout;
 
   constructor(job: JobEntity, options: JobProcessOptions) {
+    this.graceMs = options.graceMs;
     mkdirSync(options.jobDir, { recursive: true });
     this.logFile = createWriteStream(join(options.jobDir, 'job.log'), { flags: 'a' });
     const env: NodeJS.ProcessEnv = {};
@@ -78,10 +80,7 @@ export class JobProcess {
     this.child.send(start, (error) => {
       if (error) this.stderrTail.push(`could not reach the job runner: ${error.message}`);
     });
-    this.graceMs = options.graceMs;
   }
-
-  private readonly graceMs: number;
 
   get pid(): number | undefined {
     return this.child.pid;
