@@ -7,10 +7,24 @@
  */
 import { assertLength, checkShape, type BatchShape, type NumArray } from './shape';
 
-/** verl's `loss_agg_mode` values. */
+/**
+ * verl's `loss_agg_mode` values.
+ *
+ * @example
+ * ```ts
+ * const mode: LossAggMode = 'seq-mean-token-sum-norm';
+ * ```
+ */
 export type LossAggMode = 'token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
 
-/** All supported {@link LossAggMode} values. */
+/**
+ * All supported {@link LossAggMode} values.
+ *
+ * @example
+ * ```ts
+ * LOSS_AGG_MODES.includes('token-mean'); // true
+ * ```
+ */
 export const LOSS_AGG_MODES: readonly LossAggMode[] = [
   'token-mean',
   'seq-mean-token-sum',
@@ -21,6 +35,11 @@ export const LOSS_AGG_MODES: readonly LossAggMode[] = [
 /**
  * Global-batch normalisers (verl's `global_batch_info` / `agg_loss` keyword arguments). Leave them unset for
  * a single process: the denominators are then taken from the arrays passed in.
+ *
+ * @example
+ * ```ts
+ * const opts: AggOptions = { lossScaleFactor: 4096 }; // constant Dr. GRPO normaliser
+ * ```
  */
 export interface AggOptions {
   /** Data-parallel size; the loss is multiplied by it (verl `dp_size`). Default 1. */
@@ -37,7 +56,14 @@ export interface AggOptions {
   lossScaleFactor?: number;
 }
 
-/** Result of {@link aggLoss}. */
+/**
+ * Result of {@link aggLoss}.
+ *
+ * @example
+ * ```ts
+ * const { loss, weights }: AggLossResult = aggLoss([1, 2], [1, 1], { batch: 1, seqLen: 2 }, 'token-mean');
+ * ```
+ */
 export interface AggLossResult {
   /** The aggregated scalar. */
   loss: number;

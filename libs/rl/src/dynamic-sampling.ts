@@ -4,7 +4,14 @@
  */
 import type { Uid } from './shape';
 
-/** Result of {@link filterGroupsByMetricStd}. */
+/**
+ * Result of {@link filterGroupsByMetricStd}.
+ *
+ * @example
+ * ```ts
+ * const { keptUids, keptIndices }: FilterGroupsResult = filterGroupsByMetricStd(['a', 'a'], [0, 1]);
+ * ```
+ */
 export interface FilterGroupsResult {
   /** Group ids kept, in first-seen order. */
   keptUids: Uid[];

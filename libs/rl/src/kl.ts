@@ -16,10 +16,24 @@ import { aggLoss, type AggOptions, type LossAggMode } from './aggregation';
 import { maskedMeanRows } from './masked';
 import { assertLength, checkShape, type BatchShape, type NumArray } from './shape';
 
-/** Base KL estimator names accepted by verl. */
+/**
+ * Base KL estimator names accepted by verl.
+ *
+ * @example
+ * ```ts
+ * const k: KlEstimator = 'low_var_kl';
+ * ```
+ */
 export type KlEstimator = 'kl' | 'k1' | 'abs' | 'mse' | 'k2' | 'low_var_kl' | 'k3';
 
-/** A `kl_loss_type` / `kl_penalty` value: a base estimator, optionally with verl's straight-through `+`. */
+/**
+ * A `kl_loss_type` / `kl_penalty` value: a base estimator, optionally with verl's straight-through `+`.
+ *
+ * @example
+ * ```ts
+ * const t: KlPenaltyType = 'k3+'; // k3 value, k2 gradient
+ * ```
+ */
 export type KlPenaltyType = KlEstimator | `${KlEstimator}+`;
 
 const BASE: readonly string[] = ['kl', 'k1', 'abs', 'mse', 'k2', 'low_var_kl', 'k3'];
@@ -119,7 +133,14 @@ export function klPenaltyGrad(logProb: NumArray, refLogProb: NumArray, type: KlP
   return out;
 }
 
-/** Input of {@link klLoss}. */
+/**
+ * Input of {@link klLoss}.
+ *
+ * @example
+ * ```ts
+ * const input: KlLossInput = { batch: 1, seqLen: 2, logProb: [-1, -2], refLogProb: [-1.1, -2], responseMask: [1, 1] };
+ * ```
+ */
 export interface KlLossInput extends BatchShape {
   /** Current policy log-probs `[batch, seqLen]`. */
   logProb: NumArray;
@@ -129,7 +150,14 @@ export interface KlLossInput extends BatchShape {
   responseMask: NumArray;
 }
 
-/** Result of {@link klLoss}. */
+/**
+ * Result of {@link klLoss}.
+ *
+ * @example
+ * ```ts
+ * const { loss, dLogProb }: KlLossOutput = klLoss(input, 'low_var_kl');
+ * ```
+ */
 export interface KlLossOutput {
   /** Aggregated KL loss (not yet multiplied by `kl_loss_coef`). */
   loss: number;
@@ -168,7 +196,16 @@ export function klLoss(
   return { loss, kl, dLogProb, metrics: { 'actor/kl_loss': loss } };
 }
 
-/** Input of {@link applyKlPenalty}. */
+/**
+ * Input of {@link applyKlPenalty}.
+ *
+ * @example
+ * ```ts
+ * const input: ApplyKlPenaltyInput = {
+ *   batch: 1, seqLen: 2, tokenLevelScores: [0, 1], oldLogProb: [-1, -1], refLogProb: [-1.2, -0.8], responseMask: [1, 1],
+ * };
+ * ```
+ */
 export interface ApplyKlPenaltyInput extends BatchShape {
   /** Token-level scores from the reward function `[batch, seqLen]`. */
   tokenLevelScores: NumArray;
@@ -180,7 +217,14 @@ export interface ApplyKlPenaltyInput extends BatchShape {
   responseMask: NumArray;
 }
 
-/** Result of {@link applyKlPenalty}. */
+/**
+ * Result of {@link applyKlPenalty}.
+ *
+ * @example
+ * ```ts
+ * const { tokenLevelRewards, currentKl }: ApplyKlPenaltyOutput = applyKlPenalty(input, 0.001, 'kl');
+ * ```
+ */
 export interface ApplyKlPenaltyOutput {
   /** `tokenLevelScores - klCoef * kl * mask`. */
   tokenLevelRewards: Float64Array;
@@ -229,7 +273,14 @@ export function applyKlPenalty(
   };
 }
 
-/** verl `algorithm.kl_ctrl` settings. */
+/**
+ * verl `algorithm.kl_ctrl` settings.
+ *
+ * @example
+ * ```ts
+ * const ctrl: KlCtrlConfig = { type: 'adaptive', kl_coef: 0.001, target_kl: 0.1, horizon: 10000 };
+ * ```
+ */
 export interface KlCtrlConfig {
   /** `fixed` keeps `kl_coef`; `adaptive` follows Ziegler et al. (2019). */
   type: 'fixed' | 'adaptive';

@@ -3,7 +3,17 @@
  */
 import { assertLength, checkShape, rowSums, type BatchShape, type NumArray } from './shape';
 
-/** Input of {@link computeDataMetrics}; matrices `[batch, seqLen]`. */
+/**
+ * Input of {@link computeDataMetrics}; matrices `[batch, seqLen]`.
+ *
+ * @example
+ * ```ts
+ * const input: DataMetricsInput = {
+ *   batch: 1, seqLen: 2, tokenLevelScores: [0, 1], tokenLevelRewards: [0, 1],
+ *   advantages: [0.5, 0.5], returns: [0.5, 0.5], responseMask: [1, 1],
+ * };
+ * ```
+ */
 export interface DataMetricsInput extends BatchShape {
   /** Scores from the reward function (before KL penalty). */
   tokenLevelScores: NumArray;

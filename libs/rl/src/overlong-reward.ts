@@ -2,7 +2,14 @@
  * DAPO overlong reward shaping (verl DAPO reward manager, `reward_model.overlong_buffer`).
  */
 
-/** verl `overlong_buffer` settings. */
+/**
+ * verl `overlong_buffer` settings.
+ *
+ * @example
+ * ```ts
+ * const cfg: OverlongBufferConfig = { maxRespLen: 4096, bufferLen: 1024, penaltyFactor: 1 };
+ * ```
+ */
 export interface OverlongBufferConfig {
   /** Maximum response length (verl `max_resp_len`). */
   maxRespLen: number;

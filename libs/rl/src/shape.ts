@@ -7,10 +7,25 @@
  * all arithmetic runs in float64 whatever the input type.
  */
 
-/** Any readable numeric array (typed array or `number[]`). */
+/**
+ * Any readable numeric array (typed array or `number[]`).
+ *
+ * @example
+ * ```ts
+ * const a: NumArray = new Float32Array([0.5, 1]);
+ * const b: NumArray = [0.5, 1];
+ * ```
+ */
 export type NumArray = ArrayLike<number>;
 
-/** A prompt/group id (verl's `uid` / `index` entries). */
+/**
+ * A prompt/group id (verl's `uid` / `index` entries).
+ *
+ * @example
+ * ```ts
+ * const ids: Uid[] = ['prompt-1', 'prompt-1', 42];
+ * ```
+ */
 export type Uid = string | number;
 
 /**

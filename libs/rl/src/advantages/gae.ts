@@ -5,7 +5,14 @@ import { maskedWhiten } from '../masked';
 import { assertLength, checkShape } from '../shape';
 import type { AdvantageInput, AdvantageOutput } from './types';
 
-/** GAE hyper-parameters (verl `algorithm.gamma`, `algorithm.lam`). */
+/**
+ * GAE hyper-parameters (verl `algorithm.gamma`, `algorithm.lam`).
+ *
+ * @example
+ * ```ts
+ * const opts: GaeOptions = { gamma: 0.99, lam: 0.95 };
+ * ```
+ */
 export interface GaeOptions {
   /** Discount factor. Default 1. */
   gamma?: number;

@@ -5,7 +5,14 @@ import { assertLength, checkShape, rowSums } from '../shape';
 import { broadcastRows, groupRows, groupStats, requireIndex } from './groups';
 import type { AdvantageInput, AdvantageOutput } from './types';
 
-/** GPG options. */
+/**
+ * GPG options.
+ *
+ * @example
+ * ```ts
+ * const opts: GpgOptions = { fNorm: 1 };
+ * ```
+ */
 export interface GpgOptions {
   /** Divisor of the centred score (verl `f_norm`). Default 1. */
   fNorm?: number;

@@ -25,7 +25,14 @@ export function groupRows(index: ArrayLike<Uid>): Map<Uid, number[]> {
   return groups;
 }
 
-/** Mean and unbiased standard deviation of a group (`torch.mean`, `torch.std`). */
+/**
+ * Mean and unbiased standard deviation of a group (`torch.mean`, `torch.std`).
+ *
+ * @example
+ * ```ts
+ * const s: GroupStats = groupStats([1, 0], [0, 1]); // { mean: 0.5, std: ≈0.707, count: 2 }
+ * ```
+ */
 export interface GroupStats {
   /** Group mean; verl uses 0 for a singleton group. */
   mean: number;

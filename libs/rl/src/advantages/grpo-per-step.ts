@@ -7,7 +7,14 @@ import { computeGrpoOutcomeAdvantage, type GrpoOptions } from './grpo';
 import { groupRows, groupStats, requireIndex } from './groups';
 import type { AdvantageInput, AdvantageOutput } from './types';
 
-/** Options of {@link computeGrpoPerStepAdvantage}. */
+/**
+ * Options of {@link computeGrpoPerStepAdvantage}.
+ *
+ * @example
+ * ```ts
+ * const opts: GrpoPerStepOptions = { gamma: 0.9, normAdvByStdInGrpo: true };
+ * ```
+ */
 export interface GrpoPerStepOptions extends GrpoOptions {
   /** Discount between turns for the per-turn returns. Default 1 (OpenTinker's default). */
   gamma?: number;

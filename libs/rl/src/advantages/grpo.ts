@@ -5,7 +5,14 @@ import { assertLength, checkShape, rowSums } from '../shape';
 import { broadcastRows, groupRows, groupStats, requireIndex } from './groups';
 import type { AdvantageInput, AdvantageOutput } from './types';
 
-/** GRPO options (verl names in parentheses). */
+/**
+ * GRPO options (verl names in parentheses).
+ *
+ * @example
+ * ```ts
+ * const drGrpo: GrpoOptions = { normAdvByStdInGrpo: false };
+ * ```
+ */
 export interface GrpoOptions {
   /** Added to the group std (`epsilon`). Default 1e-6. */
   epsilon?: number;

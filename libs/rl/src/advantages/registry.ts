@@ -17,6 +17,11 @@ import type { AdvantageInput, AdvantageOutput } from './types';
 /**
  * The `algorithm` section of a verl config, as far as advantage estimation reads it (snake_case keys, so a
  * verl YAML maps 1:1). Unknown keys are passed through to custom estimators.
+ *
+ * @example
+ * ```ts
+ * const algo: AlgoConfig = { adv_estimator: 'grpo', norm_adv_by_std_in_grpo: true };
+ * ```
  */
 export interface AlgoConfig {
   /** Estimator name, e.g. `grpo`. Default `gae` (verl's default). */
@@ -35,7 +40,14 @@ export interface AlgoConfig {
   [key: string]: unknown;
 }
 
-/** An advantage estimator as stored in the registry. */
+/**
+ * An advantage estimator as stored in the registry.
+ *
+ * @example
+ * ```ts
+ * const mine: AdvantageEstimatorFn = (input, config) => computeGrpoOutcomeAdvantage(input, { epsilon: Number(config.epsilon ?? 1e-6) });
+ * ```
+ */
 export type AdvantageEstimatorFn = (input: AdvantageInput, config: AlgoConfig) => AdvantageOutput;
 
 const registry = new Map<string, AdvantageEstimatorFn>();

@@ -5,7 +5,14 @@ import { maskedWhiten } from '../masked';
 import { assertLength, checkShape } from '../shape';
 import type { AdvantageInput, AdvantageOutput } from './types';
 
-/** REINFORCE++ options. */
+/**
+ * REINFORCE++ options.
+ *
+ * @example
+ * ```ts
+ * const opts: ReinforcePlusPlusOptions = { gamma: 0.99 };
+ * ```
+ */
 export interface ReinforcePlusPlusOptions {
   /** Discount factor (verl `algorithm.gamma`). Default 1. */
   gamma?: number;

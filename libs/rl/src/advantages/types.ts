@@ -6,6 +6,16 @@ import type { BatchShape, NumArray, Uid } from '../shape';
 /**
  * Everything an advantage estimator may read. Matrices are `[batch, seqLen]` row-major; each estimator
  * documents which fields it needs.
+ *
+ * @example
+ * ```ts
+ * const input: AdvantageInput = {
+ *   batch: 2, seqLen: 3,
+ *   tokenLevelRewards: new Float32Array([0, 0, 1, 0, 0, 0]),
+ *   responseMask: new Float32Array([1, 1, 1, 1, 1, 0]),
+ *   index: ['prompt-7', 'prompt-7'],
+ * };
+ * ```
  */
 export interface AdvantageInput extends BatchShape {
   /** Per-token rewards (verl `token_level_rewards`); outcome rewards sit on the last response token. */
@@ -22,7 +32,14 @@ export interface AdvantageInput extends BatchShape {
   turnScores?: ReadonlyArray<ArrayLike<number> | null | undefined>;
 }
 
-/** Advantages and returns, both `[batch, seqLen]`. */
+/**
+ * Advantages and returns, both `[batch, seqLen]`.
+ *
+ * @example
+ * ```ts
+ * const { advantages, returns }: AdvantageOutput = computeAdvantage(input, { adv_estimator: 'grpo' });
+ * ```
+ */
 export interface AdvantageOutput {
   /** Per-token advantages. */
   advantages: Float64Array;

@@ -74,7 +74,14 @@ export function entropyGradLogits(logits: NumArray, rows: number, vocab: number)
   return out;
 }
 
-/** Input of {@link computeEntropyLoss}. */
+/**
+ * Input of {@link computeEntropyLoss}.
+ *
+ * @example
+ * ```ts
+ * const input: EntropyLossInput = { batch: 1, seqLen: 1, vocab: 3, logits: [0.1, 2, -1], responseMask: [1] };
+ * ```
+ */
 export interface EntropyLossInput extends BatchShape {
   /** Logits `[batch, seqLen, vocab]` row-major. */
   logits: NumArray;

@@ -30,7 +30,14 @@ export function logprobsFromLogits(logits: NumArray, labels: ArrayLike<number>, 
   return out;
 }
 
-/** Input of {@link sftLoss}. */
+/**
+ * Input of {@link sftLoss}.
+ *
+ * @example
+ * ```ts
+ * const input: SftLossInput = { batch: 1, seqLen: 2, logProb: [-0.5, -2], lossMask: [0, 1] };
+ * ```
+ */
 export interface SftLossInput extends BatchShape {
   /** Per-token log-probs of the target tokens `[batch, seqLen]`. */
   logProb: NumArray;
@@ -62,7 +69,14 @@ export function sftLoss(
   return { loss, dLogProb };
 }
 
-/** Input of {@link sftCrossEntropyFromLogits}. */
+/**
+ * Input of {@link sftCrossEntropyFromLogits}.
+ *
+ * @example
+ * ```ts
+ * const input: SftLogitsInput = { batch: 1, seqLen: 1, vocab: 2, logits: [0, 1], labels: [1], lossMask: [1] };
+ * ```
+ */
 export interface SftLogitsInput extends BatchShape {
   /** Logits `[batch, seqLen, vocab]` row-major (already aligned with the labels, i.e. shifted). */
   logits: NumArray;

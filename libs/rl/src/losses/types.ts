@@ -4,7 +4,18 @@
 import type { AggOptions, LossAggMode } from '../aggregation';
 import type { BatchShape, NumArray } from '../shape';
 
-/** Inputs of a policy loss; all matrices `[batch, seqLen]`. */
+/**
+ * Inputs of a policy loss; all matrices `[batch, seqLen]`.
+ *
+ * @example
+ * ```ts
+ * const input: PolicyLossInput = {
+ *   batch: 1, seqLen: 2,
+ *   oldLogProb: new Float32Array([-1, -2]), logProb: new Float32Array([-0.9, -2.2]),
+ *   advantages: [0.5, 0.5], responseMask: [1, 1],
+ * };
+ * ```
+ */
 export interface PolicyLossInput extends BatchShape {
   /** Log-probs of the sampled tokens under the policy that generated them (verl `old_log_prob`). */
   oldLogProb: NumArray;
@@ -20,7 +31,14 @@ export interface PolicyLossInput extends BatchShape {
   random?: () => number;
 }
 
-/** verl `actor.policy_loss` sub-config. */
+/**
+ * verl `actor.policy_loss` sub-config.
+ *
+ * @example
+ * ```ts
+ * const pl: PolicyLossConfig = { loss_mode: 'kl_cov', kl_cov_ratio: 0.0002, ppo_kl_coef: 1 };
+ * ```
+ */
 export interface PolicyLossConfig {
   /** Loss mode: `vanilla`, `gspo`, `cispo`, `gpg`, `clip_cov`, `kl_cov`, `geo_mean` or a registered name. */
   loss_mode?: string;
@@ -36,7 +54,17 @@ export interface PolicyLossConfig {
   ppo_kl_coef?: number;
 }
 
-/** The verl `actor` config keys read by the policy losses (snake_case, as in verl YAML). */
+/**
+ * The verl `actor` config keys read by the policy losses (snake_case, as in verl YAML).
+ *
+ * @example
+ * ```ts
+ * const actor: ActorConfig = {
+ *   clip_ratio_low: 0.2, clip_ratio_high: 0.28, clip_ratio_c: 3,
+ *   loss_agg_mode: 'token-mean', policy_loss: { loss_mode: 'vanilla' },
+ * };
+ * ```
+ */
 export interface ActorConfig {
   /** Symmetric PPO clip ε. Default 0.2. */
   clip_ratio?: number;
@@ -56,7 +84,15 @@ export interface ActorConfig {
   [key: string]: unknown;
 }
 
-/** verl's policy-loss metrics. */
+/**
+ * verl's policy-loss metrics.
+ *
+ * @example
+ * ```ts
+ * const m: PolicyLossMetrics = computePolicyLoss(input, actor).metrics;
+ * m['actor/pg_clipfrac'];
+ * ```
+ */
 export interface PolicyLossMetrics {
   /** Fraction of unmasked tokens whose loss was clipped (meaning depends on the mode). */
   'actor/pg_clipfrac': number;
@@ -66,7 +102,15 @@ export interface PolicyLossMetrics {
   'actor/pg_clipfrac_lower': number;
 }
 
-/** Output of a policy loss. */
+/**
+ * Output of a policy loss.
+ *
+ * @example
+ * ```ts
+ * const { loss, dLogProb }: PolicyLossOutput = computePolicyLoss(input, actor);
+ * // engine: backprop Σ dLogProb[i,t] · logProb[i,t] through the model
+ * ```
+ */
 export interface PolicyLossOutput {
   /** Aggregated scalar loss (to minimise). */
   loss: number;
@@ -81,7 +125,14 @@ export interface PolicyLossOutput {
   metrics: PolicyLossMetrics;
 }
 
-/** A policy loss as stored in the registry. */
+/**
+ * A policy loss as stored in the registry.
+ *
+ * @example
+ * ```ts
+ * const reinforce: PolicyLossFn = (input, mode, config) => computePolicyLossGpg(input, mode, config);
+ * ```
+ */
 export type PolicyLossFn = (input: PolicyLossInput, lossAggMode: LossAggMode, config: ActorConfig) => PolicyLossOutput;
 
 /**

@@ -4,7 +4,14 @@
 import { aggLoss, type AggOptions, type LossAggMode } from '../aggregation';
 import { assertLength, checkShape, type BatchShape, type NumArray } from '../shape';
 
-/** Input of {@link computeValueLoss}; all `[batch, seqLen]`. */
+/**
+ * Input of {@link computeValueLoss}; all `[batch, seqLen]`.
+ *
+ * @example
+ * ```ts
+ * const input: ValueLossInput = { batch: 1, seqLen: 2, vpreds: [0.4, 0.1], returns: [1, 1], values: [0.3, 0], responseMask: [1, 1] };
+ * ```
+ */
 export interface ValueLossInput extends BatchShape {
   /** Current value predictions (gradient is taken w.r.t. these). */
   vpreds: NumArray;
@@ -16,7 +23,14 @@ export interface ValueLossInput extends BatchShape {
   responseMask: NumArray;
 }
 
-/** Output of {@link computeValueLoss}. */
+/**
+ * Output of {@link computeValueLoss}.
+ *
+ * @example
+ * ```ts
+ * const { loss, dVpreds }: ValueLossOutput = computeValueLoss(input, 0.5);
+ * ```
+ */
 export interface ValueLossOutput {
   /** `0.5 · agg(max((v - R)², (clip(v, old ± c) - R)²))`. */
   loss: number;
