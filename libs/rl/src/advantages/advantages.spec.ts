@@ -170,3 +170,21 @@ describe('registry', () => {
     expect(out.returns[0]).toBeCloseTo(1);
   });
 });
+
+describe('empty batches', () => {
+  test.each(listAdvEstimators().filter((n) => n !== 'const42' && n !== 'grpo_passk'))('%s handles batch 0 and seqLen 0', (name) => {
+    for (const [batch, seqLen] of [[0, 5], [0, 0]]) {
+      const n = batch * seqLen;
+      const out = computeAdvantage(
+        { batch, seqLen, tokenLevelRewards: new Float32Array(n), responseMask: new Float32Array(n), index: [], values: new Float32Array(n), rewardBaselines: [], turnScores: [] },
+        { adv_estimator: name },
+      );
+      expect(out.advantages.length).toBe(0);
+    }
+    const rows = computeAdvantage(
+      { batch: 2, seqLen: 0, tokenLevelRewards: [], responseMask: [], index: ['a', 'a'], values: [], rewardBaselines: [0, 0], turnScores: [[1], [0]] },
+      { adv_estimator: name },
+    );
+    expect(rows.advantages.length).toBe(0);
+  });
+});

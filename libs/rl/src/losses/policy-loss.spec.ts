@@ -155,3 +155,12 @@ describe('registry', () => {
     expect(() => getPolicyLossFn('nope')).toThrow(/Unsupported loss mode/);
   });
 });
+
+describe('empty batches', () => {
+  test.each(['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean'])('%s: batch 0 gives loss 0', (mode) => {
+    const out = computePolicyLoss({ batch: 0, seqLen: 4, oldLogProb: [], logProb: [], advantages: [], responseMask: [] }, { policy_loss: { loss_mode: mode } });
+    expect(out.loss).toBe(0);
+    expect(out.dLogProb.length).toBe(0);
+    for (const v of Object.values(out.metrics)) expect(v).toBe(0);
+  });
+});
