@@ -1,5 +1,5 @@
 import { createRng, EnvironmentError, type Rng, type Split, type TaskSet } from '@opentinker/env-sdk';
-import { Board, EMPTY, O, other, X, type Player } from './board';
+import { Board, DIRECTIONS, EMPTY, O, other, X, type Player } from './board';
 import type { GomokuConfig } from './config';
 
 /**
@@ -55,14 +55,25 @@ export function makeTask(config: GomokuConfig, split: Split, index: number): Gom
 
 /**
  * A random empty cell where a `player` stone leaves nobody a win on the next move (so a game never
- * starts decided), or -1 if there is none.
+ * starts decided), or -1 if there is none. Invariant: before the call nobody has a win in one, so
+ * only cells on the four lines through the new stone, within `winLength` of it, can gain one (and
+ * only for `player`: a stone never lengthens the other colour's lines).
  */
 function pickQuietCell(board: Board, player: Player, rng: Rng): number {
+  const n = board.size;
+  const reach = board.winLength;
   const quiet = (cell: number): boolean => {
     board.place(cell, player);
     let ok = !board.wins(cell, player);
-    for (let i = 0; ok && i < board.cells.length; i++) {
-      if (board.cells[i] === EMPTY && (board.wins(i, X) || board.wins(i, O))) ok = false;
+    const row = (cell / n) | 0;
+    const col = cell - row * n;
+    for (let d = 0; ok && d < 4; d++) {
+      const [dr, dc] = DIRECTIONS[d];
+      for (let k = -reach; ok && k <= reach; k++) {
+        const r = row + k * dr;
+        const c = col + k * dc;
+        if (k !== 0 && board.inside(r, c) && board.cells[r * n + c] === EMPTY && board.wins(r * n + c, player)) ok = false;
+      }
     }
     board.remove(cell);
     return ok;
