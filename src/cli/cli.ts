@@ -7,7 +7,9 @@ import { loadConfig, redactConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { buildOpenApiDocument } from '../openapi';
 import { createEnvServer } from '../registry/env-server';
-import { resolveEnvironment } from '../registry/resolve-environment';
+import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-environment';
+
+type PrepareDataset = (input: string, output: string, options: { format: string; split: string }) => Promise<{ rows: number; skipped: number }>;
 
 /** Where the compiled package lives: `bin/opentinker.js` passes its own folder's parent. */
 export interface CliContext {
@@ -80,6 +82,21 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       const stop = () => void app.close().then(() => process.exit(0));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+    });
+
+  const data = program.command('data').description('Datasets');
+  data
+    .command('prepare')
+    .description('Convert a GSM8K- or MATH-style JSONL/parquet file into the layout an environment loads (verl/OpenTinker JSONL)')
+    .argument('<input>', 'JSONL or parquet file')
+    .argument('<output>', 'JSONL file to write')
+    .option('--env <id>', 'environment whose converter to use', 'math')
+    .option('--format <format>', 'gsm8k, math or auto', 'auto')
+    .option('--split <split>', 'written to extra_info.split', 'train')
+    .action(async (input: string, output: string, opts: { env: string; format: string; split: string }) => {
+      const prepare = await loadEnvironmentExport<PrepareDataset>(opts.env, 'prepareDataset', context.root);
+      const { rows, skipped } = await prepare(input, output, { format: opts.format, split: opts.split });
+      process.stdout.write(`Wrote ${rows} rows to ${output}${skipped ? `; skipped ${skipped} rows without a question or an answer` : ''}\n`);
     });
 
   program

@@ -114,7 +114,7 @@ describe('protocol server guards', () => {
       expect((await fetch(`${base}/health`)).status).toBe(200);
       const denied = await fetch(`${base}/v1/info`);
       expect(denied.status).toBe(401);
-      expect((await denied.json()).code).toBe('ENV_UNAUTHENTICATED');
+      expect(((await denied.json()) as any).code).toBe('ENV_UNAUTHENTICATED');
       expect((await fetch(`${base}/v1/info`, { headers: { authorization: 'Bearer sekrit-token-123' } })).status).toBe(200);
       const remote = await RemoteEnvironment.connect({ url: base, token: 'sekrit-token-123' });
       expect(remote.info.id).toBe('coin');
@@ -150,11 +150,11 @@ describe('protocol server guards', () => {
     const base = await app.listen({ host: '127.0.0.1', port: 0 });
     try {
       const post = (path: string, body: unknown) => fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      const id = (await (await post('/v1/episodes', { seed: 1 })).json()).episode_id;
+      const id = ((await (await post("/v1/episodes", { seed: 1 })).json()) as any).episode_id;
       stepDelay = 1000;
       const timedOut = await post(`/v1/episodes/${id}/step`, { action: 'x' });
       expect(timedOut.status).toBe(504);
-      expect((await timedOut.json()).code).toBe('ENV_TIMEOUT');
+      expect(((await timedOut.json()) as any).code).toBe('ENV_TIMEOUT');
       expect((await post(`/v1/episodes/${id}/step`, { action: 'x' })).status).toBe(404);
       stepDelay = 0;
       await post('/v1/episodes', { seed: 2 });
