@@ -1,0 +1,86 @@
+/**
+ * The math environment: one turn, the policy answers a problem, the reward is 1 for a correct final
+ * answer and 0 otherwise (or `format_penalty` when no answer can be found).
+ */
+import { defineEnvironment, EnvironmentError, z } from '@opentinker/env-sdk';
+import type { Episode, Message } from '@opentinker/env-sdk';
+import { gradeAnswer, groundTruthAnswer } from './grader/grade';
+import { createMathTasks, mathConfigShape } from './tasks';
+import type { MathTask } from './tasks';
+
+/** The full config schema of the math environment. */
+export const mathEnvironmentConfigSchema = z
+  .object({
+    ...mathConfigShape,
+    system_prompt: z.string().default('').describe('Optional system message sent before each problem (empty: none)'),
+    format_penalty: z.number().finite().default(0).describe('Reward when no final answer can be extracted (e.g. -0.1); default 0'),
+    mixed_numbers: z.boolean().default(false).describe('Grade `2 1/2` and `2\\frac12` as mixed numbers (2.5) instead of products'),
+  })
+  .strict();
+
+export type MathEnvironmentConfig = z.output<typeof mathEnvironmentConfigSchema>;
+
+const math = defineEnvironment<MathEnvironmentConfig, MathTask>({
+  id: 'math',
+  version: '1.0.0',
+  description: 'Single-turn math problems graded 1/0 on the final answer (\\boxed{}, #### or Answer:); synthetic arithmetic or your dataset',
+  turnMode: 'single',
+  taskSource: 'dataset',
+  configSchema: mathEnvironmentConfigSchema,
+  create: async (config, ctx) => {
+    const tasks = await createMathTasks(config, ctx);
+    return {
+      tasks,
+      newEpisode: () => new MathEpisode(config),
+      close: () => undefined,
+    };
+  },
+});
+
+export default math;
+
+/** One single-turn episode. */
+export class MathEpisode implements Episode<MathTask> {
+  private task: MathTask | null = null;
+  private truth = '';
+  private state: 'new' | 'open' | 'done' | 'closed' = 'new';
+
+  constructor(private readonly config: Pick<MathEnvironmentConfig, 'system_prompt' | 'format_penalty' | 'mixed_numbers'>) {}
+
+  reset(task: MathTask, _seed: number): Message[] {
+    if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
+    const truth = task && typeof task === 'object' ? groundTruthAnswer(task.ground_truth) : null;
+    if (!task || !Array.isArray(task.prompt) || task.prompt.length === 0 || truth === null) {
+      throw new EnvironmentError('ENV_INVALID_TASK', 'A math task needs a prompt (messages) and a ground_truth', 'task');
+    }
+    this.task = task;
+    this.truth = truth;
+    this.state = 'open';
+    const messages: Message[] = task.prompt.map((m) => ({ role: m.role, content: m.content }));
+    if (this.config.system_prompt && messages[0]?.role !== 'system') messages.unshift({ role: 'system', content: this.config.system_prompt });
+    return messages;
+  }
+
+  step(action: string) {
+    if (this.state === 'new') throw new EnvironmentError('ENV_NOT_RESET', 'Call reset before step');
+    if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
+    if (this.state === 'done') throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'The episode is over: math is single-turn');
+    this.state = 'done';
+    const task = this.task!;
+    const { correct, extracted } = gradeAnswer(typeof action === 'string' ? action : '', this.truth, task.data_source, {
+      mixedNumbers: this.config.mixed_numbers,
+    });
+    const reward = correct ? 1 : extracted === null ? this.config.format_penalty : 0;
+    return {
+      observation: '',
+      reward,
+      done: true,
+      info: { correct, extracted, ground_truth: this.truth, data_source: task.data_source },
+    };
+  }
+
+  close(): void {
+    this.state = 'closed';
+    this.task = null;
+  }
+}

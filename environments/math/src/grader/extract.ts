@@ -1,0 +1,165 @@
+/**
+ * Finding the final answer in a model's response. Three conventions exist in the wild:
+ * `\boxed{…}` (MATH), `#### 42` (GSM8K) and `Answer: …` lines (DAPO-style); a dataset's
+ * `data_source` says which one its prompts asked for, and that one is tried first.
+ *
+ * Every function here is total: any string in, a string or `null` out, never an exception.
+ */
+
+/** Which answer formats to try, in order. */
+export type AnswerFormat = 'boxed' | 'hash' | 'answer-line';
+
+/** Data sources whose prompts ask for `#### n`. */
+const GSM8K_SOURCES = /gsm8k/i;
+/** Data sources whose prompts ask for an `Answer: …` line. */
+const ANSWER_LINE_SOURCES = /dapo|aime/i;
+
+/**
+ * The order in which answer formats are tried for a data source: `openai/gsm8k` → `####` first;
+ * DAPO-style sources → `Answer:` first; `DigitalLearningGmbH/MATH-lighteval` and everything else →
+ * `\boxed{}` first. The other formats remain fallbacks, so a model that answers in another
+ * recognised format is still graded on its answer.
+ */
+export function answerFormats(dataSource?: string | null): AnswerFormat[] {
+  const source = typeof dataSource === 'string' ? dataSource : '';
+  if (GSM8K_SOURCES.test(source)) return ['hash', 'boxed', 'answer-line'];
+  if (ANSWER_LINE_SOURCES.test(source)) return ['answer-line', 'boxed', 'hash'];
+  return ['boxed', 'hash', 'answer-line'];
+}
+
+/**
+ * The final answer of a response, following the data source's convention (see {@link answerFormats}),
+ * or `null` when the response has none. The answer is returned as written (not normalised).
+ *
+ * @example
+ * ```ts
+ * extractAnswer('… so $\\boxed{\\frac{1}{2}}$.');            // '\\frac{1}{2}'
+ * extractAnswer('She pays 3 + 4 = 7.\n#### 7', 'openai/gsm8k'); // '7'
+ * extractAnswer('Answer: 42');                                // '42'
+ * ```
+ */
+export function extractAnswer(response: string, dataSource?: string | null): string | null {
+  if (typeof response !== 'string' || response.length === 0) return null;
+  for (const format of answerFormats(dataSource)) {
+    const found = format === 'boxed' ? lastBoxed(response) : format === 'hash' ? lastHashAnswer(response) : lastAnswerLine(response);
+    if (found !== null && found.trim() !== '') return found.trim();
+  }
+  return null;
+}
+
+const BOX_COMMANDS = ['\\boxed', '\\fbox'];
+
+/**
+ * The content of the last `\boxed{…}` (or `\fbox{…}`) whose braces close, nested braces balanced.
+ * Unlike the SDK's `extractBoxed`, an unclosed last box does not hide an earlier complete one, and
+ * `\boxed` inside another box's content is unwrapped (`\boxed{\boxed{5}}` → `5`).
+ */
+export function lastBoxed(text: string): string | null {
+  if (typeof text !== 'string') return null;
+  let end = text.length;
+  // Walk the boxes from the last one backwards until one closes.
+  for (let guard = 0; guard < 10_000; guard++) {
+    let at = -1;
+    let command = '';
+    for (const c of BOX_COMMANDS) {
+      const i = text.lastIndexOf(c, end - 1);
+      if (i > at) {
+        at = i;
+        command = c;
+      }
+    }
+    if (at < 0) return null;
+    const content = boxContent(text, at + command.length);
+    if (content !== null) {
+      const inner = content.includes('\\boxed') || content.includes('\\fbox') ? lastBoxed(content) : null;
+      return inner ?? content;
+    }
+    end = at;
+    if (end <= 0) return null;
+  }
+  return null;
+}
+
+/** Reads `{…}` (balanced) or a bare token (`\boxed 5`) starting at `i`; null if it never closes. */
+function boxContent(text: string, i: number): string | null {
+  // `\boxedfoo` is another command, not a box.
+  if (/[A-Za-z]/.test(text[i] ?? '')) return null;
+  while (i < text.length && (text[i] === ' ' || text[i] === '\t')) i++;
+  if (text[i] !== '{') {
+    const m = /^[^\s$]+/.exec(text.slice(i, i + 200));
+    return m ? m[0] : null;
+  }
+  let depth = 0;
+  for (let j = i; j < text.length; j++) {
+    const c = text[j];
+    if (c === '\\') {
+      j++;
+      continue;
+    }
+    if (c === '{') depth++;
+    else if (c === '}') {
+      depth--;
+      if (depth === 0) return text.slice(i + 1, j).trim();
+    }
+  }
+  return null;
+}
+
+/** The rest of the line after the last `####` (GSM8K), or null. */
+export function lastHashAnswer(text: string): string | null {
+  if (typeof text !== 'string') return null;
+  const at = text.lastIndexOf('####');
+  if (at < 0) return null;
+  const line = text.slice(at + 4).split('\n')[0];
+  return cleanLineAnswer(line.replace(/^#+/, ''));
+}
+
+/**
+ * The answer on the last `Answer: …` line (also `Final answer: …`, `**Answer:** …`), or after the last
+ * `the answer is …` (also `the final answer is …`); null when neither occurs.
+ */
+export function lastAnswerLine(text: string): string | null {
+  if (typeof text !== 'string') return null;
+  const patterns = [/answer\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?/gi, /the\s+(?:final\s+)?answer\s+is\s*[:：]?/gi];
+  let best: { at: number; rest: string } | null = null;
+  for (const pattern of patterns) {
+    for (const m of text.matchAll(pattern)) {
+      const at = m.index ?? 0;
+      if (!best || at > best.at) best = { at, rest: text.slice(at + m[0].length) };
+    }
+  }
+  if (!best) return null;
+  let line = best.rest.split('\n')[0];
+  // `The answer is $\boxed{5}$` — the box is the answer.
+  const boxed = lastBoxed(line);
+  if (boxed !== null) return boxed;
+  line = line.trim();
+  // "The answer is 5. Next, …": stop at a sentence end (a period followed by a space and more text).
+  const sentence = /^(.*?[^\d\s])\.\s+\S/.exec(line) ?? /^(.*?\d)\.\s+[A-Za-z]/.exec(line);
+  if (sentence) line = sentence[1];
+  return cleanLineAnswer(line);
+}
+
+/** Strips markdown emphasis, math delimiters and a trailing period from a one-line answer. */
+function cleanLineAnswer(raw: string): string | null {
+  let s = raw.trim();
+  s = s.replace(/^\*+|\*+$/g, '').replace(/^_+|_+$/g, '').trim();
+  s = s.replace(/[.。]+$/, '').trim();
+  s = stripMathDelimiters(s);
+  s = s.replace(/[.。]+$/, '').trim();
+  return s === '' ? null : s;
+}
+
+/** `$…$`, `$$…$$`, `\(…\)`, `\[…\]` around the whole string are removed. */
+export function stripMathDelimiters(value: string): string {
+  let s = value.trim();
+  for (let guard = 0; guard < 4; guard++) {
+    const before = s;
+    if (s.startsWith('$$') && s.endsWith('$$') && s.length >= 4) s = s.slice(2, -2).trim();
+    else if (s.startsWith('$') && s.endsWith('$') && s.length >= 2 && !s.slice(1, -1).includes('$')) s = s.slice(1, -1).trim();
+    else if (s.startsWith('\\(') && s.endsWith('\\)')) s = s.slice(2, -2).trim();
+    else if (s.startsWith('\\[') && s.endsWith('\\]')) s = s.slice(2, -2).trim();
+    if (s === before) break;
+  }
+  return s;
+}

@@ -1,0 +1,190 @@
+/**
+ * String-level normalisation of an answer before it is parsed: math delimiters, unicode symbols,
+ * LaTeX spacing and sizing commands, `\dfrac`/`\tfrac`, units in `\text{}`/`\mbox{}` and plain words,
+ * dollars, degrees and percent signs. Total: never throws.
+ */
+import { stripMathDelimiters } from './extract';
+
+/** A normalised answer: the text to parse, and whether a percent sign was removed from it. */
+export interface Normalized {
+  text: string;
+  percent: boolean;
+}
+
+/** Longest answer that is normalised; longer ones are compared as trimmed strings only. */
+export const MAX_ANSWER_LENGTH = 4000;
+
+const UNICODE: Array<[RegExp, string]> = [
+  [/[\u2212\u2012\u2013\u2014\u2010\u2011\ufe63\uff0d]/g, '-'],
+  [/[\u00d7\u2715\u2716]/g, '\\times '],
+  [/[\u00b7\u22c5\u2219]/g, '\\cdot '],
+  [/\u00f7/g, '\\div '],
+  [/\u03c0/g, '\\pi '],
+  [/\u221e/g, '\\infty '],
+  [/\u221a/g, '\\sqrt'],
+  [/\u00b0/g, '^\\circ '],
+  [/\u2264/g, '\\le '],
+  [/\u2265/g, '\\ge '],
+  [/\u2260/g, '\\ne '],
+  [/\u222a/g, '\\cup '],
+  [/\u2229/g, '\\cap '],
+  [/\u00bd/g, '\\frac{1}{2}'],
+  [/\u00bc/g, '\\frac{1}{4}'],
+  [/\u00be/g, '\\frac{3}{4}'],
+  [/\u2153/g, '\\frac{1}{3}'],
+  [/\u2154/g, '\\frac{2}{3}'],
+  [/\u00b2/g, '^2'],
+  [/\u00b3/g, '^3'],
+  [/[\uff0c\u3001]/g, ','],
+  [/[\u00a0\u2000-\u200b\u202f\u205f\u3000]/g, ' '],
+];
+
+/** Units dropped when they follow a number without a space (`12cm`); with a space any word goes. */
+const GLUED_UNITS = 'cm|mm|km|kg|mg|ml|mL|ft|yd|mi|lb|lbs|oz|hr|hrs|min|mins|sec|secs|mph|kph|cents?|dollars?|euros?|pounds?|degrees?|inches|inch|feet|meters?|metres?|hours?|minutes?|seconds?|days?|weeks?|years?|units?';
+const GLUED_UNIT_RE = new RegExp(`^(-?[\\d.,]+)(?:${GLUED_UNITS})\\.?$`);
+
+/** Words that join answers in a list (`1 and 2`, `3 or 4`). */
+const CONNECTIVES = /^(?:and|or|,)$/i;
+
+/**
+ * Normalises one answer string. The result is meant for {@link parseValue} / the expression parser,
+ * not for display.
+ *
+ * @example
+ * ```ts
+ * normalizeAnswer('$\\dfrac{1}{2}\\,\\text{cm}$'); // { text: '\\frac{1}{2}', percent: false }
+ * normalizeAnswer('50\\%');                         // { text: '50', percent: true }
+ * ```
+ */
+export function normalizeAnswer(raw: string): Normalized {
+  if (typeof raw !== 'string') return { text: '', percent: false };
+  let s = raw.trim();
+  if (s.length > MAX_ANSWER_LENGTH) return { text: s, percent: false };
+  s = stripMathDelimiters(s);
+  for (const [re, to] of UNICODE) s = s.replace(re, to);
+  s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![A-Za-z])/g, '');
+  // `\left.` and `\right.` are invisible delimiters.
+  s = s.replace(/\\(?:left|right)\s*\./g, '');
+  s = s.replace(/\\(?:left|right|[bB]igg?[lrm]?)(?![A-Za-z])/g, '');
+  // Thousands separators written with LaTeX spacing: `1\,000`, `1{,}000`, `1\!000`.
+  s = s.replace(/(\d)\{,\}(?=\d{3})/g, '$1,');
+  s = s.replace(/(\d)(?:\\[,!:; ]|~)(?=\d{3}(?!\d))/g, '$1');
+  s = s.replace(/\\(?:hspace|vspace|kern|mkern|hskip)\*?\{[^{}]*\}/g, ' ');
+  s = s.replace(/\\(?:quad|qquad|enspace|thinspace|medspace|thickspace|negthinspace|space)(?![A-Za-z])/g, ' ');
+  s = s.replace(/\\[!,:; ]/g, ' ');
+  s = s.replace(/~/g, ' ');
+  s = s.replace(/\\[dtc]frac(?![A-Za-z])/g, '\\frac');
+  s = s.replace(/\\[dt]binom(?![A-Za-z])/g, '\\binom');
+  s = s.replace(/\\lbrace(?![A-Za-z])/g, '\\{').replace(/\\rbrace(?![A-Za-z])/g, '\\}');
+  s = s.replace(/\\lbrack(?![A-Za-z])/g, '[').replace(/\\rbrack(?![A-Za-z])/g, ']');
+  s = s.replace(/\\[lr]?vert(?![A-Za-z])/g, '|').replace(/\\[lr]Vert(?![A-Za-z])/g, '|');
+  s = s.replace(/\\(?:leq|leqslant)(?![A-Za-z])/g, '\\le').replace(/\\(?:geq|geqslant)(?![A-Za-z])/g, '\\ge');
+  s = s.replace(/\\neq(?![A-Za-z])/g, '\\ne');
+  s = s.replace(/\\(?:dots|ldots|cdots)(?![A-Za-z])/g, '\\dots');
+  // Degrees.
+  s = s.replace(/\^\s*\{\s*\\circ\s*\}/g, '').replace(/\^\s*\\circ(?![A-Za-z])/g, '');
+  s = s.replace(/\\(?:circ|degree)(?![A-Za-z])/g, '');
+  // Dollars.
+  s = s.replace(/\\\$/g, '').replace(/\$/g, '');
+  // Percent.
+  let percent = false;
+  if (/\\?%/.test(s)) {
+    percent = true;
+    s = s.replace(/\\%/g, '').replace(/%/g, '');
+  }
+  s = unwrapTextCommands(s);
+  if (/\\?%/.test(s)) {
+    percent = true;
+    s = s.replace(/\\%/g, '').replace(/%/g, '');
+  }
+  s = s.replace(/\s+/g, ' ').trim();
+  s = stripPlainUnits(s);
+  if (/^-?\d+(?:\.\d+)?\s*(?:percent|per\s*cent)$/i.test(s)) {
+    percent = true;
+    s = s.replace(/\s*(?:percent|per\s*cent)$/i, '');
+  }
+  s = s.replace(/[.]+$/, '').replace(/^[.,;:]+/, '').trim();
+  // `1,000,000` and `12,345.5` are single numbers.
+  if (/^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/,/g, '');
+  return { text: s, percent };
+}
+
+const TEXT_COMMANDS = /\\(text|textbf|textit|textrm|textsf|texttt|textnormal|mbox|hbox|mathrm|mathbf|mathit|mathsf|mathtt|mathnormal|operatorname|rm|bf|it)\s*(?=\{)/g;
+
+/**
+ * `\text{…}`-like commands: when the answer is only text (`\text{(C)}`, `\text{Monday}`) the text is
+ * kept; when there is math beside it, the text is a unit (`5\text{ cm}^2`) and goes, except for
+ * connectives (`1 \text{ and } 2` → `1, 2`). `\mathrm{e}`, `\mathbf{v}` (one letter) and
+ * `\operatorname{sin}` keep their content as math.
+ */
+function unwrapTextCommands(input: string): string {
+  let s = input;
+  const pieces: Array<{ start: number; end: number; name: string; content: string }> = [];
+  TEXT_COMMANDS.lastIndex = 0;
+  for (const m of s.matchAll(TEXT_COMMANDS)) {
+    const open = (m.index ?? 0) + m[0].length;
+    const close = matchingBrace(s, open);
+    if (close < 0) continue;
+    pieces.push({ start: m.index ?? 0, end: close + 1, name: m[1], content: s.slice(open + 1, close) });
+  }
+  if (pieces.length === 0) return s;
+  // Drop nested matches (a piece inside an earlier one).
+  const top = pieces.filter((p, i) => !pieces.some((q, j) => j !== i && q.start <= p.start && q.end >= p.end && (q.start !== p.start || q.end !== p.end)));
+  let rest = '';
+  let last = 0;
+  for (const p of top) {
+    rest += s.slice(last, p.start);
+    last = p.end;
+  }
+  rest += s.slice(last);
+  const restIsMath = /[0-9A-Za-z\\]/.test(rest.replace(/\^\s*(?:\{\s*\d\s*\}|\d)/g, '').replace(/[\s,.;:()=]/g, ''));
+  let out = '';
+  last = 0;
+  for (const p of top) {
+    out += s.slice(last, p.start);
+    const content = unwrapTextCommands(p.content).trim();
+    let end = p.end;
+    if (p.name === 'operatorname') out += `\\${content} `;
+    else if (/^(?:math|bf|it|rm)/.test(p.name) && /^[A-Za-z]$/.test(content)) out += content;
+    else if (!restIsMath) out += ` ${content} `;
+    else if (CONNECTIVES.test(content)) out += ', ';
+    else {
+      // A unit: drop it together with an exponent (`\text{cm}^2`).
+      const exp = /^\s*\^\s*(?:\{\s*\d\s*\}|\d)/.exec(s.slice(end));
+      if (exp) end += exp[0].length;
+      out += ' ';
+    }
+    last = end;
+  }
+  out += s.slice(last);
+  s = out;
+  return s;
+}
+
+/** Index of the `}` closing the `{` at `open`, or -1. */
+export function matchingBrace(s: string, open: number): number {
+  if (s[open] !== '{') return -1;
+  let depth = 0;
+  for (let j = open; j < s.length; j++) {
+    const c = s[j];
+    if (c === '\\') {
+      j++;
+      continue;
+    }
+    if (c === '{') depth++;
+    else if (c === '}') {
+      depth--;
+      if (depth === 0) return j;
+    }
+  }
+  return -1;
+}
+
+/** `18 dollars`, `12 square feet`, `3 hrs.`, `12cm`: a number followed by words keeps the number. */
+function stripPlainUnits(s: string): string {
+  const glued = GLUED_UNIT_RE.exec(s);
+  if (glued) return glued[1];
+  const m = /^(-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:\s*\/\s*\d+)?|\\frac\{[^{}]*\}\{[^{}]*\})\s+((?:[A-Za-z]{2,}\.?\s*)+)$/.exec(s);
+  if (m && !/\\/.test(m[2]) && !CONNECTIVES.test(m[2].trim())) return m[1];
+  return s;
+}

@@ -1,0 +1,19 @@
+/**
+ * `@opentinker/env-math`: single-turn math problems graded 1/0 on the final answer.
+ *
+ * The default export is the environment definition. Named exports let other environments (such as
+ * `math-tool`) reuse the grader and the task set.
+ */
+import math from './environment';
+
+export default math;
+export { MathEpisode, mathEnvironmentConfigSchema } from './environment';
+export type { MathEnvironmentConfig } from './environment';
+export { gradeAnswer, groundTruthAnswer, isEquivalent, extractAnswer, answerFormats, lastBoxed, normalizeAnswer } from './grader';
+export type { GradeResult, EquivalenceOptions, AnswerFormat } from './grader';
+export { createMathTasks, createSyntheticTasks, mathConfigShape } from './tasks';
+export type { MathTask, MathTaskSet, MathTaskConfig, PromptMessage, InvalidRow } from './tasks';
+export { generateProblem, BOXED_INSTRUCTION, SYNTHETIC_DATA_SOURCE } from './tasks/synthetic';
+export type { SyntheticProblem } from './tasks/synthetic';
+export { prepareDataset } from './prepare';
+export type { PrepareOptions, PrepareResult } from './prepare';
