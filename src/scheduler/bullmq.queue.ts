@@ -18,6 +18,24 @@ interface QueuedJobData {
 const RETRY_MS = 1_000;
 /** Looks at most this many queue entries per claim attempt. */
 const MAX_LOOKS = 20;
+/**
+ * A worker holds an entry only between fetching it and settling it (one claim in the database), so the
+ * lock is generous; an entry whose lock expired belongs to a consumer that died in between, and the
+ * stalled check (every few seconds, one process at a time) puts it back in line.
+ */
+const LOCK_MS = 15_000;
+const STALLED_CHECK_MS = 2_000;
+/** An entry may be orphaned any number of times without being failed (which would drop it). */
+const MAX_STALLED = 1_000_000;
+/**
+ * Calls made for the API (submit, cancel, health, reconcile) give up after this long instead of waiting
+ * for Redis to come back: the connections queue commands while Redis is down (workers need that), which
+ * would otherwise hang those requests. A command that gave up may still run once Redis is back; each is
+ * idempotent. Worker-side calls wait, so a fetched entry is always settled.
+ */
+const ANSWER_MS = 5_000;
+/** Entry states in which a queued job will still reach a worker. */
+const LIVE_STATES = new Set(['waiting', 'prioritized', 'delayed', 'active', 'paused', 'waiting-children']);
 
 /** BullMQ priority: 1 is first. Ours: higher first, -100..100. */
 export const bullPriority = (priority: number): number => 101 - priority;
@@ -27,7 +45,8 @@ export const bullPriority = (priority: number): number => 101 - priority;
  * entries by hand (no processor function) only while it has free devices, claims the job in the
  * database, and completes the entry at once: running jobs are leased in the database, not held in
  * Redis, so both adapters share one lifecycle. An entry that does not fit this worker goes back as
- * delayed. If Redis loses entries, {@link reconcile} re-adds every queued job (adds are idempotent by id).
+ * delayed. If Redis loses entries, {@link reconcile} re-adds every queued job (adds are idempotent by id);
+ * if a consumer dies holding an entry, the stalled check returns the entry once its lock expires.
  */
 export class BullmqQueue implements JobQueue {
   readonly name = 'bullmq' as const;
@@ -45,19 +64,23 @@ export class BullmqQueue implements JobQueue {
     this.connection = new IORedis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
     this.connection.on('error', (e) => this.logger.warn(`Redis: ${e.message}`));
     this.queue = new Queue<QueuedJobData>(BULLMQ_QUEUE_NAME, { connection: this.connection });
+    this.queue.on('error', (e) => this.onError('queue', e));
   }
 
   async enqueue(job: JobEntity): Promise<void> {
-    await this.queue.add(
-      'job',
-      { jobId: job.id, ownerId: job.ownerId, resources: job.resources },
-      { jobId: job.id, priority: bullPriority(job.priority), removeOnComplete: true, removeOnFail: true },
+    await this.answer(
+      'add',
+      this.queue.add(
+        'job',
+        { jobId: job.id, ownerId: job.ownerId, resources: job.resources },
+        { jobId: job.id, priority: bullPriority(job.priority), removeOnComplete: true, removeOnFail: true },
+      ),
     );
   }
 
   async remove(jobId: string): Promise<void> {
     // A worker may hold the entry's lock this instant; it then finds the row cancelled and drops it.
-    await this.queue.remove(jobId).catch(() => 0);
+    await this.answer('remove', this.queue.remove(jobId)).catch(() => 0);
   }
 
   async claimNext({ workerId, pool, userLimit }: ClaimRequest): Promise<JobEntity | null> {
@@ -84,7 +107,9 @@ export class BullmqQueue implements JobQueue {
         await entry.moveToDelayed(Date.now() + RETRY_MS, this.token);
         continue;
       }
-      await this.done(entry);
+      // The database is the truth from here on: a failure to settle the entry must not lose the claim
+      // (a leftover entry is dropped by whoever fetches it next, as its job is no longer queued).
+      await this.done(entry).catch((e: Error) => this.logger.warn(`Job ${job.id}: could not settle its queue entry: ${e.message}`));
       if (result === 'claimed') {
         pool.take(devices);
         return { ...job, state: 'starting', workerId, devices, attempts: job.attempts + 1 };
@@ -93,11 +118,17 @@ export class BullmqQueue implements JobQueue {
     return null;
   }
 
-  /** Re-adds queued jobs missing from Redis (e.g. after Redis restarted empty). */
+  /**
+   * Re-adds queued jobs missing from Redis (e.g. after Redis restarted empty). An entry that Redis still
+   * holds but in no list (partial loss, eviction) would block a plain add, which is idempotent by id, so
+   * it is removed first. Active entries are left to the stalled check.
+   */
   async reconcile(): Promise<number> {
     let added = 0;
     for (const job of await this.jobs.queued(10_000)) {
-      if (await this.queue.getJob(job.id)) continue;
+      const state = await this.answer('getJobState', this.queue.getJobState(job.id));
+      if (LIVE_STATES.has(state)) continue;
+      if (await this.answer('getJob', this.queue.getJob(job.id))) await this.answer('remove', this.queue.remove(job.id));
       await this.enqueue(job);
       added += 1;
     }
@@ -105,12 +136,12 @@ export class BullmqQueue implements JobQueue {
   }
 
   async depth(): Promise<number> {
-    const counts = await this.queue.getJobCounts('waiting', 'prioritized', 'delayed');
+    const counts = await this.answer('getJobCounts', this.queue.getJobCounts('waiting', 'prioritized', 'delayed'));
     return Object.values(counts).reduce((a, b) => a + b, 0);
   }
 
   async ping(): Promise<void> {
-    await this.connection.ping();
+    await this.answer('ping', this.connection.ping());
   }
 
   async close(): Promise<void> {
@@ -118,6 +149,22 @@ export class BullmqQueue implements JobQueue {
     await this.queue.close().catch(() => undefined);
     this.workerConnection?.disconnect();
     this.connection.disconnect();
+  }
+
+  /** `work`, or an error once Redis has not answered for {@link ANSWER_MS}. */
+  private async answer<T>(what: string, work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Redis did not answer within ${ANSWER_MS / 1000} s (${what}; connection ${this.connection.status})`)),
+        ANSWER_MS,
+      );
+    });
+    try {
+      return await Promise.race([work, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async done(entry: Job<QueuedJobData>): Promise<void> {
@@ -131,8 +178,22 @@ export class BullmqQueue implements JobQueue {
       this.worker = new Worker<QueuedJobData>(BULLMQ_QUEUE_NAME, null, {
         connection: this.workerConnection,
         autorun: false,
+        lockDuration: LOCK_MS,
+        stalledInterval: STALLED_CHECK_MS,
+        maxStalledCount: MAX_STALLED,
       });
+      this.worker.on('error', (e) => this.onError('worker', e));
+      // Without a processor BullMQ does not run the stalled check by itself (manual fetching).
+      void this.worker.startStalledCheckTimer().catch((e: Error) => this.onError('worker', e));
     }
     return this.worker;
+  }
+
+  /** Connection trouble is already reported by the connections' own listeners. */
+  private onError(source: string, error: Error): void {
+    const code = (error as NodeJS.ErrnoException).code;
+    const connection = /^E(CONN|TIMEDOUT|PIPE|NOTFOUND|HOSTUNREACH|AI_AGAIN)/.test(code ?? '') || /Connection is closed/i.test(error.message);
+    if (connection) this.logger.debug(`BullMQ ${source}: ${error.message}`);
+    else this.logger.warn(`BullMQ ${source}: ${error.message}`);
   }
 }
