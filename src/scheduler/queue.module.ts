@@ -22,7 +22,16 @@ class QueueKeeper implements OnApplicationBootstrap, OnApplicationShutdown {
   async onApplicationBootstrap(): Promise<void> {
     const queue = this.queue;
     if (!(queue instanceof BullmqQueue)) return;
-    await queue.ping();
+    // Redis may come up a moment after us (services starting together); past that, fail the boot.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await queue.ping();
+        break;
+      } catch (error) {
+        if (attempt >= 3) throw new Error(`Redis (OPENTINKER_REDIS_URL) is unreachable: ${(error as Error).message}`);
+        this.logger.warn(`Waiting for Redis: ${(error as Error).message}`);
+      }
+    }
     const reconcile = () =>
       queue.reconcile().then(
         (n) => n > 0 && this.logger.warn(`Re-added ${n} queued job(s) missing from Redis`),
