@@ -143,7 +143,8 @@ class Comparer {
     const ca = compact(ta);
     const cb = compact(tb);
     if (ca === cb) return true;
-    if (isWords(ca) && isWords(cb) && ca.toLowerCase().replace(/[^a-z]/g, '') === cb.toLowerCase().replace(/[^a-z]/g, '')) return true;
+    // Words are text, not products of variables (`listen` is not `silent`).
+    if (isWords(ca) || isWords(cb)) return isWords(ca) && isWords(cb) && ca.toLowerCase().replace(/[^a-z]/g, '') === cb.toLowerCase().replace(/[^a-z]/g, '');
     if (/^-?\d+$/.test(ca) && /^-?\d+$/.test(cb)) return BigInt(ca) === BigInt(cb);
     const ea = this.parse(ta);
     const eb = this.parse(tb);
@@ -242,7 +243,10 @@ function samplePoints(names: string[]): Map<string, number>[] {
 
 /** Removes spaces and redundant braces for a literal comparison. */
 function compact(s: string): string {
-  return s.replace(/\s+/g, '').replace(/^\{([^{}]*)\}$/, '$1');
+  return s
+    .replace(/\s+/g, '')
+    .replace(/([_^])\{([A-Za-z0-9])\}/g, '$1$2')
+    .replace(/^\{([^{}]*)\}$/, '$1');
 }
 
 /** Text (a word of at least three letters, no digits or commands): compared case-insensitively. */

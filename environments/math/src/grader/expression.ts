@@ -82,11 +82,6 @@ class Parser {
     const m = /^\\([A-Za-z]+)/.exec(this.s.slice(this.i, this.i + 40));
     return m ? m[1] : null;
   }
-  private eatCommand(name: string): boolean {
-    if (this.command() !== name) return false;
-    this.i += name.length + 1;
-    return true;
-  }
   private eat(c: string): boolean {
     if (this.peek() !== c) return false;
     this.i++;
@@ -130,6 +125,8 @@ class Parser {
         else this.i++;
         left = { t: 'bin', op: '/', a: left, b: this.unary() };
       } else if (this.startsOperand()) {
+        // `2 3` or `1 000` is not a product a person would write: refuse rather than guess.
+        if (/[\d.]/.test(this.peek())) throw new ExpressionError('two numbers side by side');
         left = { t: 'bin', op: '*', a: left, b: this.power() };
       } else break;
     }
@@ -197,6 +194,7 @@ class Parser {
   private argument(): Expr {
     const c = this.peek();
     if (c === '{') return this.group('{', '}');
+    if (c === '(') return this.group('(', ')');
     if (/\d/.test(c)) {
       this.i++;
       return { t: 'num', v: Number(c), raw: c };

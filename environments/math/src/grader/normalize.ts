@@ -66,12 +66,14 @@ export function normalizeAnswer(raw: string): Normalized {
   // `\left.` and `\right.` are invisible delimiters.
   s = s.replace(/\\(?:left|right)\s*\./g, '');
   s = s.replace(/\\(?:left|right|[bB]igg?[lrm]?)(?![A-Za-z])/g, '');
-  // Thousands separators written with LaTeX spacing: `1\,000`, `1{,}000`, `1\!000`.
+  // Thousands separators written with LaTeX spacing: `1\,000`, `1{,}000`, `1\!000`, `1,\!000` (MATH).
+  s = s.replace(/(\d),\s*\\!\s*(?=\d{3})/g, '$1,');
   s = s.replace(/(\d)\{,\}(?=\d{3})/g, '$1,');
   s = s.replace(/(\d)(?:\\[,!:; ]|~)(?=\d{3}(?!\d))/g, '$1');
   s = s.replace(/\\(?:hspace|vspace|kern|mkern|hskip)\*?\{[^{}]*\}/g, ' ');
   s = s.replace(/\\(?:quad|qquad|enspace|thinspace|medspace|thickspace|negthinspace|space)(?![A-Za-z])/g, ' ');
-  s = s.replace(/\\[!,:; ]/g, ' ');
+  // (`\\` is a matrix row break, not `\` + space.)
+  s = s.replace(/(?<!\\)((?:\\\\)*)\\[!,:; ]/g, '$1 ');
   s = s.replace(/~/g, ' ');
   s = s.replace(/\\[dtc]frac(?![A-Za-z])/g, '\\frac');
   s = s.replace(/\\[dt]binom(?![A-Za-z])/g, '\\binom');
@@ -81,6 +83,14 @@ export function normalizeAnswer(raw: string): Normalized {
   s = s.replace(/\\(?:leq|leqslant)(?![A-Za-z])/g, '\\le').replace(/\\(?:geq|geqslant)(?![A-Za-z])/g, '\\ge');
   s = s.replace(/\\neq(?![A-Za-z])/g, '\\ne');
   s = s.replace(/\\(?:dots|ldots|cdots)(?![A-Za-z])/g, '\\dots');
+  // Repeating decimals: `0.\overline{3}` → `\frac{1}{3}`.
+  s = s.replace(/(\d*)\.(\d*)\\overline\{(\d{1,6})\}/g, (_m, int: string, fixed: string, rep: string) => repeating(int, fixed, rep));
+  // Plain-text function names and constants: `sqrt(2)`, `sin x`, `2pi`, `inf`.
+  s = s.replace(/(?<![A-Za-z\\])(sqrt|sin|cos|tan|arcsin|arccos|arctan|ln|log|exp|pi|infty)(?![A-Za-z])/g, '\\$1');
+  s = s.replace(/(?<![A-Za-z\\])(?:infinity|inf)(?![A-Za-z])/g, '\\infty');
+  // `1.5 x 10^3` (an x for times before a power of ten).
+  s = s.replace(/(\d)\s*[xX]\s*(?=10\s*\^)/g, '$1\\times ');
+  s = s.replace(/\\approx(?![A-Za-z])/g, '=');
   // Degrees.
   s = s.replace(/\^\s*\{\s*\\circ\s*\}/g, '').replace(/\^\s*\\circ(?![A-Za-z])/g, '');
   s = s.replace(/\\(?:circ|degree)(?![A-Za-z])/g, '');
@@ -98,12 +108,16 @@ export function normalizeAnswer(raw: string): Normalized {
     s = s.replace(/\\%/g, '').replace(/%/g, '');
   }
   s = s.replace(/\s+/g, ' ').trim();
+  // `1 and 2`, `x = 2 or x = 3`: lists of answers.
+  if (/\d/.test(s)) s = s.replace(/\s+(?:and|or)\s+/g, ', ');
+  // `1 000 000`: spaces as thousands separators.
+  if (/^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/ /g, '');
   s = stripPlainUnits(s);
   if (/^-?\d+(?:\.\d+)?\s*(?:percent|per\s*cent)$/i.test(s)) {
     percent = true;
     s = s.replace(/\s*(?:percent|per\s*cent)$/i, '');
   }
-  s = s.replace(/[.]+$/, '').replace(/^[.,;:]+/, '').trim();
+  s = s.replace(/[.]+$/, '').replace(/^(?:[,;:=]|\.(?!\d))+/, '').trim();
   // `1,000,000` and `12,345.5` are single numbers.
   if (/^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/,/g, '');
   return { text: s, percent };
@@ -144,7 +158,7 @@ function unwrapTextCommands(input: string): string {
     out += s.slice(last, p.start);
     const content = unwrapTextCommands(p.content).trim();
     let end = p.end;
-    if (p.name === 'operatorname') out += `\\${content} `;
+    if (p.name === 'operatorname') out += `\\${content.replace(/^\\+/, '')} `;
     else if (/^(?:math|bf|it|rm)/.test(p.name) && /^[A-Za-z]$/.test(content)) out += content;
     else if (!restIsMath) out += ` ${content} `;
     else if (CONNECTIVES.test(content)) out += ', ';
@@ -187,4 +201,15 @@ function stripPlainUnits(s: string): string {
   const m = /^(-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:\s*\/\s*\d+)?|\\frac\{[^{}]*\}\{[^{}]*\})\s+((?:[A-Za-z]{2,}\.?\s*)+)$/.exec(s);
   if (m && !/\\/.test(m[2]) && !CONNECTIVES.test(m[2].trim())) return m[1];
   return s;
+}
+
+/** `int.fixed(rep)(rep)…` as an exact fraction in LaTeX. */
+function repeating(int: string, fixed: string, rep: string): string {
+  const whole = BigInt(int === '' ? '0' : int);
+  const f = fixed.length;
+  const r = rep.length;
+  // x = int + (fixed·(10^r − 1) + rep) / (10^f · (10^r − 1))
+  const den = 10n ** BigInt(f) * (10n ** BigInt(r) - 1n);
+  const num = whole * den + BigInt(fixed === '' ? '0' : fixed) * (10n ** BigInt(r) - 1n) + BigInt(rep);
+  return `\\frac{${num}}{${den}}`;
 }

@@ -1,0 +1,173 @@
+import { createRng } from '@opentinker/env-sdk';
+import { gradeAnswer, groundTruthAnswer } from './grade';
+import { answerFormats, extractAnswer, lastAnswerLine, lastBoxed } from './extract';
+import { isEquivalent } from './equivalence';
+import { normalizeAnswer } from './normalize';
+
+const GSM8K = 'openai/gsm8k';
+const MATH = 'DigitalLearningGmbH/MATH-lighteval';
+const DAPO = 'math_dapo';
+
+/** [rule, response, data source, extracted answer] */
+const EXTRACTIONS: Array<[string, string, string | undefined, string | null]> = [
+  ['boxed: the last box wins', 'First \\boxed{3}, finally \\boxed{4}.', undefined, '4'],
+  ['boxed: nested braces', 'So $\\boxed{\\frac{1}{2}}$.', MATH, '\\frac{1}{2}'],
+  ['boxed: escaped set braces', '\\boxed{\\{1,2\\}}', undefined, '\\{1,2\\}'],
+  ['boxed: an unclosed last box falls back to the previous one', '\\boxed{5} then \\boxed{6', undefined, '5'],
+  ['boxed: \\fbox', 'Thus \\fbox{7}', undefined, '7'],
+  ['boxed: without braces', 'Thus $\\boxed 5$.', undefined, '5'],
+  ['boxed: box inside a box', '\\boxed{\\boxed{8}}', undefined, '8'],
+  ['boxed: empty box is no answer', 'I give up: \\boxed{}', undefined, null],
+  ['boxed: \\boxedfoo is not a box', '\\boxedfoo{3}', undefined, null],
+  ['gsm8k: #### line', 'She pays 3 + 4 = 7 dollars.\n#### 7', GSM8K, '7'],
+  ['gsm8k: #### wins over a box for GSM8K', '\\boxed{8}\n#### 7', GSM8K, '7'],
+  ['gsm8k: a box wins over #### for MATH', '\\boxed{8}\n#### 7', MATH, '8'],
+  ['gsm8k: box is a fallback for GSM8K', 'The total is \\boxed{12}.', GSM8K, '12'],
+  ['gsm8k: dollars and commas kept for the grader', '#### $1,000', GSM8K, '$1,000'],
+  ['gsm8k: trailing period', '#### 42.', GSM8K, '42'],
+  ['dapo: Answer: line', 'Work...\nAnswer: 42', DAPO, '42'],
+  ['dapo: Answer: wins over a box for DAPO', 'maybe \\boxed{41}\nAnswer: 42', DAPO, '42'],
+  ['dapo: the last Answer: line', 'Answer: 1\nwait, no.\nAnswer: 2', DAPO, '2'],
+  ['answer line: fallback for other sources', 'So the result follows.\nAnswer: 12', undefined, '12'],
+  ['answer line: markdown bold', '**Answer:** 12', undefined, '12'],
+  ['answer line: bold label then colon', '**Answer**: $\\frac{1}{2}$', undefined, '\\frac{1}{2}'],
+  ['answer line: Final answer', 'Final answer: $\\frac{1}{2}$', undefined, '\\frac{1}{2}'],
+  ['answer line: the answer is', 'Therefore, the answer is 5.', undefined, '5'],
+  ['answer line: the answer is, then more text', 'The answer is 5. I hope it is correct.', undefined, '5'],
+  ['answer line: the answer is a decimal', 'The answer is 3.5.', undefined, '3.5'],
+  ['answer line: the final answer is a box', 'The final answer is $\\boxed{9}$. I hope it is correct.', undefined, '9'],
+  ['no answer: plain prose', 'I think it is probably 5', undefined, null],
+  ['no answer: empty', '', undefined, null],
+  ['boxed: after an equals sign', 'x = \\boxed{3}', undefined, '3'],
+];
+
+describe('extractAnswer', () => {
+  it.each(EXTRACTIONS)('%s', (_rule, response, source, expected) => {
+    expect(extractAnswer(response, source)).toBe(expected);
+  });
+
+  it('orders formats by data source convention', () => {
+    expect(answerFormats(GSM8K)).toEqual(['hash', 'boxed', 'answer-line']);
+    expect(answerFormats(MATH)).toEqual(['boxed', 'hash', 'answer-line']);
+    expect(answerFormats('BytedTsinghua-SIA/DAPO-Math-17k')).toEqual(['answer-line', 'boxed', 'hash']);
+    expect(answerFormats(undefined)).toEqual(['boxed', 'hash', 'answer-line']);
+  });
+
+  it('never throws on non-strings', () => {
+    expect(extractAnswer(undefined as unknown as string)).toBeNull();
+    expect(lastBoxed(null as unknown as string)).toBeNull();
+    expect(lastAnswerLine(42 as unknown as string)).toBeNull();
+  });
+});
+
+/** [rule, response, ground truth, data source, correct] */
+const GRADES: Array<[string, string, string, string | undefined, boolean]> = [
+  ['grade: boxed fraction vs decimal truth', 'so $\\boxed{\\frac{1}{2}}$', '0.5', MATH, true],
+  ['grade: GSM8K with commas', 'blah\n#### 1,000', '1000', GSM8K, true],
+  ['grade: GSM8K with dollars', 'The total is\n#### $18', '18', GSM8K, true],
+  ['grade: GSM8K wrong number', '#### 17', '18', GSM8K, false],
+  ['grade: the last box counts, not the first', '\\boxed{18} no wait \\boxed{17}', '18', undefined, false],
+  ['grade: truth given as a full solution with a box', 'answer \\boxed{5}', 'Adding, we get $\\boxed{5}$.', MATH, true],
+  ['grade: truth given as a GSM8K solution', '\\boxed{72}', 'Natalia sold 48/2 = 24 clips.\n#### 72', GSM8K, true],
+  ['grade: DAPO answer line', 'Answer: 34', '34', DAPO, true],
+  ['grade: interval answer', 'So $x \\in \\boxed{[0, \\infty)}$', '[0,\\infty)', MATH, true],
+  ['grade: no answer', 'It is 5', '5', undefined, false],
+];
+
+describe('gradeAnswer', () => {
+  it.each(GRADES)('%s', (_rule, response, truth, source, correct) => {
+    expect(gradeAnswer(response, truth, source).correct).toBe(correct);
+  });
+
+  it('reports the extracted answer, or null', () => {
+    expect(gradeAnswer('\\boxed{1,000}', '1000')).toEqual({ correct: true, extracted: '1,000' });
+    expect(gradeAnswer('I am not sure.', '7')).toEqual({ correct: false, extracted: null });
+    expect(gradeAnswer('\\boxed{7}', '')).toEqual({ correct: false, extracted: '7' });
+  });
+
+  it('reduces ground truths', () => {
+    expect(groundTruthAnswer('  42 ')).toBe('42');
+    expect(groundTruthAnswer(42)).toBe('42');
+    expect(groundTruthAnswer('so \\boxed{\\frac12}')).toBe('\\frac12');
+    expect(groundTruthAnswer('#### 3')).toBe('3');
+    expect(groundTruthAnswer('')).toBeNull();
+    expect(groundTruthAnswer(null)).toBeNull();
+  });
+
+  it('takes options for mixed numbers', () => {
+    expect(gradeAnswer('\\boxed{2\\frac{1}{2}}', '\\frac52').correct).toBe(false);
+    expect(gradeAnswer('\\boxed{2\\frac{1}{2}}', '\\frac52', undefined, { mixedNumbers: true }).correct).toBe(true);
+  });
+});
+
+describe('more normalisation rules', () => {
+  it.each([
+    ['repeating decimal', '0.\\overline{3}', '\\frac13', true],
+    ['repeating decimal with a fixed part', '0.1\\overline{6}', '\\frac16', true],
+    ['MATH thousands ,\\!', '1,\\!000', '1000', true],
+    ['spaces as thousands separators', '1 000 000', '1000000', true],
+    ['two numbers side by side are not a product', '2 3', '6', false],
+    ['plain sqrt()', 'sqrt(2)/2', '\\frac{\\sqrt{2}}{2}', true],
+    ['plain pi', '2pi', '2\\pi', true],
+    ['\\approx', '\\approx 3.5', '3.5', true],
+    ['x for times before 10^', '1.5 x 10^3', '1500', true],
+    ['"or" list of assignments', 'x = 2 or x = 3', '3, 2', true],
+    ['anagrams are different words', 'listen', 'silent', false],
+    ['subscript braces', '1010_{2}', '1010_2', true],
+    ['\\operatorname', '\\operatorname{sin} x', '\\sin x', true],
+  ])('%s: %j vs %j → %s', (_rule, a, b, expected) => {
+    expect(isEquivalent(a, b)).toBe(expected);
+  });
+
+  it('reports percent signs', () => {
+    expect(normalizeAnswer('50\\%')).toEqual({ text: '50', percent: true });
+    expect(normalizeAnswer('$\\dfrac{1}{2}\\,\\text{cm}$')).toEqual({ text: '\\frac{1}{2}', percent: false });
+  });
+});
+
+describe('malformed input never throws (fuzz)', () => {
+  const PIECES = [
+    '\\frac', '\\dfrac', '\\sqrt', '\\boxed{', '\\boxed', '{', '}', '(', ')', '[', ']', '\\{', '\\}', '\\left', '\\right', '^', '_', '\\text{',
+    '\\%', '%', '$', '\\$', ',', '=', '<', '\\le', '\\infty', '\\pi', '\\cup', '\\pm', '|', '!', '.', '-', '+', '*', '/', 'x', 'y', 'e', '1', '2',
+    '10', '0', '\\circ', '\\begin{pmatrix}', '\\end{pmatrix}', '&', '\\\\', ' ', '\n', '####', 'Answer:', 'the answer is', '\u2212', '°', '∞', '\u0000',
+    '\ud800', '🎲', '\\overline{', '\\mbox{', '\\operatorname{', 'sqrt(', '\\log_', '\\binom', '\\sin^', '\\ne', '\\in', ';', 'and', '\\approx',
+  ];
+  const random = (rng: ReturnType<typeof createRng>, n: number) => Array.from({ length: n }, () => rng.pick(PIECES)).join('');
+
+  it('answers booleans for 3,000 random strings, quickly', () => {
+    const rng = createRng(2024);
+    const start = Date.now();
+    let slowest = 0;
+    for (let i = 0; i < 3000; i++) {
+      const a = random(rng, rng.int(0, 30));
+      const b = rng.next() < 0.3 ? a.replace(/ /g, '') : random(rng, rng.int(0, 30));
+      const t0 = Date.now();
+      expect(typeof isEquivalent(a, b)).toBe('boolean');
+      const g = gradeAnswer(a, b, rng.pick([undefined, GSM8K, MATH, DAPO]));
+      expect(typeof g.correct).toBe('boolean');
+      expect(g.extracted === null || typeof g.extracted === 'string').toBe(true);
+      slowest = Math.max(slowest, Date.now() - t0);
+    }
+    expect(slowest).toBeLessThan(250);
+    expect(Date.now() - start).toBeLessThan(20_000);
+  });
+
+  it.each([
+    ['deep braces', '{'.repeat(20_000)],
+    ['deep parentheses', '('.repeat(1999) + '1' + ')'.repeat(1999)],
+    ['many fracs', '\\frac'.repeat(3000)],
+    ['power tower', '2^'.repeat(900) + '2'],
+    ['nested boxes', '\\boxed{'.repeat(3000) + '1' + '}'.repeat(3000)],
+    ['huge factorial', '1000000!'],
+    ['long number', '9'.repeat(3000)],
+    ['many text commands', '\\text{a}'.repeat(500) + '5'],
+    ['100 KB', 'x'.repeat(100 * 1024)],
+  ])('survives %s', (_name, input) => {
+    const t0 = Date.now();
+    expect(typeof isEquivalent(input, '1')).toBe('boolean');
+    expect(typeof isEquivalent(input, input + ' ')).toBe('boolean');
+    expect(typeof gradeAnswer(input, '1').correct).toBe('boolean');
+    expect(typeof gradeAnswer(`\\boxed{${input}}`, input).correct).toBe('boolean');
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});
