@@ -3,6 +3,7 @@
  * {@link isEquivalent} for the rules.
  */
 import { createRng } from '@opentinker/env-sdk';
+import { evaluateExact } from './exact';
 import { evaluate, parseExpression, variables } from './expression';
 import type { Expr } from './expression';
 import { normalizeAnswer, MAX_ANSWER_LENGTH } from './normalize';
@@ -80,6 +81,9 @@ class Comparer {
   }
 
   values(a: Value, b: Value): boolean {
+    // `y = 2x + 1` (read as its right side) against `2x - y + 1 = 0`: compare as equations.
+    if (a.kind === 'relation' && b.kind === 'expr' && b.assigned) return this.values(a, { kind: 'relation', op: '=', lhs: b.assigned, rhs: b.text });
+    if (b.kind === 'relation' && a.kind === 'expr' && a.assigned) return this.values({ kind: 'relation', op: '=', lhs: a.assigned, rhs: a.text }, b);
     if (a.kind === 'set' && b.kind !== 'set' && a.items.length === 1) return this.values(a.items[0], b);
     if (b.kind === 'set' && a.kind !== 'set' && b.items.length === 1) return this.values(a, b.items[0]);
     switch (a.kind) {
@@ -174,7 +178,17 @@ class Comparer {
 
   private expressions(a: Expr, b: Expr): boolean {
     const names = [...new Set([...variables(a), ...variables(b)])].sort();
-    if (names.length === 0) return this.close(evaluate(a), evaluate(b));
+    if (names.length === 0) {
+      // Integers and fractions compare exactly; decimals, roots and π within the tolerance.
+      const ra = evaluateExact(a);
+      const rb = evaluateExact(b);
+      if (ra && rb && !ra.decimal && !rb.decimal) return ra.n === rb.n && ra.d === rb.d;
+      const va = evaluate(a);
+      const vb = evaluate(b);
+      // Overflow (2^{5000}) decides nothing; only a written infinity equals infinity.
+      if (!Number.isFinite(va) || !Number.isFinite(vb)) return va === vb && !Number.isNaN(va) && mentionsInfinity(a) && mentionsInfinity(b);
+      return this.close(va, vb);
+    }
     let defined = 0;
     for (const point of samplePoints(names)) {
       const va = evaluate(a, point);
@@ -252,4 +266,21 @@ function compact(s: string): string {
 /** Text (a word of at least three letters, no digits or commands): compared case-insensitively. */
 function isWords(s: string): boolean {
   return /^[A-Za-z()'.\-]*[A-Za-z]{3,}[A-Za-z()'.\-]*$/.test(s);
+}
+
+function mentionsInfinity(e: Expr): boolean {
+  switch (e.t) {
+    case 'const':
+      return e.name === 'inf';
+    case 'neg':
+    case 'fact':
+      return mentionsInfinity(e.a);
+    case 'fn':
+      return mentionsInfinity(e.a) || (e.base !== undefined && mentionsInfinity(e.base));
+    case 'bin':
+    case 'binom':
+      return mentionsInfinity(e.a) || mentionsInfinity(e.b);
+    default:
+      return false;
+  }
 }

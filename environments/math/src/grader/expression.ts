@@ -36,7 +36,7 @@ const GREEK = new Set([
   'Gamma', 'Delta', 'Theta', 'Lambda', 'Xi', 'Sigma', 'Phi', 'Psi', 'Omega',
 ]);
 /** Commands that start an operand (so `2\pi` and `3\sqrt{2}` are products). */
-const ATOM_COMMANDS = new Set(['frac', 'sqrt', 'binom', 'pi', 'infty', 'infinity', ...FUNCTIONS, ...GREEK]);
+const ATOM_COMMANDS = new Set(['frac', 'sqrt', 'binom', 'pi', 'infty', 'infinity', 'lfloor', 'lceil', ...FUNCTIONS, ...GREEK]);
 
 const MAX_DEPTH = 200;
 const MAX_LENGTH = 2000;
@@ -81,6 +81,11 @@ class Parser {
     if (this.s[this.i] !== '\\') return null;
     const m = /^\\([A-Za-z]+)/.exec(this.s.slice(this.i, this.i + 40));
     return m ? m[1] : null;
+  }
+  private eatCommandName(name: string): boolean {
+    if (this.command() !== name) return false;
+    this.i += name.length + 1;
+    return true;
   }
   private eat(c: string): boolean {
     if (this.peek() !== c) return false;
@@ -247,6 +252,11 @@ class Parser {
         const a = this.argument();
         return index ? { t: 'bin', op: '^', a, b: { t: 'bin', op: '/', a: { t: 'num', v: 1, raw: '1' }, b: index } } : { t: 'fn', name: 'sqrt', a };
       }
+      if (cmd === 'lfloor' || cmd === 'lceil') {
+        const a = this.expr();
+        if (!this.eatCommandName(cmd === 'lfloor' ? 'rfloor' : 'rceil')) throw new ExpressionError(`unclosed \\${cmd}`);
+        return { t: 'fn', name: cmd === 'lfloor' ? 'floor' : 'ceil', a };
+      }
       if (cmd === 'pi') return { t: 'const', name: 'pi' };
       if (cmd === 'infty' || cmd === 'infinity') return { t: 'const', name: 'inf' };
       if (GREEK.has(cmd)) return this.subscripted(`\\${cmd}`);
@@ -403,6 +413,10 @@ function applyFunction(name: string, x: number, base?: number): number {
       return x < 0 ? NaN : Math.sqrt(x);
     case 'abs':
       return Math.abs(x);
+    case 'floor':
+      return Math.floor(x + 1e-12);
+    case 'ceil':
+      return Math.ceil(x - 1e-12);
     case 'sin':
       return Math.sin(x);
     case 'cos':

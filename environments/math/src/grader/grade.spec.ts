@@ -171,3 +171,25 @@ describe('malformed input never throws (fuzz)', () => {
     expect(Date.now() - t0).toBeLessThan(2000);
   });
 });
+
+describe('exact arithmetic, overflow and more shapes', () => {
+  it.each([
+    ['exact: big powers differ by one', '2^{100}', '1267650600228229401496703205377', false],
+    ['exact: big power equals its value', '2^{100}', '1267650600228229401496703205376', true],
+    ['exact: overflowing powers are not all equal', '2^{2005}', '2^{2006}', false],
+    ['exact: overflowing powers written two ways', '2^{2005}', '2\\cdot 2^{2004}', true],
+    ['exact: factorial', '20!', '2432902008176640000', true],
+    ['exact: fractions', '\\frac{1}{3}+\\frac{1}{6}', '\\frac12', true],
+    ['overflow: huge exponent decides nothing', '10^{100000}', '10^{100001}', false],
+    ['floor', '\\lfloor 3.7 \\rfloor', '3', true],
+    ['ceil', '\\lceil 3.2 \\rceil', '4', true],
+    ['lists: thousands inside a spaced list', '1,000, 2,000', '2000, 1000', true],
+    ['lists: an unspaced interval is not a thousands number', '(1,100)', '(1, 100)', true],
+    ['lists: an interval starting at zero', '[0,100]', '[0, 100]', true],
+    ['equations: assignment vs general form', 'y = 2x + 1', '2x - y + 1 = 0', true],
+    ['equations: assignment vs a different line', 'y = 2x + 1', '2x - y - 1 = 0', false],
+  ])('%s: %j vs %j → %s', (_rule, a, b, expected) => {
+    expect(isEquivalent(a, b)).toBe(expected);
+    expect(isEquivalent(b, a)).toBe(expected);
+  });
+});

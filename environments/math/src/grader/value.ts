@@ -6,7 +6,7 @@
 
 export type Value =
   /** One expression (or text), with whether it carried a percent sign. */
-  | { kind: 'expr'; text: string; percent: boolean }
+  | { kind: 'expr'; text: string; percent: boolean; assigned?: string }
   /** Tuples and intervals: `(1, 2)`, `[0, \infty)`, `\langle 1, 2 \rangle`; brackets must match. */
   | { kind: 'seq'; open: string; close: string; items: Value[] }
   /** `\{1, 2\}` and bare lists `1, 2`: order-insensitive. */
@@ -117,7 +117,10 @@ function parseRelation(s: string, percent: boolean, depth: number): Value | null
   const ops = tokens.filter((_, i) => i % 2 === 1);
   if (sides.some((x) => x === '')) return null;
   if (ops.length === 1 && ops[0] === '=') {
-    if (SIMPLE_LHS.test(sides[0])) return parseValue(sides[1], percent, depth + 1);
+    if (SIMPLE_LHS.test(sides[0])) {
+      const value = parseValue(sides[1], percent, depth + 1);
+      return value.kind === 'expr' && VARIABLE.test(sides[0]) ? { ...value, assigned: sides[0] } : value;
+    }
     return { kind: 'relation', op: '=', lhs: sides[0], rhs: sides[1] };
   }
   const INF = '\\infty';
@@ -193,7 +196,18 @@ function splitRelations(s: string): string[] {
 
 /** Splits a list at top-level commas (and semicolons). */
 export function splitList(s: string): string[] {
-  const parts = splitTopLevel(s, /^[,;]/);
+  const raw = splitTopLevel(s, /^[,;]/);
+  if (raw.length < 2) return [s];
+  // `1,000, 2,000`: where other commas are followed by a space, a comma followed directly by exactly
+  // three digits continues a number. (`(1,100)` stays an interval.)
+  const spaced = raw.slice(1).some((p) => /^\s/.test(p));
+  const parts: string[] = [];
+  for (const part of raw) {
+    const prev = parts[parts.length - 1];
+    if (spaced && prev !== undefined && /^\d{3}(?![\d.])/.test(part) && /(?:^|[^\d.])-?[1-9]\d{0,2}$/.test(prev.trim())) {
+      parts[parts.length - 1] = prev + part;
+    } else parts.push(part);
+  }
   return parts.length > 1 ? parts.map((p) => p.trim()) : [s];
 }
 
