@@ -1,24 +1,36 @@
 /** What was kept of a program's output. */
 export interface CappedOutput {
-  /** At most `maxChars` characters (code points) from the start of the output, decoded as UTF-8. */
+  /**
+   * The whole output decoded as UTF-8 when it fits in `maxChars` characters (code points); when it
+   * does not, its first `headChars` characters.
+   */
   text: string;
-  /** Whether the output was longer than `text`. */
+  /** When truncated: the last `tailChars` characters (an error message or a final result lives there). */
+  tail: string;
+  /** Whether the output was longer than what is kept. */
   truncated: boolean;
-  /** Bytes the program wrote (counted up to the byte budget). */
+  /** Bytes the program wrote (counted up to the point it was stopped). */
   totalBytes: number;
   /** Whether the program wrote more than the byte budget (the runner stops it then). */
   overBudget: boolean;
 }
 
+/** How a character budget splits between the start and the end of a long output (3/4 and 1/4). */
+export function splitBudget(maxChars: number): { headChars: number; tailChars: number } {
+  const tailChars = Math.floor(maxChars / 4);
+  return { headChars: maxChars - tailChars, tailChars };
+}
+
 /**
- * Collects a stream's output with a fixed memory bound: keeps the first bytes that can hold
- * `maxChars` characters, counts the rest, and reports when `maxBytes` is passed so the caller can stop
- * the writer. Never buffers more than about `4 * maxChars` bytes, however much is written.
+ * Collects a stream's output with a fixed memory bound: keeps the first and the last bytes that can
+ * hold `maxChars` characters, counts the rest, and reports when `maxBytes` is passed so the caller can
+ * stop the writer. Never holds more than about `8 * maxChars` bytes, however much is written.
  */
 export class OutputCollector {
   private readonly keepBytes: number;
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
+  private readonly headChunks: Buffer[] = [];
+  private headBytes = 0;
+  private tail: Buffer = Buffer.alloc(0);
   private total = 0;
 
   constructor(
@@ -32,10 +44,14 @@ export class OutputCollector {
   /** Adds a chunk; returns false once the byte budget is exceeded. */
   push(chunk: Buffer): boolean {
     this.total += chunk.length;
-    if (this.kept < this.keepBytes) {
-      const take = Math.min(chunk.length, this.keepBytes - this.kept);
-      this.chunks.push(take === chunk.length ? chunk : Buffer.from(chunk.subarray(0, take)));
-      this.kept += take;
+    if (this.headBytes < this.keepBytes) {
+      const take = Math.min(chunk.length, this.keepBytes - this.headBytes);
+      this.headChunks.push(take === chunk.length ? chunk : Buffer.from(chunk.subarray(0, take)));
+      this.headBytes += take;
+    }
+    if (this.total > this.keepBytes) {
+      const joined = this.tail.length === 0 ? chunk : Buffer.concat([this.tail, chunk]);
+      this.tail = Buffer.from(joined.subarray(Math.max(0, joined.length - this.keepBytes)));
     }
     return this.total <= this.maxBytes;
   }
@@ -44,16 +60,19 @@ export class OutputCollector {
     return this.total > this.maxBytes;
   }
 
-  /** The kept text and whether anything was cut. */
+  /** The kept text, cut to `maxChars` characters (start and end) when longer. */
   finish(): CappedOutput {
-    const bytes = Buffer.concat(this.chunks, this.kept);
-    let text = bytes.toString('utf8');
-    const cutBytes = this.total > this.kept;
-    // A multi-byte character split at the cut decodes as U+FFFD: drop it.
-    if (cutBytes) text = text.replace(/\uFFFD+$/, '');
-    const chars = Array.from(text);
-    const truncated = cutBytes || chars.length > this.maxChars;
-    if (chars.length > this.maxChars) text = chars.slice(0, this.maxChars).join('');
-    return { text, truncated, totalBytes: this.total, overBudget: this.overBudget };
+    const { headChars, tailChars } = splitBudget(this.maxChars);
+    const base = { totalBytes: this.total, overBudget: this.overBudget };
+    const head = Buffer.concat(this.headChunks, this.headBytes).toString('utf8');
+    if (this.total <= this.keepBytes) {
+      const chars = Array.from(head);
+      if (chars.length <= this.maxChars) return { text: head, tail: '', truncated: false, ...base };
+      return { text: chars.slice(0, headChars).join(''), tail: tailChars > 0 ? chars.slice(-tailChars).join('') : '', truncated: true, ...base };
+    }
+    // A multi-byte character split at a cut decodes as U+FFFD: drop it.
+    const headText = Array.from(head.replace(/\uFFFD+$/, '')).slice(0, headChars).join('');
+    const tailText = tailChars > 0 ? Array.from(this.tail.toString('utf8').replace(/^\uFFFD+/, '')).slice(-tailChars).join('') : '';
+    return { text: headText, tail: tailText, truncated: true, ...base };
   }
 }

@@ -56,7 +56,7 @@ const SIGNALS: Record<number, string> = {
   31: 'SIGSYS',
 };
 
-const EMPTY_OUTPUT: CappedOutput = { text: '', truncated: false, totalBytes: 0, overBudget: false };
+const EMPTY_OUTPUT: CappedOutput = { text: '', tail: '', truncated: false, totalBytes: 0, overBudget: false };
 
 /** Extra time given to a killed run to end before the whole process group is killed as well. */
 const KILL_GRACE_MS = 1000;

@@ -45,7 +45,7 @@ describe('PythonSandbox (real bubblewrap)', () => {
   it('runs normal code: print(sum(range(10))) prints 45', async () => {
     const r = await sandbox.run('print(sum(range(10)))');
     expect(r).toMatchObject({ status: 'ok', exitCode: 0, signal: null });
-    expect(r.output).toEqual({ text: '45\n', truncated: false, totalBytes: 3, overBudget: false });
+    expect(r.output).toEqual({ text: '45\n', tail: '', truncated: false, totalBytes: 3, overBudget: false });
   });
 
   it('merges stderr into stdout in order, and reports exceptions with their traceback', async () => {
@@ -183,7 +183,8 @@ describe('PythonSandbox (real bubblewrap)', () => {
     const r = await sandbox.run('import sys\nchunk = "y" * 1048575 + "\\n"\nfor _ in range(100):\n    sys.stdout.write(chunk)');
     expect(r.status).toBe('output_limit');
     expect(r.output.truncated).toBe(true);
-    expect(r.output.text).toBe('y'.repeat(DEFAULT_LIMITS.maxOutputChars));
+    expect(r.output.text).toBe('y'.repeat(DEFAULT_LIMITS.maxOutputChars - DEFAULT_LIMITS.maxOutputChars / 4));
+    expect(r.output.tail).toMatch(new RegExp(`^[y\n]{${DEFAULT_LIMITS.maxOutputChars / 4}}$`));
     expect(r.output.totalBytes).toBeLessThan(DEFAULT_LIMITS.maxOutputBytes + 2 * 1024 * 1024);
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
     await stillWorks();

@@ -1,0 +1,149 @@
+/**
+ * One math-tool episode: the model replies with Python to run or a final answer, for at most
+ * `max_turns` replies.
+ */
+import { EnvironmentError } from '@opentinker/env-sdk';
+import type { Episode, JsonObject, Message, StepResult } from '@opentinker/env-sdk';
+import { gradeAnswer, groundTruthAnswer } from '@opentinker/env-math';
+import type { MathTask } from '@opentinker/env-math';
+import { parseReply } from './action';
+import { formatRun, lastTurnNote, NOTHING_TO_DO } from './observation';
+import { firstMessages } from './prompt';
+import type { SandboxLimits } from './sandbox/limits';
+import type { RunResult } from './sandbox/runner';
+
+/** What an episode needs to run code (the {@link PythonSandbox}, or a fake in tests). */
+export interface CodeRunner {
+  readonly limits: SandboxLimits;
+  run(code: string, signal?: AbortSignal): Promise<RunResult>;
+}
+
+/** The config keys an episode reads. */
+export interface EpisodeConfig {
+  max_turns: number;
+  system_prompt?: string;
+  mixed_numbers: boolean;
+}
+
+/** Why an episode ended, in `info.reason` of the last step. */
+export type EndReason = 'answer' | 'turn_limit';
+
+/**
+ * The episode. Each `step` is one reply of the model:
+ *
+ * 1. A reply with a `\boxed{}` answer (outside code blocks) ends the episode: reward 1 if the math
+ *    grader finds it equivalent to the ground truth, else 0. **The answer wins over code**: Python
+ *    in the same reply is not run (`info.code_ignored: true`), since the model has committed to its
+ *    answer and would never read the output.
+ * 2. Otherwise, the `max_turns`-th reply ends the episode with reward 0 (`info.reason: 'turn_limit'`);
+ *    code in it is not run either.
+ * 3. Otherwise, a reply with ```` ```python ```` blocks runs them (joined, in one fresh sandbox run)
+ *    and the observation is the output, as a `tool` message, reward 0.
+ * 4. Otherwise (neither), a `user` message explains what is expected, reward 0.
+ *
+ * Every step's `info` has `turn` and `action` (`answer` | `code` | `none`); code steps add
+ * `run_status`, `exit_code`, `truncated`; the last step adds `reason`, `correct`, `extracted`,
+ * `ground_truth`, `data_source`, `turns` and `code_runs`.
+ */
+export class MathToolEpisode implements Episode<MathTask> {
+  private state: 'new' | 'open' | 'done' | 'closed' = 'new';
+  private task: MathTask | null = null;
+  private truth = '';
+  private turn = 0;
+  private codeRuns = 0;
+  private stop = new AbortController();
+
+  constructor(
+    private readonly config: EpisodeConfig,
+    private readonly runner: CodeRunner,
+    private readonly log: (message: string) => void = () => undefined,
+  ) {}
+
+  reset(task: MathTask, _seed: number): Message[] {
+    if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
+    const truth = task && typeof task === 'object' ? groundTruthAnswer(task.ground_truth) : null;
+    if (!task || !Array.isArray(task.prompt) || task.prompt.length === 0 || truth === null) {
+      throw new EnvironmentError('ENV_INVALID_TASK', 'A math-tool task needs a prompt (messages) and a ground_truth', 'task');
+    }
+    this.stop.abort(); // a run still going from a previous use of this episode
+    this.stop = new AbortController();
+    this.task = task;
+    this.truth = truth;
+    this.turn = 0;
+    this.codeRuns = 0;
+    this.state = 'open';
+    return firstMessages(task, this.config.max_turns, this.config.system_prompt);
+  }
+
+  async step(action: string): Promise<StepResult> {
+    if (this.state === 'new') throw new EnvironmentError('ENV_NOT_RESET', 'Call reset before step');
+    if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
+    if (this.state === 'done') throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'The episode is over');
+    this.turn += 1;
+    const turn = this.turn;
+    const reply = parseReply(action);
+
+    if (reply.answer !== null) {
+      this.state = 'done';
+      const task = this.task!;
+      const { correct } = gradeAnswer(`\\boxed{${reply.answer}}`, this.truth, task.data_source, { mixedNumbers: this.config.mixed_numbers });
+      return this.end(correct ? 1 : 0, { turn, action: 'answer', code_ignored: reply.code !== null, reason: 'answer', correct, extracted: reply.answer });
+    }
+    if (turn >= this.config.max_turns) {
+      this.state = 'done';
+      return this.end(0, {
+        turn,
+        action: reply.code !== null ? 'code' : 'none',
+        code_ignored: reply.code !== null,
+        reason: 'turn_limit',
+        correct: false,
+        extracted: null,
+      });
+    }
+    const left = this.config.max_turns - turn;
+    const withNote = (text: string) => (left === 1 ? `${text.replace(/\n$/, '')}\n\n${lastTurnNote()}` : text);
+    if (reply.code === null) {
+      return { observation: withNote(NOTHING_TO_DO), observationRole: 'user', reward: 0, done: false, info: { turn, action: 'none', turns_left: left } };
+    }
+
+    const result = await this.runner.run(reply.code, this.stop.signal);
+    if ((this.state as string) === 'closed') {
+      // Closed while the code ran.
+      throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode was closed while its code ran');
+    }
+    if (result.status === 'sandbox_error') this.log(`math-tool: sandbox error: ${result.detail ?? 'unknown'}`);
+    if (result.status !== 'rejected') this.codeRuns += 1;
+    return {
+      observation: withNote(formatRun(result, this.runner.limits)),
+      observationRole: 'tool',
+      reward: 0,
+      done: false,
+      info: {
+        turn,
+        action: 'code',
+        blocks: reply.blocks,
+        run_status: result.status,
+        exit_code: result.exitCode,
+        truncated: result.output.truncated,
+        turns_left: left,
+      },
+    };
+  }
+
+  close(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.stop.abort();
+    this.task = null;
+  }
+
+  private end(reward: number, info: JsonObject): StepResult {
+    const task = this.task!;
+    return {
+      observation: '',
+      reward,
+      done: true,
+      info: { ...info, ground_truth: this.truth, data_source: task.data_source, turns: this.turn, code_runs: this.codeRuns },
+    };
+  }
+}
