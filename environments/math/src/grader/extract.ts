@@ -120,7 +120,12 @@ export function lastHashAnswer(text: string): string | null {
  */
 export function lastAnswerLine(text: string): string | null {
   if (typeof text !== 'string') return null;
-  const patterns = [/answer\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?/gi, /the\s+(?:final\s+)?answer\s+is\s*[:：]?/gi];
+  const patterns = [
+    /answer\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?/gi,
+    /the\s+(?:final\s+)?answer\s+is\s*[:：]?/gi,
+    // A `**Final Answer**` heading with the answer on the next line.
+    /final\s+answer\s*(?:\*\*|__|#)*[ \t]*\n\s*/gi,
+  ];
   let best: { at: number; rest: string } | null = null;
   for (const pattern of patterns) {
     for (const m of text.matchAll(pattern)) {
@@ -144,6 +149,8 @@ export function lastAnswerLine(text: string): string | null {
 function cleanLineAnswer(raw: string): string | null {
   let s = raw.trim();
   s = s.replace(/^\*+|\*+$/g, '').replace(/^_+|_+$/g, '').trim();
+  // `#### The answer is 12`
+  s = s.replace(/^(?:the\s+)?(?:final\s+)?answer\s*(?:is\s*)?[:：]?\s*/i, '');
   s = s.replace(/[.。]+$/, '').trim();
   s = stripMathDelimiters(s);
   s = s.replace(/[.。]+$/, '').trim();

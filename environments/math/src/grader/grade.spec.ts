@@ -36,6 +36,9 @@ const EXTRACTIONS: Array<[string, string, string | undefined, string | null]> = 
   ['answer line: the answer is, then more text', 'The answer is 5. I hope it is correct.', undefined, '5'],
   ['answer line: the answer is a decimal', 'The answer is 3.5.', undefined, '3.5'],
   ['answer line: the final answer is a box', 'The final answer is $\\boxed{9}$. I hope it is correct.', undefined, '9'],
+  ['answer line: Final Answer heading', '**Final Answer**\n12', undefined, '12'],
+  ['gsm8k: "the answer is" after ####', '#### The answer is 12', GSM8K, '12'],
+  ['gsm8k: units after ####', '5 * 3 = 15\n#### 15 apples', GSM8K, '15 apples'],
   ['no answer: plain prose', 'I think it is probably 5', undefined, null],
   ['no answer: empty', '', undefined, null],
   ['boxed: after an equals sign', 'x = \\boxed{3}', undefined, '3'],
@@ -188,6 +191,14 @@ describe('exact arithmetic, overflow and more shapes', () => {
     ['lists: an interval starting at zero', '[0,100]', '[0, 100]', true],
     ['equations: assignment vs general form', 'y = 2x + 1', '2x - y + 1 = 0', true],
     ['equations: assignment vs a different line', 'y = 2x + 1', '2x - y - 1 = 0', false],
+    ['boxed wrapper inside an answer', '\\boxed{5}', '5', true],
+    ['segment name on the left', 'AB = 3', '3', true],
+    ['angle name on the left', '\\angle ABC = 30^\\circ', '30', true],
+    ['the real line', '\\mathbb{R}', '(-\\infty, \\infty)', true],
+    ['square root of a square is |x|, not x', '\\sqrt{x^2}', 'x', false],
+    ['square root of a square is |x|', '\\sqrt{x^2}', '|x|', true],
+    ['column vector is not a tuple', '\\begin{pmatrix} 1 \\\\ -2 \\end{pmatrix}', '(1,-2)', false],
+    ['different monomials', 'xy^2', 'x^2y', false],
   ])('%s: %j vs %j → %s', (_rule, a, b, expected) => {
     expect(isEquivalent(a, b)).toBe(expected);
     expect(isEquivalent(b, a)).toBe(expected);

@@ -61,7 +61,14 @@ export function normalizeAnswer(raw: string): Normalized {
   let s = raw.trim();
   if (s.length > MAX_ANSWER_LENGTH) return { text: s, percent: false };
   s = stripMathDelimiters(s);
+  // A whole answer written as `\boxed{…}`.
+  for (let guard = 0; guard < 3 && /^\\(?:boxed|fbox)\s*\{/.test(s); guard++) {
+    const open = s.indexOf('{');
+    if (matchingBrace(s, open) !== s.length - 1) break;
+    s = stripMathDelimiters(s.slice(open + 1, -1));
+  }
   for (const [re, to] of UNICODE) s = s.replace(re, to);
+  s = s.replace(/\\mathbb\s*\{\s*R\s*\}|\u211d/g, '(-\\infty,\\infty)');
   s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![A-Za-z])/g, '');
   // `\left.` and `\right.` are invisible delimiters.
   s = s.replace(/\\(?:left|right)\s*\./g, '');

@@ -24,7 +24,7 @@ const CLOSERS = new Set([')', ']', '}']);
 const MAX_DEPTH = 20;
 
 /** A name that can stand on the left of `x = 3`: `x`, `y_1`, `\theta`, `f(x)`, `a_{n}`. */
-const SIMPLE_LHS = /^(?:[A-Za-z]|\\[A-Za-z]+)(?:_(?:\{[^{}]*\}|[A-Za-z0-9]))?(?:\s*\([^()]*\))?$/;
+const SIMPLE_LHS = /^(?:(?:[A-Za-z]|\\[A-Za-z]+)(?:_(?:\{[^{}]*\}|[A-Za-z0-9]))?(?:\s*\([^()]*\))?|(?:m?\\angle\s*)?[A-Z]{2,3})$/;
 /** A bare variable (for inequalities → intervals). */
 const VARIABLE = /^(?:[A-Za-z]|\\[A-Za-z]+)(?:_(?:\{[^{}]*\}|[A-Za-z0-9]))?$/;
 
