@@ -1,19 +1,45 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describeConformance } from '@opentinker/env-sdk/testing';
-import { parseConfig } from '@opentinker/env-sdk';
+import { configJsonSchema, parseConfig } from '@opentinker/env-sdk';
 import math from './index';
+import type { MathTask } from './index';
 
-// A policy that answers the first problem correctly half the time (by turn) and with garbage otherwise.
+const ctx = { workDir: tmpdir(), log: () => undefined };
+
+// Synthetic source: a policy that sometimes boxes a number and sometimes rambles.
 describeConformance(math, {
   config: { difficulty: 3 },
   policy: (messages, turn) => (turn % 2 === 0 ? `The answer is \\boxed{${messages.length}}.` : 'no idea'),
 });
 
+// Dataset source: a tiny verl-layout JSONL written before the checks are registered.
+const fixtureDir = mkdtempSync(join(tmpdir(), 'env-math-conformance-'));
+const fixture = join(fixtureDir, 'tiny.jsonl');
+writeFileSync(
+  fixture,
+  [
+    { data_source: 'openai/gsm8k', prompt: [{ role: 'user', content: 'What is 6 times 7?' }], reward_model: { style: 'rule', ground_truth: '42' } },
+    { data_source: 'DigitalLearningGmbH/MATH-lighteval', prompt: 'What is half of 3?', reward_model: { ground_truth: '\\frac{3}{2}' } },
+  ]
+    .map((r) => JSON.stringify(r))
+    .join('\n'),
+);
+describeConformance(math, { config: { train_path: fixture, test_path: fixture }, policy: () => '#### 42' });
+afterAll(() => rmSync(fixtureDir, { recursive: true, force: true }));
+
+async function episodeOn(config: Record<string, unknown>, task?: Partial<MathTask>) {
+  const inst = await math.create(parseConfig(math, config), ctx);
+  const t = { ...((await inst.tasks.get('test', 0)) as MathTask), ...task };
+  const episode = inst.newEpisode();
+  const messages = await episode.reset(t, 0);
+  return { inst, task: t, episode, messages };
+}
+
 describe('math environment', () => {
   it('rewards a correct boxed answer with 1 and reports what it graded', async () => {
-    const inst = await math.create(parseConfig(math, { difficulty: 1 }), { workDir: '/tmp', log: () => undefined });
-    const task = await inst.tasks.get('test', 0);
-    const episode = inst.newEpisode();
-    const messages = await episode.reset(task, 0);
+    const { task, episode, messages } = await episodeOn({ difficulty: 1 });
     expect(messages).toEqual([{ role: 'user', content: expect.stringContaining("Let's think step by step and output the final answer within \\boxed{}.") }]);
     const result = await episode.step(`Counting carefully, the total is $\\boxed{${task.ground_truth}}$.`);
     expect(result).toEqual({
@@ -22,5 +48,68 @@ describe('math environment', () => {
       done: true,
       info: { correct: true, extracted: task.ground_truth, ground_truth: task.ground_truth, data_source: 'opentinker/synthetic-arithmetic' },
     });
+  });
+
+  it('gives 0 for a wrong answer and format_penalty when there is no answer', async () => {
+    const wrong = await episodeOn({ format_penalty: -0.5 }, { ground_truth: '12' });
+    expect(await wrong.episode.step('\\boxed{13}')).toMatchObject({ reward: 0, done: true, info: { correct: false, extracted: '13', ground_truth: '12' } });
+    const none = await episodeOn({ format_penalty: -0.5 }, { ground_truth: '12' });
+    expect(await none.episode.step('It is twelve, I think.')).toMatchObject({ reward: -0.5, info: { correct: false, extracted: null } });
+    const defaults = await episodeOn({}, { ground_truth: '12' });
+    expect((await defaults.episode.step('')).reward).toBe(0);
+  });
+
+  it('sends the optional system prompt first', async () => {
+    const { messages } = await episodeOn({ system_prompt: 'You are a careful mathematician.' });
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(messages[0].content).toBe('You are a careful mathematician.');
+  });
+
+  it("grades by the task's data source convention", async () => {
+    const gsm = await episodeOn({}, { ground_truth: '7', data_source: 'openai/gsm8k' });
+    expect((await gsm.episode.step('\\boxed{8} hmm\n#### 7')).reward).toBe(1);
+    const mathTask = await episodeOn({}, { ground_truth: '7', data_source: 'DigitalLearningGmbH/MATH-lighteval' });
+    expect((await mathTask.episode.step('\\boxed{8} hmm\n#### 7')).reward).toBe(0);
+  });
+
+  it('honours mixed_numbers', async () => {
+    const off = await episodeOn({}, { ground_truth: '\\frac{5}{2}' });
+    expect((await off.episode.step('\\boxed{2\\frac12}')).reward).toBe(0);
+    const on = await episodeOn({ mixed_numbers: true }, { ground_truth: '\\frac{5}{2}' });
+    expect((await on.episode.step('\\boxed{2\\frac12}')).reward).toBe(1);
+  });
+
+  it('refuses steps out of order and tasks without a ground truth, with codes', async () => {
+    const inst = await math.create(parseConfig(math, {}), ctx);
+    const fresh = inst.newEpisode();
+    expect(() => fresh.step('x')).toThrow(expect.objectContaining({ code: 'ENV_NOT_RESET' }));
+    const task = (await inst.tasks.get('test', 0)) as MathTask;
+    expect(() => inst.newEpisode().reset({ ...task, ground_truth: '' }, 0)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK' }));
+    expect(() => inst.newEpisode().reset(null as unknown as MathTask, 0)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK' }));
+    const episode = inst.newEpisode();
+    episode.reset(task, 0);
+    episode.step('\\boxed{1}');
+    expect(() => episode.step('\\boxed{1}')).toThrow(expect.objectContaining({ code: 'ENV_STEP_AFTER_DONE' }));
+    episode.reset(task, 1);
+    expect(episode.step(`\\boxed{${task.ground_truth}}`).reward).toBe(1);
+    episode.close();
+    expect(() => episode.step('x')).toThrow(expect.objectContaining({ code: 'ENV_EPISODE_CLOSED' }));
+  });
+
+  it('validates its config: defaults, ranges, unknown keys', () => {
+    expect(parseConfig(math, {})).toEqual({ difficulty: 2, seed: 0, test_size: 200, invalid_rows: 'skip', system_prompt: '', format_penalty: 0, mixed_numbers: false });
+    expect(() => parseConfig(math, { difficulty: 6 })).toThrow(expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'config.difficulty' }));
+    expect(() => parseConfig(math, { source: 'web' })).toThrow(expect.objectContaining({ field: 'config.source' }));
+    expect(() => parseConfig(math, { difficulty_level: 2 })).toThrow(expect.objectContaining({ field: 'config.difficulty_level' }));
+    const schema = configJsonSchema(math) as { properties: Record<string, unknown> };
+    expect(Object.keys(schema.properties)).toEqual(
+      expect.arrayContaining(['source', 'difficulty', 'seed', 'test_size', 'train_path', 'test_path', 'invalid_rows', 'system_prompt', 'format_penalty', 'mixed_numbers']),
+    );
+  });
+
+  it('declares itself as a single-turn, data-dependent environment with id math', () => {
+    expect(math.id).toBe('math');
+    expect(math.turnMode).toBe('single');
+    expect(math.taskSource).toBe('dataset');
   });
 });
