@@ -91,7 +91,7 @@ describe('math environment', () => {
     episode.step('\\boxed{1}');
     expect(() => episode.step('\\boxed{1}')).toThrow(expect.objectContaining({ code: 'ENV_STEP_AFTER_DONE' }));
     episode.reset(task, 1);
-    expect(episode.step(`\\boxed{${task.ground_truth}}`).reward).toBe(1);
+    expect((await episode.step(`\\boxed{${task.ground_truth}}`)).reward).toBe(1);
     episode.close();
     expect(() => episode.step('x')).toThrow(expect.objectContaining({ code: 'ENV_EPISODE_CLOSED' }));
   });
