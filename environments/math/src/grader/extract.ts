@@ -47,62 +47,50 @@ export function extractAnswer(response: string, dataSource?: string | null): str
   return null;
 }
 
-const BOX_COMMANDS = ['\\boxed', '\\fbox'];
-
 /**
  * The content of the last `\boxed{…}` (or `\fbox{…}`) whose braces close, nested braces balanced.
  * Unlike the SDK's `extractBoxed`, an unclosed last box does not hide an earlier complete one, and
- * `\boxed` inside another box's content is unwrapped (`\boxed{\boxed{5}}` → `5`).
+ * `\boxed` inside another box's content is unwrapped (`\boxed{\boxed{5}}` → `5`). Linear time.
  */
-export function lastBoxed(text: string): string | null {
+export function lastBoxed(text: string, depth = 0): string | null {
   if (typeof text !== 'string') return null;
-  let end = text.length;
-  // Walk the boxes from the last one backwards until one closes.
-  for (let guard = 0; guard < 10_000; guard++) {
-    let at = -1;
-    let command = '';
-    for (const c of BOX_COMMANDS) {
-      const i = text.lastIndexOf(c, end - 1);
-      if (i > at) {
-        at = i;
-        command = c;
-      }
+  const starts: number[] = [];
+  for (const m of text.matchAll(/\\(?:boxed|fbox)(?![A-Za-z])/g)) starts.push((m.index ?? 0) + m[0].length);
+  if (starts.length === 0) return null;
+  let matches: Int32Array | null = null;
+  for (let k = starts.length - 1; k >= 0; k--) {
+    let i = starts[k];
+    while (i < text.length && (text[i] === ' ' || text[i] === '\t')) i++;
+    if (text[i] !== '{') {
+      // `\boxed 5`: up to the next space or `$`.
+      const m = /^[^\s$]+/.exec(text.slice(i, i + 200));
+      if (m) return m[0];
+      continue;
     }
-    if (at < 0) return null;
-    const content = boxContent(text, at + command.length);
-    if (content !== null) {
-      const inner = content.includes('\\boxed') || content.includes('\\fbox') ? lastBoxed(content) : null;
-      return inner ?? content;
-    }
-    end = at;
-    if (end <= 0) return null;
+    matches ??= braceMatches(text);
+    const close = matches[i];
+    if (close < 0) continue;
+    const content = text.slice(i + 1, close).trim();
+    const inner = depth < 8 && /\\(?:boxed|fbox)(?![A-Za-z])/.test(content) ? lastBoxed(content, depth + 1) : null;
+    return inner ?? content;
   }
   return null;
 }
 
-/** Reads `{…}` (balanced) or a bare token (`\boxed 5`) starting at `i`; null if it never closes. */
-function boxContent(text: string, i: number): string | null {
-  // `\boxedfoo` is another command, not a box.
-  if (/[A-Za-z]/.test(text[i] ?? '')) return null;
-  while (i < text.length && (text[i] === ' ' || text[i] === '\t')) i++;
-  if (text[i] !== '{') {
-    const m = /^[^\s$]+/.exec(text.slice(i, i + 200));
-    return m ? m[0] : null;
-  }
-  let depth = 0;
-  for (let j = i; j < text.length; j++) {
+/** For each `{`, the index of its matching `}` (or -1); backslash-escaped braces are skipped. */
+function braceMatches(text: string): Int32Array {
+  const out = new Int32Array(text.length).fill(-1);
+  const stack: number[] = [];
+  for (let j = 0; j < text.length; j++) {
     const c = text[j];
     if (c === '\\') {
       j++;
       continue;
     }
-    if (c === '{') depth++;
-    else if (c === '}') {
-      depth--;
-      if (depth === 0) return text.slice(i + 1, j).trim();
-    }
+    if (c === '{') stack.push(j);
+    else if (c === '}' && stack.length > 0) out[stack.pop()!] = j;
   }
-  return null;
+  return out;
 }
 
 /** The rest of the line after the last `####` (GSM8K), or null. */

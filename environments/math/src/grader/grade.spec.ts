@@ -161,6 +161,8 @@ describe('malformed input never throws (fuzz)', () => {
     ['many fracs', '\\frac'.repeat(3000)],
     ['power tower', '2^'.repeat(900) + '2'],
     ['nested boxes', '\\boxed{'.repeat(3000) + '1' + '}'.repeat(3000)],
+    ['15,000 unclosed boxes', '\\boxed{'.repeat(15_000)],
+    ['many answer lines', 'Answer: '.repeat(12_000)],
     ['huge factorial', '1000000!'],
     ['long number', '9'.repeat(3000)],
     ['many text commands', '\\text{a}'.repeat(500) + '5'],
