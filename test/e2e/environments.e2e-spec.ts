@@ -27,6 +27,22 @@ describe('environment discovery and the environments API', () => {
     expect((await t.request('GET', '/health', { key: null })).status).toBe(200);
   });
 
+  it('loads the first-party environments declared as dependencies', async () => {
+    const res = await t.request('GET', '/v1/environments');
+    const firstParty = res.body.filter((e: any) => e.first_party).map((e: any) => [e.id, e.package, e.status, e.source]);
+    expect(firstParty).toEqual(
+      expect.arrayContaining([
+        ['gomoku', '@opentinker/env-gomoku', 'loaded', 'dependency'],
+        ['math', '@opentinker/env-math', 'loaded', 'dependency'],
+        ['math-tool', '@opentinker/env-math-tool', 'loaded', 'dependency'],
+      ]),
+    );
+    const math = await t.request('GET', '/v1/environments/math');
+    expect(math.body).toMatchObject({ turn_mode: 'single', task_source: 'dataset', default_config: { difficulty: 2 }, tasks: { train: null, test: 200 } });
+    const gomoku = await t.request('GET', '/v1/environments/gomoku');
+    expect(gomoku.body).toMatchObject({ turn_mode: 'multi', default_config: { board_size: 9, win_length: 5 } });
+  });
+
   it('describes one environment: config schema, defaults, turn mode, task counts', async () => {
     const res = await t.request('GET', '/v1/environments/counter');
     expect(res.status).toBe(200);
