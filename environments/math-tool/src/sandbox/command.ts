@@ -5,9 +5,12 @@ export type RootEntry = { path: string; kind: 'symlink'; target: string } | { pa
 
 /** Programs the sandbox is built from (absolute paths, found at start). */
 export interface SandboxTools {
-  prlimit: string;
+  /** util-linux `setpriv` on the host: drops root to the sandbox uid. */
   setpriv: string;
+  /** bubblewrap on the host. */
   bwrap: string;
+  /** util-linux `prlimit`, inside the read-only root: sets the limits from inside the sandbox. */
+  prlimit: string;
   /** coreutils `timeout`, inside the read-only root: the sandbox's pid 1. */
   timeout: string;
   /** A POSIX shell inside the read-only root, used only to merge stderr into stdout. */
@@ -27,10 +30,10 @@ export interface CommandPlan {
 }
 
 /**
- * Processes every run uses besides the program's own: the bubblewrap monitor and the sandbox's init
- * (`timeout`). RLIMIT_NPROC is the program's allowance plus these.
+ * Processes of a run besides the program's own: the sandbox's init (`timeout`). RLIMIT_NPROC is the
+ * program's allowance plus this.
  */
-export const SANDBOX_OVERHEAD_PROCESSES = 2;
+export const SANDBOX_OVERHEAD_PROCESSES = 1;
 
 /** Longest program (UTF-8 bytes) passed on the command line; Linux caps one argument at 128 KiB. */
 export const MAX_CODE_BYTES = 100_000;
@@ -60,34 +63,28 @@ export const SANDBOX_ENV: Readonly<Record<string, string>> = Object.freeze({
 /**
  * The argv (program first) that runs `code` in the sandbox:
  *
- * `prlimit` (CPU, address space, processes, file size, open files, no core dumps) →
- * `setpriv` (drop to the unprivileged uid, no supplementary groups; as root, bwrap alone would not
- * limit forking) →
+ * `setpriv` (as root only: drop to the unprivileged uid, no supplementary groups; as root, bwrap alone
+ * would not limit forking) →
  * `bwrap` (new user, pid, network, ipc, uts and cgroup namespaces; no further user namespaces; dies
  * with its parent; a new session so it cannot reach the host's terminal; a read-only root holding
  * only /usr and its top-level links, a size-limited /tmp as the only writable folder, a private
  * /proc and a minimal read-only /dev; no /etc, no /home, nothing of the server's files; an empty
- * environment; it writes the sandbox's pid to fd 3 so the host can kill the sandbox from inside) →
+ * environment; it writes the sandbox's host pid to fd 3 so the server can kill the sandbox) →
+ * `prlimit` (CPU seconds, address space, processes, file size, open files, no core dumps) →
  * `timeout` as the sandbox's pid 1 (it waits for python and passes its status on, 128 + n for a
- * signal, and kills it as a second line after the wall limit) →
+ * signal; it kills python after the wall limit plus 2 s as a second line of defence) →
  * `sh -c 'exec "$0" "$@" 2>&1'` (stderr merged into stdout, in order; the shell replaces itself) →
  * `python3 -B -u -s -c code`.
  *
- * Only the program's output reaches stdout; what the sandbox tools themselves say goes to stderr.
+ * The limits are set inside the new user namespace on purpose: RLIMIT_NPROC then counts the processes
+ * of this sandbox alone (the kernel counts processes per user namespace and uid), so concurrent runs
+ * sharing a uid, or a server that is not root, never share a process budget, while the namespace's
+ * limit still holds. Only the program's output reaches stdout; what the sandbox tools themselves say
+ * goes to stderr.
  */
 export function sandboxCommand(plan: CommandPlan, code: string): string[] {
   const { tools, limits } = plan;
   const cpu = Math.max(1, Math.ceil(limits.cpuSeconds));
-  const prlimit = [
-    tools.prlimit,
-    `--cpu=${cpu}:${cpu + 1}`,
-    `--as=${Math.floor(limits.memoryMb * MIB)}`,
-    `--nproc=${limits.maxProcesses + SANDBOX_OVERHEAD_PROCESSES}`,
-    `--fsize=${Math.floor(limits.fileSizeMb * MIB)}`,
-    '--core=0',
-    '--nofile=256',
-    '--',
-  ];
   const setpriv = plan.uid === null ? [] : [tools.setpriv, `--reuid=${plan.uid}`, `--regid=${plan.uid}`, '--clear-groups', '--'];
   const bwrap = [
     tools.bwrap,
@@ -127,7 +124,18 @@ export function sandboxCommand(plan: CommandPlan, code: string): string[] {
     '--clearenv',
   );
   for (const [key, value] of Object.entries(SANDBOX_ENV)) bwrap.push('--setenv', key, value);
+  bwrap.push('--');
+  const prlimit = [
+    tools.prlimit,
+    `--cpu=${cpu}:${cpu + 1}`,
+    `--as=${Math.floor(limits.memoryMb * MIB)}`,
+    `--nproc=${limits.maxProcesses + SANDBOX_OVERHEAD_PROCESSES}`,
+    `--fsize=${Math.floor(limits.fileSizeMb * MIB)}`,
+    '--core=0',
+    '--nofile=256',
+    '--',
+  ];
   const backstop = Math.ceil(limits.wallSeconds) + 2;
-  bwrap.push('--', tools.timeout, '-s', 'KILL', String(backstop), tools.sh, '-c', 'exec "$0" "$@" 2>&1', plan.python, '-B', '-u', '-s', '-c', code);
-  return [...prlimit, ...setpriv, ...bwrap];
+  const run = [tools.timeout, '-s', 'KILL', String(backstop), tools.sh, '-c', 'exec "$0" "$@" 2>&1', plan.python, '-B', '-u', '-s', '-c', code];
+  return [...setpriv, ...bwrap, ...prlimit, ...run];
 }

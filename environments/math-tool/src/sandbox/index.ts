@@ -9,4 +9,4 @@ export { runSandboxed } from './runner';
 export type { RunResult, RunStatus } from './runner';
 export { OutputCollector } from './output';
 export type { CappedOutput } from './output';
-export { RunPool, leaseUid, releaseUid } from './pool';
+export { RunPool } from './pool';

@@ -7,9 +7,9 @@ export interface SandboxLimits {
   /** Address space per process in MiB (RLIMIT_AS): big allocations raise MemoryError. */
   memoryMb: number;
   /**
-   * Processes and threads the program may have, itself included (RLIMIT_NPROC of its uid is this plus
-   * the sandbox's own two processes). Stops fork bombs. Worst-case memory of one run is
-   * `memoryMb * maxProcesses`.
+   * Processes and threads the program may have, itself included (RLIMIT_NPROC inside the sandbox's
+   * user namespace is this plus the sandbox's init). Stops fork bombs. Worst-case memory of one run
+   * is `memoryMb * maxProcesses`.
    */
   maxProcesses: number;
   /** Largest file the program may write, in MiB (RLIMIT_FSIZE). */

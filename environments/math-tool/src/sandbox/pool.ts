@@ -57,26 +57,3 @@ export class RunPool {
 function closedError(): EnvironmentError {
   return new EnvironmentError('ENV_UNAVAILABLE', 'The Python sandbox was closed');
 }
-
-/** Uids leased to runs now, across all sandboxes of this process. */
-const leasedUids = new Set<number>();
-
-/**
- * Leases an unprivileged uid for one run: `base`, else `base - 1`, `base - 2`, … (the first free one).
- * Concurrent runs get distinct uids so that the per-user process limit of one run (a fork bomb) never
- * takes the process budget of another. Release it with {@link releaseUid}.
- */
-export function leaseUid(base: number): number {
-  for (let uid = base; uid > base - 4096 && uid > 0; uid--) {
-    if (!leasedUids.has(uid)) {
-      leasedUids.add(uid);
-      return uid;
-    }
-  }
-  throw new EnvironmentError('ENV_UNAVAILABLE', `No free sandbox uid below ${base}`);
-}
-
-/** Returns a uid leased with {@link leaseUid}. */
-export function releaseUid(uid: number): void {
-  leasedUids.delete(uid);
-}

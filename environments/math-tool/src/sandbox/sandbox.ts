@@ -4,7 +4,7 @@ import { EnvironmentError } from '@opentinker/env-sdk';
 import type { CommandPlan, RootEntry, SandboxTools } from './command';
 import { DEFAULT_LIMITS } from './limits';
 import type { SandboxLimits } from './limits';
-import { RunPool, leaseUid, releaseUid } from './pool';
+import { RunPool } from './pool';
 import { runSandboxed } from './runner';
 import type { RunResult } from './runner';
 
@@ -12,13 +12,16 @@ import type { RunResult } from './runner';
 export interface PythonSandboxOptions {
   /** Python interpreter inside the read-only root. Default `/usr/bin/python3` (Debian's). */
   python?: string;
-  /** Highest uid runs use when the host process is root (concurrent runs count down). Default 65534. */
+  /**
+   * Unprivileged uid (and gid) runs use when the host process is root. Default 65534 (nobody). All
+   * runs may share it: each run's process limit counts only its own processes (see `sandboxCommand`).
+   */
   uid?: number;
   /** Runs at once; more wait in a queue. Default 2. */
   maxConcurrent?: number;
   limits?: Partial<SandboxLimits>;
   log?: (message: string) => void;
-  /** Where to look for bwrap, prlimit and setpriv (default: `PATH` and the usual system folders). */
+  /** Where to look for bwrap and setpriv (default: `PATH` and the usual system folders). */
   searchPath?: string[];
 }
 
@@ -42,8 +45,7 @@ export class PythonSandbox {
   private closed = false;
 
   private constructor(
-    private readonly plan: Omit<CommandPlan, 'uid'>,
-    private readonly uidBase: number | null,
+    private readonly plan: CommandPlan,
     maxConcurrent: number,
   ) {
     this.pool = new RunPool(maxConcurrent);
@@ -64,22 +66,21 @@ export class PythonSandbox {
     const inside = ['/usr/bin', ...rootEntries.filter((e) => e.kind === 'dir').map((e) => e.path)];
     const tools: SandboxTools = {
       bwrap: findTool('bwrap', searchPath, 'bubblewrap (`bwrap`) is not installed'),
-      prlimit: findTool('prlimit', searchPath, '`prlimit` (util-linux) is not installed'),
+      prlimit: findTool('prlimit', inside, '`prlimit` (util-linux) is not installed under /usr/bin'),
       setpriv: findTool('setpriv', searchPath, '`setpriv` (util-linux) is not installed'),
       timeout: findTool('timeout', inside, '`timeout` (coreutils) is not installed under /usr/bin'),
       sh: findTool('sh', inside, 'no `sh` under /usr/bin or /bin'),
     };
     const python = checkPython(options.python ?? '/usr/bin/python3', rootEntries);
     const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-    const uidBase = isRoot ? options.uid ?? 65534 : null;
-    if (uidBase !== null && (!Number.isInteger(uidBase) || uidBase < 1)) unavailable(`the sandbox uid must be a positive integer, got ${uidBase}`);
+    const uid = isRoot ? options.uid ?? 65534 : null;
+    if (uid !== null && (!Number.isInteger(uid) || uid < 1 || uid > 0xfffffffe)) unavailable(`the sandbox uid must be a positive integer, got ${uid}`);
     if (!isRoot) {
       log(
-        'math-tool: the server is not root, so sandboxed Python runs under the server user (inside its own user namespace); ' +
-          "its process limit then counts that user's other processes too",
+        'math-tool: the server is not root, so sandboxed Python keeps the server user id (inside its own user, pid and mount namespaces)',
       );
     }
-    const sandbox = new PythonSandbox({ tools, python, rootEntries, limits }, uidBase, options.maxConcurrent ?? 2);
+    const sandbox = new PythonSandbox({ tools, python, rootEntries, limits, uid }, options.maxConcurrent ?? 2);
     await sandbox.selfTest();
     return sandbox;
   }
@@ -88,13 +89,11 @@ export class PythonSandbox {
   async run(code: string, signal?: AbortSignal): Promise<RunResult> {
     if (this.closed) throw new EnvironmentError('ENV_UNAVAILABLE', 'The Python sandbox was closed');
     return this.pool.use(async () => {
-      const uid = this.uidBase === null ? null : leaseUid(this.uidBase);
       const abort = anySignal(this.stop.signal, signal);
       try {
-        return await runSandboxed({ ...this.plan, uid }, code, abort.signal);
+        return await runSandboxed(this.plan, code, abort.signal);
       } finally {
         abort.dispose();
-        if (uid !== null) releaseUid(uid);
       }
     });
   }
