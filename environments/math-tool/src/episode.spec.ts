@@ -183,6 +183,19 @@ describe('MathToolEpisode', () => {
     expect(await ep.step('\\boxed{42}')).toMatchObject({ info: { turn: 1, turns: 1, code_runs: 0 } });
   });
 
+  it('a step whose code outlives a reset or close is refused, not mixed into the new episode', async () => {
+    let finish: (r: RunResult) => void = () => undefined;
+    const slow: CodeRunner = { limits: DEFAULT_LIMITS, run: () => new Promise<RunResult>((resolve) => (finish = resolve)) };
+    const done: RunResult = { status: 'aborted', exitCode: null, signal: null, wallMs: 1, output: { text: '', tail: '', truncated: false, totalBytes: 0, overBudget: false } };
+    const ep = new MathToolEpisode(config, slow);
+    ep.reset(task, 1);
+    const pending = ep.step(code('import time; time.sleep(9)'));
+    ep.reset(task, 2);
+    finish(done);
+    await expect(pending).rejects.toMatchObject({ code: 'ENV_EPISODE_CLOSED' });
+    expect(await ep.step('\\boxed{42}')).toMatchObject({ reward: 1, info: { turn: 1 } });
+  });
+
   it('passes the run status on and does not count rejected programs as runs', async () => {
     const runner = fakeRunner({
       'while True: pass': { status: 'cpu_limit', exitCode: 152, signal: 'SIGXCPU', text: '' },

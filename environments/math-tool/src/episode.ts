@@ -52,6 +52,8 @@ export class MathToolEpisode implements Episode<MathTask> {
   private turn = 0;
   private codeRuns = 0;
   private stop = new AbortController();
+  /** Bumped by every reset and close, so a step whose code outlived its episode is recognised. */
+  private generation = 0;
 
   constructor(
     private readonly config: EpisodeConfig,
@@ -67,6 +69,7 @@ export class MathToolEpisode implements Episode<MathTask> {
     }
     this.stop.abort(); // a run still going from a previous use of this episode
     this.stop = new AbortController();
+    this.generation += 1;
     this.task = task;
     this.truth = truth;
     this.turn = 0;
@@ -106,10 +109,10 @@ export class MathToolEpisode implements Episode<MathTask> {
       return { observation: withNote(NOTHING_TO_DO), observationRole: 'user', reward: 0, done: false, info: { turn, action: 'none', turns_left: left } };
     }
 
+    const generation = this.generation;
     const result = await this.runner.run(reply.code, this.stop.signal);
-    if ((this.state as string) === 'closed') {
-      // Closed while the code ran.
-      throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode was closed while its code ran');
+    if (generation !== this.generation) {
+      throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode was closed or reset while its code ran');
     }
     if (result.status === 'sandbox_error') this.log(`math-tool: sandbox error: ${result.detail ?? 'unknown'}`);
     if (result.status !== 'rejected') this.codeRuns += 1;
@@ -133,6 +136,7 @@ export class MathToolEpisode implements Episode<MathTask> {
   close(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.generation += 1;
     this.stop.abort();
     this.task = null;
   }
