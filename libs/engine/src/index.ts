@@ -21,3 +21,34 @@ export {
   validateWeights,
   initWeights,
 } from './model/weights';
+// I/O half: safetensors, 16-bit floats.
+export {
+  type SafetensorsDtype,
+  type SafetensorsFloatDtype,
+  type SafetensorsTensorInfo,
+  type SafetensorsHeader,
+  type SafetensorsData,
+  type SafetensorsTensor,
+  type SafetensorsWriteTensor,
+  MAX_SAFETENSORS_HEADER_BYTES,
+  dtypeBytes,
+  parseSafetensorsPrefix,
+  parseSafetensorsHeader,
+  decodeTensorBytes,
+  toFloat32,
+  encodeSafetensors,
+  decodeSafetensors,
+  SafetensorsFile,
+  readSafetensors,
+  writeSafetensors,
+} from './io/safetensors';
+export {
+  float16BitsToFloat32,
+  float32ToFloat16Bits,
+  bfloat16BitsToFloat32,
+  float32ToBfloat16Bits,
+  decodeFloat16,
+  encodeFloat16,
+  decodeBfloat16,
+  encodeBfloat16,
+} from './io/half-precision';
