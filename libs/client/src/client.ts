@@ -1,0 +1,87 @@
+import type { Client } from 'openapi-fetch';
+import { DevicesApi } from './api/devices-api';
+import { EnvironmentsApi } from './api/environments-api';
+import { HealthApi } from './api/health-api';
+import { JobsApi, WaitForJobOptions } from './api/jobs-api';
+import { KeysApi } from './api/keys-api';
+import { UsersApi } from './api/users-api';
+import type { paths } from './generated/schema';
+import type { WatchJobOptions } from './job-watcher';
+import { Transport, TransportOptions } from './transport';
+import type { Job, JobEvent } from './types';
+
+/** Options of {@link OpenTinkerClient}. */
+export type OpenTinkerClientOptions = TransportOptions;
+
+/**
+ * The OpenTinker API from TypeScript, in Node (20+) and browsers: typed methods generated from the
+ * server's OpenAPI document, errors as {@link OpenTinkerError} with the server's stable `code` and
+ * `field`, retries for idempotent requests only, and job event streams that survive dropped connections.
+ *
+ * Methods are grouped by resource: `users`, `keys`, `jobs`, `environments`, `devices`, `health`.
+ * `raw` is the generated client itself, for any route not wrapped here.
+ *
+ * @example
+ * ```ts
+ * import { OpenTinkerClient } from '@opentinker/client';
+ *
+ * const client = new OpenTinkerClient({ baseUrl: 'http://127.0.0.1:8780', apiKey: process.env.OPENTINKER_API_KEY });
+ * const job = await client.jobs.submit({ kind: 'sleep', steps: 5, step_seconds: 0.2 });
+ * for await (const event of client.watchJob(job.id)) {
+ *   if (event.type === 'progress') console.log(`step ${event.data.step}/${event.data.total}`);
+ * }
+ * console.log((await client.jobs.get(job.id)).state); // 'succeeded'
+ * ```
+ */
+export class OpenTinkerClient {
+  readonly users: UsersApi;
+  readonly keys: KeysApi;
+  readonly jobs: JobsApi;
+  readonly environments: EnvironmentsApi;
+  readonly devices: DevicesApi;
+  readonly health: HealthApi;
+  /** The generated openapi-fetch client (typed paths, bodies and answers), sharing auth and retries. */
+  readonly raw: Client<paths>;
+  /** The server's root URL, without a trailing slash. */
+  readonly baseUrl: string;
+
+  private readonly transport: Transport;
+
+  constructor(options: OpenTinkerClientOptions) {
+    this.transport = new Transport(options);
+    this.baseUrl = this.transport.baseUrl;
+    this.raw = this.transport.api;
+    this.users = new UsersApi(this.transport);
+    this.keys = new KeysApi(this.transport);
+    this.jobs = new JobsApi(this.transport);
+    this.environments = new EnvironmentsApi(this.transport);
+    this.devices = new DevicesApi(this.transport);
+    this.health = new HealthApi(this.transport);
+  }
+
+  /**
+   * A job's events as an async iterator (same as `jobs.watch`): reconnects with `Last-Event-ID` after a
+   * dropped connection, so no event is lost or repeated, and ends after the `end` event.
+   *
+   * @example
+   * ```ts
+   * for await (const e of client.watchJob(id, { signal: AbortSignal.timeout(60_000) })) console.log(e.type, e.data);
+   * ```
+   */
+  watchJob(id: string, options: WatchJobOptions = {}): AsyncGenerator<JobEvent, void, undefined> {
+    return this.jobs.watch(id, options);
+  }
+
+  /**
+   * Resolves with the job once it has ended (same as `jobs.wait`).
+   *
+   * @example
+   * ```ts
+   * const job = await client.waitForJob(id);
+   * if (job.state !== 'succeeded') throw new Error(job.error ?? job.state);
+   * ```
+   */
+  waitForJob(id: string, options: WaitForJobOptions = {}): Promise<Job> {
+    return this.jobs.wait(id, options);
+  }
+}

@@ -1,0 +1,69 @@
+import type { components, operations } from './generated/schema';
+
+type Schemas = components['schemas'];
+
+/** A job as the server reports it (`JobDto`). */
+export type Job = Schemas['JobDto'];
+/** A job's lifecycle state. */
+export type JobState = Job['state'];
+/** One page of {@link Job}s. */
+export type JobPage = Schemas['JobPageDto'];
+/** A job's last reported progress. */
+export type JobProgress = Schemas['JobProgressDto'];
+/**
+ * The body of `POST /v1/jobs`: a union over the job kinds the server offers, discriminated by `kind`.
+ * It grows by itself when the server gains kinds and `openapi.json` is regenerated.
+ */
+export type JobSpec = NonNullable<operations['Jobs_submit']['requestBody']>['content']['application/json'];
+/** The job kinds this client version knows. */
+export type JobKind = JobSpec['kind'];
+/** Query of `GET /v1/jobs`. */
+export interface ListJobsQuery {
+  page?: number;
+  limit?: number;
+  /** Only jobs in these states. */
+  state?: JobState[];
+  kind?: string;
+}
+/** One metric value at one step. */
+export type MetricPoint = Schemas['MetricPointDto'];
+/** Query of `GET /v1/jobs/:id/metrics`. */
+export type MetricsQuery = NonNullable<operations['Jobs_metrics']['parameters']['query']>;
+/** A file a job published. */
+export type Artifact = Schemas['ArtifactDto'];
+
+export type User = Schemas['UserDto'];
+export type CreateUser = Schemas['CreateUserDto'];
+/** A new user and its first API key (shown once). */
+export type CreatedUser = Schemas['CreatedUserDto'];
+/** An API key, without its secret. */
+export type ApiKey = Schemas['ApiKeyDto'];
+/** A new API key with its secret (shown once). */
+export type IssuedKey = Schemas['IssuedKeyDto'];
+
+export type EnvironmentSummary = Schemas['EnvironmentSummaryDto'];
+export type EnvironmentDetail = Schemas['EnvironmentDetailDto'];
+/** One live worker and its devices. */
+export type WorkerDevices = Schemas['WorkerDevicesDto'];
+export type Device = Schemas['DeviceDto'];
+export type Liveness = Schemas['LivenessDto'];
+export type Readiness = Schemas['ReadinessDto'];
+
+/**
+ * One event of a job's stream (`GET /v1/jobs/:id/events`). `id` orders events and resumes a stream;
+ * `data.time` is when the server recorded it. The payloads are not part of the OpenAPI document (an
+ * event stream has no schema there), so they are written out here.
+ */
+export type JobEvent =
+  | { type: 'state'; id: number; data: { state: JobState; time: string; [detail: string]: unknown } }
+  | { type: 'progress'; id: number; data: { step: number; total: number | null; message: string | null; time: string } }
+  | { type: 'metrics'; id: number; data: { points: { step: number; name: string; value: number }[]; time: string } }
+  | { type: 'log'; id: number; data: { text: string; time: string } }
+  | { type: 'artifact'; id: number; data: { name: string; size: number; time: string } }
+  /** The last event: the job has ended and every event before this one was delivered. */
+  | { type: 'end'; id?: undefined; data: { state: JobState | null } }
+  /** An event type this client version does not know yet (a newer server's), passed through as is. */
+  | { type: 'other'; event: string; id?: number; data: unknown };
+
+/** The event types this client version knows. */
+export const JOB_EVENT_TYPES = ['state', 'progress', 'metrics', 'log', 'artifact', 'end'] as const;
