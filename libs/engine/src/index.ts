@@ -52,3 +52,11 @@ export {
   decodeBfloat16,
   encodeBfloat16,
 } from './io/half-precision';
+// Numerics half: backends, the transformer, log-probs.
+export { type BackendName, type BackendInfo, type InitBackendOptions, initBackend, currentBackend } from './backend';
+export { registerEngineGradients } from './kernels/gradients';
+export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
+export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
+export { type ModelOptions, type TokenScores, Model } from './model/transformer';
+export { KvCache, type KvLayer } from './model/kv-cache';
+export { type LossCoefficients, crossEntropyCoefficients } from './train/logprobs';

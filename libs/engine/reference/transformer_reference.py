@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Independent float64 NumPy reference of the Llama / Qwen2 decoder forward pass.
+
+Follows Hugging Face `transformers` (`modeling_llama.py`, `modeling_qwen2.py`) equation by equation:
+  RMSNorm:   w * x / sqrt(mean(x^2, -1) + eps)
+  rotary:    inv_freq = 1 / theta^(arange(0, d, 2) / d); emb = cat(freqs, freqs);
+             q' = q*cos + rotate_half(q)*sin, rotate_half([x1, x2]) = [-x2, x1]
+  attention: q/k/v projections (+ bias for Qwen2), repeat_kv (head h reads kv head h // n_rep),
+             softmax(q k^T / sqrt(d) + mask) v, o_proj (no bias)
+  MLP:       down(silu(gate(x)) * up(x))
+  head:      final RMSNorm, lm_head (or the embedding matrix when tied)
+Positions follow `generate`'s convention for padded batches: position_ids = cumsum(mask) - 1, i.e. the
+number of real tokens before a token; padded keys are masked out.
+
+Writes golden cases to ../src/__golden__/transformer.json: weights (float32-representable values,
+Hugging Face names and [out, in] layouts), token batches with masks, logits at real positions,
+per-token log-probs and entropies, and gradients of a loss sum(c * logprob) + sum(e * entropy) with
+respect to chosen weight entries by central finite differences in float64.
+
+Run: python3 libs/engine/reference/transformer_reference.py
+"""
+import json
+import os
+
+import numpy as np
+
+
+def rms_norm(x, w, eps):
+    return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def rope(x, positions, theta):
+    # x: [B, heads, T, d]; positions: [B, T]
+    d = x.shape[-1]
+    inv_freq = 1.0 / (theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    freqs = positions[:, :, None].astype(np.float64) * inv_freq[None, None, :]
+    emb = np.concatenate([freqs, freqs], axis=-1)  # [B, T, d]
+    cos = np.cos(emb)[:, None, :, :]
+    sin = np.sin(emb)[:, None, :, :]
+    return x * cos + rotate_half(x) * sin
+
+
+def repeat_kv(x, n_rep):
+    # x: [B, KV, T, d] -> [B, KV * n_rep, T, d], like transformers.models.llama.modeling_llama.repeat_kv
+    b, kv, t, d = x.shape
+    return np.broadcast_to(x[:, :, None, :, :], (b, kv, n_rep, t, d)).reshape(b, kv * n_rep, t, d)
+
+
+def softmax(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    return x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+
+
+def forward(cfg, W, ids, mask):
+    """Logits [B, T, V] for a batch; ids and mask are [B, T] integer arrays."""
+    B, T = ids.shape
+    H = cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    eps = cfg["rms_norm_eps"]
+    positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    allowed = causal[None, :, :] & (mask[:, None, :] == 1)  # [B, Tq, Tk]
+    neg = np.finfo(np.float64).min
+    attn_mask = np.where(allowed, 0.0, neg)[:, None, :, :]
+
+    x = W["model.embed_tokens.weight"][ids]  # [B, T, D]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+
+        def proj(name):
+            y = h @ W[p + f"self_attn.{name}_proj.weight"].T
+            if cfg["attention_bias"]:
+                y = y + W[p + f"self_attn.{name}_proj.bias"]
+            return y
+
+        q = proj("q").reshape(B, T, H, hd).transpose(0, 2, 1, 3)
+        k = proj("k").reshape(B, T, KV, hd).transpose(0, 2, 1, 3)
+        v = proj("v").reshape(B, T, KV, hd).transpose(0, 2, 1, 3)
+        q = rope(q, positions, cfg["rope_theta"])
+        k = rope(k, positions, cfg["rope_theta"])
+        k = repeat_kv(k, H // KV)
+        v = repeat_kv(v, H // KV)
+        scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd) + attn_mask
+        probs = softmax(scores)
+        o = (probs @ v).transpose(0, 2, 1, 3).reshape(B, T, H * hd)
+        x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
+        gate = h @ W[p + "mlp.gate_proj.weight"].T
+        up = h @ W[p + "mlp.up_proj.weight"].T
+        act = gate / (1.0 + np.exp(-gate))  # silu
+        x = x + (act * up) @ W[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, W["model.norm.weight"], eps)
+    head = W["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else W["lm_head.weight"]
+    return x @ head.T
+
+
+def token_scores(cfg, W, ids, mask):
+    """Token-aligned log p(ids[t] | ids[<t]) and the entropy of that distribution; 0 where undefined."""
+    logits = forward(cfg, W, ids, mask)
+    logp = log_softmax(logits)
+    B, T = ids.shape
+    lp = np.zeros((B, T))
+    ent = np.zeros((B, T))
+    valid = np.zeros((B, T), dtype=np.int64)
+    for b in range(B):
+        for t in range(1, T):
+            if mask[b, t] == 1 and mask[b, t - 1] == 1:
+                lp[b, t] = logp[b, t - 1, ids[b, t]]
+                ent[b, t] = -np.sum(np.exp(logp[b, t - 1]) * logp[b, t - 1])
+                valid[b, t] = 1
+    return logits, lp, ent, valid
+
+
+def weight_specs(cfg):
+    D = cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or D // H
+    F = cfg["intermediate_size"]
+    specs = [("model.embed_tokens.weight", (cfg["vocab_size"], D), "embedding")]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        specs.append((p + "input_layernorm.weight", (D,), "norm"))
+        for name, out in (("q", H * hd), ("k", KV * hd), ("v", KV * hd)):
+            specs.append((p + f"self_attn.{name}_proj.weight", (out, D), "linear"))
+            if cfg["attention_bias"]:
+                specs.append((p + f"self_attn.{name}_proj.bias", (out,), "bias"))
+        specs.append((p + "self_attn.o_proj.weight", (D, H * hd), "linear"))
+        specs.append((p + "post_attention_layernorm.weight", (D,), "norm"))
+        specs.append((p + "mlp.gate_proj.weight", (F, D), "linear"))
+        specs.append((p + "mlp.up_proj.weight", (F, D), "linear"))
+        specs.append((p + "mlp.down_proj.weight", (D, F), "linear"))
+    specs.append(("model.norm.weight", (D,), "norm"))
+    if not cfg["tie_word_embeddings"]:
+        specs.append(("lm_head.weight", (cfg["vocab_size"], D), "linear"))
+    return specs
+
+
+def random_weights(cfg, rng):
+    W = {}
+    for name, shape, kind in weight_specs(cfg):
+        if kind == "norm":
+            w = 1.0 + 0.1 * rng.standard_normal(shape)
+        elif kind == "bias":
+            w = 0.1 * rng.standard_normal(shape)
+        else:
+            w = 0.25 * rng.standard_normal(shape)
+        # float32-representable, so both sides start from identical weights
+        W[name] = w.astype(np.float32).astype(np.float64)
+    return W
+
+
+def make_case(name, cfg, seed, rows, grad_weights):
+    rng = np.random.default_rng(seed)
+    W = random_weights(cfg, rng)
+    T = max(len(r["tokens"]) + r.get("left", 0) for r in rows)
+    B = len(rows)
+    ids = np.zeros((B, T), dtype=np.int64)
+    mask = np.zeros((B, T), dtype=np.int64)
+    for b, r in enumerate(rows):
+        left = r.get("left", 0)
+        for t, tok in enumerate(r["tokens"]):
+            ids[b, left + t] = tok
+            mask[b, left + t] = 1
+    logits, lp, ent, valid = token_scores(cfg, W, ids, mask)
+    coef = rng.standard_normal((B, T)) * valid
+    ecoef = 0.3 * rng.standard_normal((B, T)) * valid
+
+    def loss(Wx):
+        _, l, e, _ = token_scores(cfg, Wx, ids, mask)
+        return float(np.sum(coef * l) + np.sum(ecoef * e))
+
+    grads = []
+    h = 1e-6
+    for wname in grad_weights:
+        flat = W[wname].reshape(-1)
+        picks = rng.choice(flat.size, size=min(6, flat.size), replace=False)
+        for idx in picks:
+            idx = int(idx)
+            Wp = dict(W)
+            Wm = dict(W)
+            wp = W[wname].copy().reshape(-1)
+            wm = W[wname].copy().reshape(-1)
+            wp[idx] += h
+            wm[idx] -= h
+            Wp[wname] = wp.reshape(W[wname].shape)
+            Wm[wname] = wm.reshape(W[wname].shape)
+            grads.append({"weight": wname, "index": idx, "grad": (loss(Wp) - loss(Wm)) / (2 * h)})
+
+    real = [(b, t) for b in range(B) for t in range(T) if mask[b, t] == 1]
+    return {
+        "name": name,
+        "config": cfg,
+        "weights": {k: {"shape": list(v.shape), "data": v.reshape(-1).tolist()} for k, v in W.items()},
+        "batchSize": B,
+        "seqLen": T,
+        "ids": ids.reshape(-1).tolist(),
+        "mask": mask.reshape(-1).tolist(),
+        "realPositions": [b * T + t for b, t in real],
+        "logitsAtReal": np.stack([logits[b, t] for b, t in real]).reshape(-1).tolist(),
+        "logProbs": lp.reshape(-1).tolist(),
+        "entropy": ent.reshape(-1).tolist(),
+        "valid": valid.reshape(-1).tolist(),
+        "logProbCoef": coef.reshape(-1).tolist(),
+        "entropyCoef": ecoef.reshape(-1).tolist(),
+        "loss": loss(W),
+        "grads": grads,
+    }
+
+
+def main():
+    qwen = {
+        "model_type": "qwen2", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 24,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 64,
+        "tie_word_embeddings": False, "attention_bias": True, "hidden_act": "silu",
+    }
+    llama = {
+        "model_type": "llama", "vocab_size": 40, "hidden_size": 16, "intermediate_size": 20,
+        "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 12,
+        "rms_norm_eps": 1e-5, "rope_theta": 500.0, "max_position_embeddings": 64,
+        "tie_word_embeddings": True, "attention_bias": False, "hidden_act": "silu",
+    }
+    rows_q = [
+        {"tokens": [1, 5, 9, 2, 31, 7, 7, 3]},
+        {"tokens": [4, 8, 15, 16, 23]},           # right-padded
+        {"tokens": [30, 0, 12, 6], "left": 3},     # left-padded: positions still start at 0
+    ]
+    rows_l = [
+        {"tokens": [3, 39, 20, 11, 5, 5, 1]},
+        {"tokens": [2, 17]},
+    ]
+    gq = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.bias",
+          "model.layers.0.self_attn.k_proj.weight", "model.layers.1.self_attn.k_proj.bias", "model.layers.0.self_attn.v_proj.weight",
+          "model.layers.1.self_attn.v_proj.bias", "model.layers.1.self_attn.o_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+          "model.layers.1.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
+          "model.layers.1.post_attention_layernorm.weight", "model.norm.weight", "lm_head.weight"]
+    gl = ["model.embed_tokens.weight", "model.layers.1.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+          "model.layers.0.self_attn.o_proj.weight", "model.layers.1.mlp.down_proj.weight", "model.norm.weight"]
+    cases = [
+        make_case("qwen2 gqa bias untied, right+left padding", qwen, 1, rows_q, gq),
+        make_case("llama tied, head_dim 12, theta 500", llama, 2, rows_l, gl),
+    ]
+    out = {
+        "meta": {
+            "generator": "libs/engine/reference/transformer_reference.py",
+            "numpy": np.__version__,
+            "note": "float64; gradients of sum(logProbCoef*logProbs)+sum(entropyCoef*entropy) by central differences (h=1e-6)",
+        },
+        "cases": cases,
+    }
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "__golden__", "transformer.json")
+    with open(path, "w") as f:
+        json.dump(out, f)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+if __name__ == "__main__":
+    main()

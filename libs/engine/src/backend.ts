@@ -1,0 +1,158 @@
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { EngineError } from './errors';
+import { registerEngineGradients } from './kernels/gradients';
+import { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
+
+/** The TensorFlow.js backends the engine knows, fastest first. */
+export type BackendName = 'tensorflow' | 'wasm' | 'cpu';
+
+/** Which backend runs, and why the faster ones do not. */
+export interface BackendInfo {
+  /** The backend now active. */
+  name: BackendName;
+  /** For `tensorflow`: the npm package that provided it (`@tensorflow/tfjs-node-gpu` or `@tensorflow/tfjs-node`). */
+  package?: string;
+  /** For `wasm`: whether the SIMD build runs. */
+  simd?: boolean;
+  /** For `wasm`: whether multi-threading is on (tfjs turns it off under Node). */
+  threads?: boolean;
+  /** Backends tried before this one and why each was passed over. */
+  skipped: Array<{ name: BackendName; reason: string }>;
+}
+
+/** Options of {@link initBackend}. */
+export interface InitBackendOptions {
+  /**
+   * Use only this backend (fail if it cannot start) instead of the first that starts among
+   * tensorflow → wasm → cpu. Defaults to `OPENTINKER_ENGINE_BACKEND` when set.
+   */
+  backend?: BackendName;
+}
+
+// `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
+// (the repository root there) resolves the same node_modules.
+const nodeRequire: NodeJS.Require = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'package.json'));
+
+const TENSORFLOW_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'];
+
+let wasmPathsSet = false;
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message.split('\n')[0] : String(e);
+}
+
+async function tryTensorflow(skipped: BackendInfo['skipped']): Promise<BackendInfo | undefined> {
+  for (const pkg of TENSORFLOW_PACKAGES) {
+    try {
+      nodeRequire.resolve(pkg);
+    } catch {
+      continue; // not installed: the common case, not worth a line in `skipped` per package
+    }
+    try {
+      // Loaded lazily: these are optional peers that a GPU host installs; requiring them registers
+      // the `tensorflow` backend (and, through @tensorflow/tfjs, all gradients).
+      nodeRequire(pkg);
+      if (await tf.setBackend('tensorflow')) return { name: 'tensorflow', package: pkg, skipped };
+      skipped.push({ name: 'tensorflow', reason: `${pkg} loaded but its backend did not start` });
+    } catch (e) {
+      skipped.push({ name: 'tensorflow', reason: `${pkg}: ${errorText(e)}` });
+    }
+  }
+  if (!skipped.some((s) => s.name === 'tensorflow')) {
+    skipped.push({ name: 'tensorflow', reason: 'neither @tensorflow/tfjs-node-gpu nor @tensorflow/tfjs-node is installed' });
+  }
+  return undefined;
+}
+
+async function tryWasm(skipped: BackendInfo['skipped']): Promise<BackendInfo | undefined> {
+  try {
+    if (!wasmPathsSet) {
+      // Point the loader at the .wasm files in node_modules so it never fetches from a CDN.
+      const dir = join(dirname(nodeRequire.resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'dist');
+      setWasmPaths(dir + '/');
+      wasmPathsSet = true;
+    }
+    registerWasmMissingKernels();
+    if (!(await tf.setBackend('wasm'))) {
+      skipped.push({ name: 'wasm', reason: 'the wasm backend did not start' });
+      return undefined;
+    }
+    const simd = Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'));
+    const threads = Boolean(await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'));
+    return { name: 'wasm', simd, threads, skipped };
+  } catch (e) {
+    skipped.push({ name: 'wasm', reason: errorText(e) });
+    return undefined;
+  }
+}
+
+async function tryCpu(skipped: BackendInfo['skipped']): Promise<BackendInfo | undefined> {
+  try {
+    if (await tf.setBackend('cpu')) return { name: 'cpu', skipped };
+    skipped.push({ name: 'cpu', reason: 'the cpu backend did not start' });
+  } catch (e) {
+    skipped.push({ name: 'cpu', reason: errorText(e) });
+  }
+  return undefined;
+}
+
+let current: BackendInfo | undefined;
+
+/**
+ * Chooses and starts the TensorFlow.js backend: `tensorflow` (through `@tensorflow/tfjs-node-gpu` or
+ * `@tensorflow/tfjs-node`, when a host has installed them), else `wasm` (SIMD, loaded offline from
+ * node_modules), else `cpu` (pure JavaScript, slow: a reference for tests). Registers the gradients and
+ * the wasm kernels the engine needs. Call it once before building models; calling it again switches
+ * backends (tensors already made move over on first use).
+ *
+ * @example
+ * ```ts
+ * const info = await initBackend();
+ * console.log(`engine backend: ${info.name}`, info.skipped); // "engine backend: wasm" on a machine without tfjs-node
+ * await initBackend({ backend: 'cpu' }); // the reference backend, e.g. in a test
+ * ```
+ */
+export async function initBackend(options: InitBackendOptions = {}): Promise<BackendInfo> {
+  const wanted = options.backend ?? (process.env.OPENTINKER_ENGINE_BACKEND as BackendName | undefined);
+  if (wanted !== undefined && !['tensorflow', 'wasm', 'cpu'].includes(wanted)) {
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown backend "${wanted}"; use tensorflow, wasm or cpu`, 'backend');
+  }
+  registerEngineGradients();
+  // The engine reports its backend itself; PROD silences tfjs's "install tfjs-node" banner.
+  tf.env().set('PROD', true);
+  const skipped: BackendInfo['skipped'] = [];
+  const order: Array<[BackendName, (s: BackendInfo['skipped']) => Promise<BackendInfo | undefined>]> = [
+    ['tensorflow', tryTensorflow],
+    ['wasm', tryWasm],
+    ['cpu', tryCpu],
+  ];
+  for (const [name, attempt] of order) {
+    if (wanted && name !== wanted) continue;
+    const info = await attempt(skipped);
+    if (info) {
+      current = info;
+      return info;
+    }
+  }
+  throw new EngineError(
+    'ENGINE_BACKEND_UNAVAILABLE',
+    `no TensorFlow.js backend could start: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}`,
+    'backend',
+  );
+}
+
+/**
+ * The backend chosen by the last {@link initBackend} call, or undefined before the first.
+ *
+ * @example
+ * ```ts
+ * currentBackend()?.name; // 'wasm'
+ * ```
+ */
+export function currentBackend(): BackendInfo | undefined {
+  return current && current.name === tf.getBackend() ? current : undefined;
+}

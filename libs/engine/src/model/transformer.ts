@@ -1,0 +1,346 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { EngineError } from '../errors';
+import { attentionInputs, groupedQueryAttention } from './attention';
+import type { KvCache, KvLayer } from './kv-cache';
+import { headDim, validateModelConfig, type ModelConfig } from './model-config';
+import { rmsNorm } from './rms-norm';
+import { applyRope, ropeTables } from './rope';
+import { swiglu } from './swiglu';
+import { hasLogProb, validateTokenBatch, type TokenBatch } from './token-batch';
+import { initWeights, validateWeights, weightSpecs, type NamedWeights } from './weights';
+
+/** How a Hugging Face weight maps onto the model's variable: linear weights are stored transposed. */
+interface Slot {
+  variable: tf.Variable;
+  /** Stored `[in, out]` while Hugging Face keeps `[out, in]`. */
+  transposed: boolean;
+}
+
+interface LayerVars {
+  inputNorm: tf.Variable;
+  q: tf.Variable;
+  k: tf.Variable;
+  v: tf.Variable;
+  qBias?: tf.Variable;
+  kBias?: tf.Variable;
+  vBias?: tf.Variable;
+  o: tf.Variable;
+  postNorm: tf.Variable;
+  gate: tf.Variable;
+  up: tf.Variable;
+  down: tf.Variable;
+}
+
+/** Options of {@link Model.fromWeights}. */
+export interface ModelOptions {
+  /** Whether the weights are trainable variables (default true); a frozen reference policy uses false. */
+  trainable?: boolean;
+}
+
+/** Result of one model run over new tokens. @internal */
+export interface RunResult {
+  /** `[rows, vocab]`: every position, or one per row with `lastOnly`. */
+  logits: tf.Tensor2D;
+  /** `[rows, hidden]` final-norm hidden states for the same rows. */
+  hidden: tf.Tensor2D;
+  /** Keys/values of all positions so far (past + new), when asked for. */
+  present?: KvLayer[];
+}
+
+/** Per-token log-probs and entropies of a batch, aligned with its tokens. */
+export interface TokenScores {
+  /**
+   * `[B·T]`: `logProbs[b·T + t] = log p(ids[b][t] | ids[b][<t])` under the model at temperature 1;
+   * 0 where the token has no log-prob (padding, or the first real token of a row).
+   */
+  logProbs: Float32Array;
+  /** `[B·T]`: entropy (nats) of the distribution token t was drawn from; 0 where `logProbs` is. */
+  entropy: Float32Array;
+  /** `[B·T]`: 1 where the token has a log-prob. */
+  valid: Uint8Array;
+}
+
+let nextModelId = 0;
+
+/**
+ * A decoder-only transformer of the Llama / Qwen2 family on TensorFlow.js: token embedding, per layer
+ * RMSNorm → grouped-query attention with rotary positions (q/k/v biases for Qwen2) → residual →
+ * RMSNorm → SwiGLU MLP → residual, final RMSNorm, and an output head tied to the embedding or not.
+ * Numerics follow `transformers`' `modeling_llama.py` / `modeling_qwen2.py` (checked against a NumPy
+ * float64 reference in `reference/transformer_reference.py`).
+ *
+ * Weights move in and out by their Hugging Face names ({@link NamedWeights}); linear weights are held
+ * transposed (`[in, out]`) so the forward pass runs plain 2-D matmuls, the fast path on wasm.
+ * The model owns tf variables: call {@link Model.dispose} when done.
+ *
+ * @example
+ * ```ts
+ * await initBackend();
+ * const model = Model.init(modelPreset('tiny-char'), 42);
+ * const scores = model.scoreTokens(padBatch([[72, 105, 33]]));
+ * scores.logProbs; // [0, log p(105 | 72), log p(33 | 72 105)]
+ * model.dispose();
+ * ```
+ */
+export class Model {
+  readonly config: ModelConfig;
+  readonly trainable: boolean;
+  private readonly slots = new Map<string, Slot>();
+  private readonly embed: tf.Variable;
+  private readonly layers: LayerVars[] = [];
+  private readonly finalNorm: tf.Variable;
+  private readonly lmHead?: tf.Variable;
+  private disposed = false;
+
+  private constructor(config: ModelConfig, weights: NamedWeights, trainable: boolean) {
+    this.config = config;
+    this.trainable = trainable;
+    const id = nextModelId++;
+    const make = (name: string): tf.Variable => {
+      const spec = weights.get(name)!;
+      const transposed = spec.shape.length === 2 && name !== 'model.embed_tokens.weight';
+      const variable = tf.tidy(() => {
+        const t = tf.tensor(spec.data, spec.shape, 'float32');
+        return tf.variable(transposed ? tf.transpose(t) : t, trainable, `m${id}/${name}`);
+      });
+      this.slots.set(name, { variable, transposed });
+      return variable;
+    };
+    this.embed = make('model.embed_tokens.weight');
+    for (let i = 0; i < config.num_hidden_layers; i++) {
+      const p = `model.layers.${i}.`;
+      const layer: LayerVars = {
+        inputNorm: make(`${p}input_layernorm.weight`),
+        q: make(`${p}self_attn.q_proj.weight`),
+        k: make(`${p}self_attn.k_proj.weight`),
+        v: make(`${p}self_attn.v_proj.weight`),
+        o: make(`${p}self_attn.o_proj.weight`),
+        postNorm: make(`${p}post_attention_layernorm.weight`),
+        gate: make(`${p}mlp.gate_proj.weight`),
+        up: make(`${p}mlp.up_proj.weight`),
+        down: make(`${p}mlp.down_proj.weight`),
+      };
+      if (config.attention_bias) {
+        layer.qBias = make(`${p}self_attn.q_proj.bias`);
+        layer.kBias = make(`${p}self_attn.k_proj.bias`);
+        layer.vBias = make(`${p}self_attn.v_proj.bias`);
+      }
+      this.layers.push(layer);
+    }
+    this.finalNorm = make('model.norm.weight');
+    if (!config.tie_word_embeddings) this.lmHead = make('lm_head.weight');
+  }
+
+  /**
+   * A model holding copies of `weights` (Hugging Face names and layouts). The config is validated, and
+   * so are the weights against it (`ENGINE_INVALID_WEIGHTS` names a missing or misshapen one; extra
+   * entries such as a tied checkpoint's `lm_head.weight` are ignored).
+   *
+   * @example
+   * ```ts
+   * const model = Model.fromWeights(config, weightsReadFromSafetensors);
+   * ```
+   */
+  static fromWeights(config: ModelConfig, weights: NamedWeights, options: ModelOptions = {}): Model {
+    const checked = validateModelConfig(config);
+    validateWeights(checked, weights, true);
+    return new Model(checked, weights, options.trainable ?? true);
+  }
+
+  /**
+   * A model with fresh weights from {@link initWeights}, reproducible from `seed`.
+   *
+   * @example
+   * ```ts
+   * const model = Model.init(modelPreset('tiny-char'), 42);
+   * ```
+   */
+  static init(config: ModelConfig, seed: number, options: ModelOptions = {}): Model {
+    const checked = validateModelConfig(config);
+    return new Model(checked, initWeights(checked, seed), options.trainable ?? true);
+  }
+
+  /**
+   * The weights by Hugging Face name and layout (`[out, in]` linear weights), as float32 copies.
+   *
+   * @example
+   * ```ts
+   * const weights = model.exportWeights(); // then write them with the I/O side's safetensors writer
+   * ```
+   */
+  exportWeights(): NamedWeights {
+    this.assertLive();
+    const out: NamedWeights = new Map();
+    for (const spec of weightSpecs(this.config)) {
+      const slot = this.slots.get(spec.name)!;
+      const data = tf.tidy(() => (slot.transposed ? tf.transpose(slot.variable) : slot.variable).dataSync() as Float32Array);
+      out.set(spec.name, { shape: [...spec.shape], data: Float32Array.from(data) });
+    }
+    return out;
+  }
+
+  /**
+   * A copy with its own variables, e.g. a frozen reference policy for KL (`{ trainable: false }`).
+   *
+   * @example
+   * ```ts
+   * const reference = policy.clone({ trainable: false });
+   * ```
+   */
+  clone(options: ModelOptions = {}): Model {
+    return new Model(this.config, this.exportWeights(), options.trainable ?? this.trainable);
+  }
+
+  /**
+   * The variables by Hugging Face weight name (linear weights stored transposed); the optimizer uses the
+   * names to decide weight decay.
+   */
+  namedVariables(): Map<string, tf.Variable> {
+    this.assertLive();
+    return new Map([...this.slots].map(([name, slot]) => [name, slot.variable]));
+  }
+
+  /** Frees the model's variables. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const slot of this.slots.values()) slot.variable.dispose();
+    this.slots.clear();
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  private assertLive(): void {
+    if (this.disposed) throw new EngineError('ENGINE_DISPOSED', 'the model was disposed');
+  }
+
+  /**
+   * Runs new tokens `ids` (`[B, T]`, int32) through the model, after the cached ones in `past` when
+   * given. `keyMask` is `[B, past + T]` (1 = real token). Must be called inside `tf.tidy` (the caller owns
+   * every tensor it returns). With `lastOnly`, logits and hidden states are for each row's last
+   * position only. @internal
+   */
+  run(ids: tf.Tensor2D, keyMask: Uint8Array, past: KvCache | undefined, opts: { lastOnly?: boolean; present?: boolean } = {}): RunResult {
+    this.assertLive();
+    const c = this.config;
+    const [b, t] = ids.shape;
+    const pastLen = past ? past.length : 0;
+    const s = pastLen + t;
+    const hd = headDim(c);
+    const h = c.num_attention_heads;
+    const kvh = c.num_key_value_heads;
+    const n = b * t;
+    const { positions, bias } = attentionInputs(keyMask, b, pastLen, t);
+    const { cos, sinSigned } = ropeTables(positions, hd, c.rope_theta);
+    const cosT = tf.tensor4d(cos, [b, t, 1, hd]);
+    const sinT = tf.tensor4d(sinSigned, [b, t, 1, hd]);
+    const biasT = tf.tensor(bias, [b, 1, 1, t, s]);
+    const scale = 1 / Math.sqrt(hd);
+
+    let x = tf.gather(this.embed, tf.reshape(ids, [n])) as tf.Tensor2D;
+    const present: KvLayer[] = [];
+    this.layers.forEach((L, i) => {
+      const a = rmsNorm(x, L.inputNorm, c.rms_norm_eps) as tf.Tensor2D;
+      let q: tf.Tensor = tf.matMul(a, L.q);
+      let k: tf.Tensor = tf.matMul(a, L.k);
+      let v: tf.Tensor = tf.matMul(a, L.v);
+      if (L.qBias) q = tf.add(q, L.qBias);
+      if (L.kBias) k = tf.add(k, L.kBias);
+      if (L.vBias) v = tf.add(v, L.vBias);
+      q = tf.mul(applyRope(tf.reshape(q, [b, t, h, hd]), cosT, sinT), scale);
+      k = tf.transpose(applyRope(tf.reshape(k, [b, t, kvh, hd]), cosT, sinT), [0, 2, 1, 3]);
+      v = tf.transpose(tf.reshape(v, [b, t, kvh, hd]), [0, 2, 1, 3]);
+      if (past) {
+        const p = past.layers[i];
+        k = tf.concat([p.k, k], 2);
+        v = tf.concat([p.v, v], 2);
+      }
+      if (opts.present) present.push({ k, v });
+      const attn = groupedQueryAttention(q, k, v, biasT);
+      x = tf.add(x, tf.matMul(attn, L.o));
+      const m = rmsNorm(x, L.postNorm, c.rms_norm_eps) as tf.Tensor2D;
+      x = tf.add(x, swiglu(m, L.gate as tf.Tensor2D, L.up as tf.Tensor2D, L.down as tf.Tensor2D));
+    });
+    if (opts.lastOnly && t > 1) {
+      const last = new Int32Array(b).map((_, row) => row * t + t - 1);
+      x = tf.gather(x, tf.tensor1d(last, 'int32'));
+    }
+    const hidden = rmsNorm(x, this.finalNorm, c.rms_norm_eps) as tf.Tensor2D;
+    const logits = (this.lmHead ? tf.matMul(hidden, this.lmHead) : tf.matMul(hidden, this.embed, false, true)) as tf.Tensor2D;
+    return { logits, hidden, ...(opts.present ? { present } : {}) };
+  }
+
+  /**
+   * Logits `[B·T, vocab]` for every position of a batch (row-major, position `t` predicts token `t+1`).
+   * The caller owns the tensor (use inside `tf.tidy`).
+   *
+   * @example
+   * ```ts
+   * const top = tf.tidy(() => tf.argMax(model.logits(batch), -1).dataSync());
+   * ```
+   */
+  logits(batch: TokenBatch): tf.Tensor2D {
+    validateTokenBatch(batch, this.config.vocab_size);
+    return tf.tidy(() => this.run(tf.tensor2d(batch.ids, [batch.batchSize, batch.seqLen], 'int32'), batch.mask, undefined).logits);
+  }
+
+  /**
+   * Next-token log-probs `[B·T]` and entropies `[B·T]` as tensors, position-aligned (entry `t` is about
+   * predicting token `t+1`; the last position of a row predicts nothing and gets target 0). Differentiable:
+   * the trainer builds its loss on these. Must be called inside `tf.tidy`. @internal
+   */
+  nextTokenScores(batch: TokenBatch): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; hidden: tf.Tensor2D } {
+    const { batchSize: b, seqLen: t, ids } = batch;
+    const v = this.config.vocab_size;
+    const { logits, hidden } = this.run(tf.tensor2d(ids, [b, t], 'int32'), batch.mask, undefined);
+    const n = b * t;
+    const flat = new Int32Array(n);
+    for (let r = 0; r < b; r++) {
+      for (let p = 0; p < t - 1; p++) flat[r * t + p] = (r * t + p) * v + ids[r * t + p + 1];
+      flat[r * t + t - 1] = (r * t + t - 1) * v;
+    }
+    const logp = tf.logSoftmax(logits);
+    const logProbs = tf.gather(tf.reshape(logp, [n * v]), tf.tensor1d(flat, 'int32')) as tf.Tensor1D;
+    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), -1)) as tf.Tensor1D;
+    return { logProbs, entropy, hidden };
+  }
+
+  /**
+   * Per-token log-probs and entropies of a batch under the model (temperature 1), aligned with the
+   * tokens — what the trainer recomputes for tokens that sampling produced.
+   *
+   * @example
+   * ```ts
+   * const { logProbs } = model.scoreTokens(padBatch([[1, 5, 7]]));
+   * logProbs[2]; // log p(7 | 1 5)
+   * ```
+   */
+  scoreTokens(batch: TokenBatch): TokenScores {
+    validateTokenBatch(batch, this.config.vocab_size);
+    const [lpNext, entNext] = tf.tidy(() => {
+      const r = this.nextTokenScores(batch);
+      return [r.logProbs.dataSync() as Float32Array, r.entropy.dataSync() as Float32Array];
+    });
+    return alignToTokens(batch, lpNext, entNext);
+  }
+}
+
+/** Moves position-aligned next-token values onto the tokens they score. @internal */
+export function alignToTokens(batch: TokenBatch, lpNext: Float32Array, entNext: Float32Array): TokenScores {
+  const n = batch.batchSize * batch.seqLen;
+  const logProbs = new Float32Array(n);
+  const entropy = new Float32Array(n);
+  const valid = new Uint8Array(n);
+  for (let r = 0; r < batch.batchSize; r++) {
+    for (let p = 1; p < batch.seqLen; p++) {
+      if (!hasLogProb(batch, r, p)) continue;
+      const i = r * batch.seqLen + p;
+      logProbs[i] = lpNext[i - 1];
+      entropy[i] = entNext[i - 1];
+      valid[i] = 1;
+    }
+  }
+  return { logProbs, entropy, valid };
+}

@@ -1,0 +1,107 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { EngineError } from '../errors';
+import { hasLogProb, type TokenBatch } from '../model/token-batch';
+import type { Model } from '../model/transformer';
+
+/**
+ * Per-token coefficients of a surrogate loss `Σ logProbCoef·logProb + Σ entropyCoef·entropy (+ Σ valueCoef·value)`,
+ * token-aligned like {@link TokenScores} (`[B·T]`). Its gradient equals the gradient of any loss L whose
+ * derivative per token is the coefficient: give `logProbCoef = dL/dlogProb` as `@opentinker/rl` returns
+ * it (`dLogProb`) and the backward pass is that of L. Entries for tokens without a log-prob are ignored.
+ */
+export interface LossCoefficients {
+  logProbCoef: ArrayLike<number>;
+  entropyCoef?: ArrayLike<number>;
+}
+
+/**
+ * Coefficients of the SFT cross-entropy: the mean negative log-likelihood over tokens where `lossMask`
+ * is 1 (token-aligned; typically the response tokens), i.e. `logProbCoef = -lossMask / count`.
+ *
+ * @example
+ * ```ts
+ * trainer.step(batch, crossEntropyCoefficients(batch, responseMask));
+ * ```
+ */
+export function crossEntropyCoefficients(batch: TokenBatch, lossMask?: ArrayLike<number>): LossCoefficients {
+  const n = batch.batchSize * batch.seqLen;
+  const coef = new Float32Array(n);
+  let count = 0;
+  for (let b = 0; b < batch.batchSize; b++) {
+    for (let t = 0; t < batch.seqLen; t++) {
+      const i = b * batch.seqLen + t;
+      if (hasLogProb(batch, b, t) && (lossMask ? lossMask[i] : 1) !== 0) {
+        coef[i] = 1;
+        count++;
+      }
+    }
+  }
+  if (count > 0) for (let i = 0; i < n; i++) coef[i] = -coef[i] / count;
+  return { logProbCoef: coef };
+}
+
+/** Shifts token-aligned coefficients onto the positions that predict those tokens. @internal */
+export function toNextAligned(batch: TokenBatch, coef: ArrayLike<number>, field: string): Float32Array {
+  const n = batch.batchSize * batch.seqLen;
+  if (coef.length !== n) throw new EngineError('ENGINE_INVALID_INPUT', `${field} has ${coef.length} entries, expected ${n}`, field);
+  const out = new Float32Array(n);
+  for (let b = 0; b < batch.batchSize; b++) {
+    for (let t = 1; t < batch.seqLen; t++) {
+      const i = b * batch.seqLen + t;
+      if (!hasLogProb(batch, b, t)) continue;
+      const c = coef[i];
+      if (!Number.isFinite(c)) throw new EngineError('ENGINE_INVALID_INPUT', `${field}[${i}] is not finite (${c})`, field);
+      out[i - 1] = c;
+    }
+  }
+  return out;
+}
+
+/** Output of {@link surrogateLoss}: the scalar to differentiate and the position-aligned values it was built on. */
+export interface SurrogateLoss {
+  loss: tf.Scalar;
+  /** Next-token log-probs `[B·T]`, position-aligned. */
+  logProbs: tf.Tensor1D;
+  entropy: tf.Tensor1D;
+  hidden: tf.Tensor2D;
+}
+
+/**
+ * The differentiable surrogate `Σ c·logProb + Σ e·entropy` of a batch. `coefficients` may be a function
+ * of the current (token-aligned) log-probs and entropies, so a loss like PPO's, whose per-token gradient
+ * depends on the current policy, needs one forward pass only. Must be called inside `tf.tidy` (or
+ * `tf.variableGrads`). @internal
+ */
+export function surrogateLoss(
+  model: Model,
+  batch: TokenBatch,
+  coefficients: LossCoefficients | ((scores: { logProbs: Float32Array; entropy: Float32Array }) => LossCoefficients),
+): SurrogateLoss {
+  const { logProbs, entropy, hidden } = model.nextTokenScores(batch);
+  let coefs: LossCoefficients;
+  if (typeof coefficients === 'function') {
+    const lpNext = logProbs.dataSync() as Float32Array;
+    const entNext = entropy.dataSync() as Float32Array;
+    const n = lpNext.length;
+    const lp = new Float32Array(n);
+    const ent = new Float32Array(n);
+    for (let b = 0; b < batch.batchSize; b++) {
+      for (let t = 1; t < batch.seqLen; t++) {
+        if (!hasLogProb(batch, b, t)) continue;
+        const i = b * batch.seqLen + t;
+        lp[i] = lpNext[i - 1];
+        ent[i] = entNext[i - 1];
+      }
+    }
+    coefs = coefficients({ logProbs: lp, entropy: ent });
+  } else {
+    coefs = coefficients;
+  }
+  const c = tf.tensor1d(toNextAligned(batch, coefs.logProbCoef, 'logProbCoef'));
+  let loss = tf.sum(tf.mul(c, logProbs)) as tf.Scalar;
+  if (coefs.entropyCoef) {
+    const e = tf.tensor1d(toNextAligned(batch, coefs.entropyCoef, 'entropyCoef'));
+    loss = tf.add(loss, tf.sum(tf.mul(e, entropy))) as tf.Scalar;
+  }
+  return { loss, logProbs, entropy, hidden };
+}
