@@ -60,3 +60,10 @@ export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from '
 export { type ModelOptions, type TokenScores, Model } from './model/transformer';
 export { KvCache, type KvLayer } from './model/kv-cache';
 export { type LossCoefficients, crossEntropyCoefficients } from './train/logprobs';
+// I/O half: tokenizers, chat templates, stop strings.
+export { type Tokenizer, type EncodeOptions, type DecodeOptions } from './tokenizer/tokenizer';
+export { ByteTokenizer, type ByteTokenizerOptions } from './tokenizer/byte-tokenizer';
+export { HfTokenizer } from './tokenizer/hf-tokenizer';
+export { byteToUnicode, unicodeToByte } from './tokenizer/byte-level-alphabet';
+export { ChatTemplate, CHATML_TEMPLATE, type ChatMessage, type ChatRenderOptions } from './tokenizer/chat-template';
+export { StopStringScanner, cutAtStop, findEarliestStop, type StopMatch } from './tokenizer/stop-strings';
