@@ -67,3 +67,6 @@ export { HfTokenizer } from './tokenizer/hf-tokenizer';
 export { byteToUnicode, unicodeToByte } from './tokenizer/byte-level-alphabet';
 export { ChatTemplate, CHATML_TEMPLATE, type ChatMessage, type ChatRenderOptions } from './tokenizer/chat-template';
 export { StopStringScanner, cutAtStop, findEarliestStop, type StopMatch } from './tokenizer/stop-strings';
+export { type SamplingOptions, type SampledSequence, sample } from './sampling/sampler';
+export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';
+export { Prng } from './util/prng';

@@ -1,0 +1,94 @@
+import type { Prng } from '../util/prng';
+
+/** How one token is drawn from a row of logits. */
+export interface TokenSamplingParams {
+  /** 0 picks the most likely token (greedy); otherwise logits are divided by it. */
+  temperature: number;
+  /** Keep only the k most likely tokens (ties at the k-th value kept); 0 = off. */
+  topK: number;
+  /** Keep the smallest set of most likely tokens whose probability reaches p; 1 = off. */
+  topP: number;
+}
+
+/** A drawn token with its log-probabilities. */
+export interface DrawnToken {
+  token: number;
+  /** log p(token) under the model's own distribution: log-softmax of the raw logits (temperature 1, nothing filtered). */
+  logProb: number;
+  /** log q(token) under the distribution actually sampled from (temperature, top-k, top-p applied); 0 for greedy. */
+  samplingLogProb: number;
+}
+
+/**
+ * Draws one token from `logits` (one row, length = vocabulary) with temperature, then top-k, then
+ * top-p, in that order as Hugging Face's and vLLM's samplers apply them. Arithmetic in float64.
+ *
+ * @example
+ * ```ts
+ * drawToken(new Float32Array([2, 1, 0]), { temperature: 0, topK: 0, topP: 1 }, rng).token; // 0
+ * ```
+ */
+export function drawToken(logits: ArrayLike<number>, params: TokenSamplingParams, rng: Prng): DrawnToken {
+  const v = logits.length;
+  let max = -Infinity;
+  let argmax = 0;
+  for (let i = 0; i < v; i++) {
+    if (logits[i] > max) {
+      max = logits[i];
+      argmax = i;
+    }
+  }
+  let sumExp = 0;
+  for (let i = 0; i < v; i++) sumExp += Math.exp(logits[i] - max);
+  const logZ = max + Math.log(sumExp);
+  if (params.temperature === 0) {
+    return { token: argmax, logProb: logits[argmax] - logZ, samplingLogProb: 0 };
+  }
+
+  const invT = 1 / params.temperature;
+  const maxT = max * invT;
+  // Candidates, most likely first, only when a filter needs the order.
+  const filtered = (params.topK > 0 && params.topK < v) || params.topP < 1;
+  let candidates: Int32Array;
+  if (filtered) {
+    candidates = new Int32Array(v);
+    for (let i = 0; i < v; i++) candidates[i] = i;
+    candidates.sort((a, b) => logits[b] - logits[a] || a - b);
+    let keep = v;
+    if (params.topK > 0 && params.topK < v) {
+      const kth = logits[candidates[params.topK - 1]];
+      keep = params.topK;
+      while (keep < v && logits[candidates[keep]] >= kth) keep++;
+    }
+    if (params.topP < 1) {
+      let z = 0;
+      for (let j = 0; j < keep; j++) z += Math.exp(logits[candidates[j]] * invT - maxT);
+      let cum = 0;
+      let j = 0;
+      // Keep a token while the mass before it is below p: the smallest prefix whose mass reaches p.
+      while (j < keep && cum < params.topP * (1 - 1e-12)) {
+        cum += Math.exp(logits[candidates[j]] * invT - maxT) / z;
+        j++;
+      }
+      keep = Math.max(1, j);
+    }
+    candidates = candidates.subarray(0, keep);
+  } else {
+    candidates = new Int32Array(v);
+    for (let i = 0; i < v; i++) candidates[i] = i;
+  }
+  let z = 0;
+  for (let j = 0; j < candidates.length; j++) z += Math.exp(logits[candidates[j]] * invT - maxT);
+  const u = rng.uniform() * z;
+  let acc = 0;
+  let token = candidates[candidates.length - 1];
+  for (let j = 0; j < candidates.length; j++) {
+    acc += Math.exp(logits[candidates[j]] * invT - maxT);
+    if (u < acc) {
+      token = candidates[j];
+      break;
+    }
+  }
+  const samplingLogProb = logits[token] * invT - maxT - Math.log(z);
+  return { token, logProb: logits[token] - logZ, samplingLogProb };
+}

@@ -1,0 +1,161 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { EngineError } from '../errors';
+import { KvCache, type KvLayer } from '../model/kv-cache';
+import { padBatch } from '../model/token-batch';
+import type { Model, RunResult } from '../model/transformer';
+import { Prng } from '../util/prng';
+import { drawToken, type TokenSamplingParams } from './sample-token';
+
+/** Options of {@link sample}. */
+export interface SamplingOptions {
+  /** Most tokens to generate per prompt. */
+  maxNewTokens: number;
+  /** Default 1. 0 = greedy. */
+  temperature?: number;
+  /** Default 1 (off). */
+  topP?: number;
+  /** Default 0 (off). */
+  topK?: number;
+  /** Seed of the draws (default 0): the same model, prompts, options and seed give the same tokens. */
+  seed?: number;
+  /**
+   * Token ids that end a sequence (the stop token is kept in the output, with its log-prob, so the
+   * trainer sees it). Defaults to the config's `eos_token_id`(s); pass `[]` to generate to the limit.
+   */
+  stopTokenIds?: readonly number[];
+  /**
+   * Called after each new token of a row; returning true ends that row (finish reason `stop`). This
+   * is the hook for stop strings: the caller decodes `generated` with its tokenizer and looks for them.
+   */
+  stopCheck?: (row: number, generated: readonly number[]) => boolean;
+}
+
+/** One generated continuation. */
+export interface SampledSequence {
+  /** The new tokens (prompt excluded), stop token included. */
+  tokens: number[];
+  /**
+   * `logProbs[i] = log p(tokens[i] | prompt, tokens[<i])` under the model's own distribution: the
+   * log-softmax of the raw logits at temperature 1 with no top-k/top-p filtering. This is what
+   * `Model.scoreTokens` recomputes for the same tokens (to float32 round-off), i.e. the "old log-prob"
+   * of PPO-style losses.
+   */
+  logProbs: number[];
+  /** Log-probs under the distribution actually sampled from (temperature, top-k, top-p applied); 0 when greedy. */
+  samplingLogProbs: number[];
+  /** `stop`: a stop token or the stop hook ended it; `length`: `maxNewTokens` reached. */
+  finishReason: 'stop' | 'length';
+}
+
+function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o: SamplingOptions): TokenSamplingParams {
+  const bad = (msg: string, field: string): never => {
+    throw new EngineError('ENGINE_INVALID_OPTIONS', msg, field);
+  };
+  const temperature = o.temperature ?? 1;
+  const topP = o.topP ?? 1;
+  const topK = o.topK ?? 0;
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 1) bad(`maxNewTokens must be a positive integer, got ${o.maxNewTokens}`, 'maxNewTokens');
+  if (!(temperature >= 0) || !Number.isFinite(temperature)) bad(`temperature must be >= 0, got ${temperature}`, 'temperature');
+  if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${topP}`, 'topP');
+  if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${topK}`, 'topK');
+  if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
+  const vocab = model.config.vocab_size;
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', `prompt ${i} is empty`, 'prompts');
+    for (let t = 0; t < p.length; t++) {
+      if (!Number.isInteger(p[t]) || p[t] < 0 || p[t] >= vocab) {
+        throw new EngineError('ENGINE_INVALID_INPUT', `prompt ${i} token ${t} = ${p[t]} is outside the vocabulary [0, ${vocab})`, 'prompts');
+      }
+    }
+    if (p.length + o.maxNewTokens > model.config.max_position_embeddings) {
+      throw new EngineError(
+        'ENGINE_INVALID_INPUT',
+        `prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds max_position_embeddings ${model.config.max_position_embeddings}`,
+        'maxNewTokens',
+      );
+    }
+  });
+  return { temperature, topP, topK };
+}
+
+/** Runs `fn` in a tidy scope and keeps only the logits and the new cache layers. */
+function keepRun(fn: () => RunResult): { logits: tf.Tensor2D; present: KvLayer[] } {
+  const flat = tf.tidy(() => {
+    const r = fn();
+    return [r.logits, ...r.present!.flatMap((l) => [l.k, l.v])];
+  });
+  const present: KvLayer[] = [];
+  for (let i = 1; i < flat.length; i += 2) present.push({ k: flat[i], v: flat[i + 1] });
+  return { logits: flat[0] as tf.Tensor2D, present };
+}
+
+function defaultStops(model: Model): number[] {
+  const eos = model.config.eos_token_id;
+  return eos === undefined ? [] : Array.isArray(eos) ? eos : [eos];
+}
+
+/**
+ * Generates continuations of a batch of prompts with a key/value cache: one prefill pass over the
+ * prompts, then one single-token pass per new token. Prompts of different lengths are left-padded
+ * internally (so every row's next token sits in the same column); positions count real tokens only, so
+ * a prompt gets the same numbers as alone or right-padded in training. Rows that have finished keep
+ * running until all have (their extra tokens are dropped). Synchronous; tensors are freed before it
+ * returns.
+ *
+ * @example
+ * ```ts
+ * const [out] = sample(model, [tokenizer.encode('1+2=')], { maxNewTokens: 8, temperature: 1, seed: 7 });
+ * out.tokens; out.logProbs; out.finishReason; // 'stop' when an eos id was drawn
+ * ```
+ */
+export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions): SampledSequence[] {
+  const params = checkOptions(model, prompts, options);
+  const stops = new Set(options.stopTokenIds ?? defaultStops(model));
+  const seed = options.seed ?? 0;
+  const b = prompts.length;
+  const v = model.config.vocab_size;
+  const rngs = prompts.map((_, row) => new Prng(seed ^ Math.imul(row + 1, 0x9e3779b1)));
+  const out: SampledSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], samplingLogProbs: [], finishReason: 'length' }));
+  const done = new Uint8Array(b);
+  let remaining = b;
+
+  const batch = padBatch(prompts, { side: 'left' });
+  const prefill = keepRun(() => model.run(tf.tensor2d(batch.ids, [b, batch.seqLen], 'int32'), batch.mask, undefined, { lastOnly: true, present: true }));
+  const cache = new KvCache(b, prefill.present, batch.mask);
+  let logits: tf.Tensor2D = prefill.logits;
+  try {
+    const next = new Int32Array(b);
+    for (let step = 0; step < options.maxNewTokens; step++) {
+      const values = logits.dataSync() as Float32Array;
+      logits.dispose();
+      for (let row = 0; row < b; row++) {
+        if (done[row]) continue;
+        const drawn = drawToken(values.subarray(row * v, (row + 1) * v), params, rngs[row]);
+        const seq = out[row];
+        seq.tokens.push(drawn.token);
+        seq.logProbs.push(drawn.logProb);
+        seq.samplingLogProbs.push(drawn.samplingLogProb);
+        next[row] = drawn.token;
+        if (stops.has(drawn.token) || (options.stopCheck?.(row, seq.tokens) ?? false)) {
+          seq.finishReason = 'stop';
+          done[row] = 1;
+          remaining--;
+        }
+      }
+      if (remaining === 0 || step === options.maxNewTokens - 1) break;
+      const len = cache.length;
+      const mask = new Uint8Array(b * (len + 1));
+      for (let row = 0; row < b; row++) {
+        mask.set(cache.keyMask.subarray(row * len, (row + 1) * len), row * (len + 1));
+        mask[row * (len + 1) + len] = 1;
+      }
+      const r = keepRun(() => model.run(tf.tensor2d(next, [b, 1], 'int32'), mask, cache, { present: true }));
+      cache.replace(r.present, mask);
+      logits = r.logits;
+    }
+  } finally {
+    if (!logits.isDisposed) logits.dispose();
+    cache.dispose();
+  }
+  return out;
+}
