@@ -70,3 +70,7 @@ export { StopStringScanner, cutAtStop, findEarliestStop, type StopMatch } from '
 export { type SamplingOptions, type SampledSequence, sample } from './sampling/sampler';
 export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';
 export { Prng } from './util/prng';
+export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepResult, Trainer } from './train/trainer';
+export { type AdamWOptions, AdamW, defaultDecay } from './train/adamw';
+export { globalNorm, clipFactor } from './train/grad-clip';
+export { type LrSchedule, warmupCosineSchedule, warmupConstantSchedule } from './train/lr-schedule';

@@ -1,0 +1,90 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { EngineError } from '../errors';
+
+/** Hyper-parameters of {@link AdamW} (PyTorch's defaults except where noted). */
+export interface AdamWOptions {
+  betas?: [number, number];
+  eps?: number;
+  /** Decoupled weight decay (default 0.01, PyTorch's AdamW default). */
+  weightDecay?: number;
+  /** Which parameters decay, by Hugging Face name; default: all but norms and biases (as `transformers`' Trainer). */
+  decay?: (name: string) => boolean;
+}
+
+/** Default decay rule: matrices decay; RMSNorm weights and biases do not. */
+export function defaultDecay(name: string): boolean {
+  return !name.endsWith('.bias') && !name.includes('norm');
+}
+
+/**
+ * AdamW with decoupled weight decay and bias correction, step for step as `torch.optim.AdamW`:
+ * `p ← p·(1 − lr·wd)`, `m ← β1·m + (1−β1)·g`, `v ← β2·v + (1−β2)·g²`,
+ * `p ← p − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + ε)`.
+ * Moments live in tf variables beside the parameters; {@link AdamW.dispose} frees them.
+ *
+ * @example
+ * ```ts
+ * const opt = new AdamW(model.namedVariables(), { weightDecay: 0.1 });
+ * opt.apply(gradsByName, 3e-4);
+ * ```
+ */
+export class AdamW {
+  private readonly b1: number;
+  private readonly b2: number;
+  private readonly eps: number;
+  private readonly wd: number;
+  private readonly params: Array<{ name: string; variable: tf.Variable; decay: boolean; m: tf.Variable; v: tf.Variable }>;
+  private t = 0;
+
+  constructor(params: Map<string, tf.Variable>, options: AdamWOptions = {}) {
+    [this.b1, this.b2] = options.betas ?? [0.9, 0.999];
+    this.eps = options.eps ?? 1e-8;
+    this.wd = options.weightDecay ?? 0.01;
+    const bad = (msg: string, field: string) => new EngineError('ENGINE_INVALID_OPTIONS', msg, field);
+    if (!(this.b1 >= 0 && this.b1 < 1) || !(this.b2 >= 0 && this.b2 < 1)) throw bad(`betas must be in [0, 1), got [${this.b1}, ${this.b2}]`, 'betas');
+    if (!(this.eps > 0)) throw bad(`eps must be > 0, got ${this.eps}`, 'eps');
+    if (!(this.wd >= 0)) throw bad(`weightDecay must be >= 0, got ${this.wd}`, 'weightDecay');
+    const decay = options.decay ?? defaultDecay;
+    this.params = [...params].map(([name, variable]) => ({
+      name,
+      variable,
+      decay: decay(name),
+      m: tf.variable(tf.zerosLike(variable), false),
+      v: tf.variable(tf.zerosLike(variable), false),
+    }));
+  }
+
+  /** Optimizer steps taken. */
+  get steps(): number {
+    return this.t;
+  }
+
+  /** One update with gradients by parameter name (missing names are left unchanged, their moments too). */
+  apply(grads: Map<string, tf.Tensor>, lr: number): void {
+    if (!(lr >= 0) || !Number.isFinite(lr)) throw new EngineError('ENGINE_INVALID_OPTIONS', `learning rate must be a finite number >= 0, got ${lr}`, 'lr');
+    this.t++;
+    const bc1 = 1 - Math.pow(this.b1, this.t);
+    const bc2 = 1 - Math.pow(this.b2, this.t);
+    const stepSize = lr / bc1;
+    const sqrtBc2 = Math.sqrt(bc2);
+    tf.tidy(() => {
+      for (const p of this.params) {
+        const g = grads.get(p.name);
+        if (!g) continue;
+        const m = tf.add(tf.mul(p.m, this.b1), tf.mul(g, 1 - this.b1));
+        const v = tf.add(tf.mul(p.v, this.b2), tf.mul(tf.square(g), 1 - this.b2));
+        p.m.assign(m);
+        p.v.assign(v);
+        const base = p.decay && this.wd > 0 ? tf.mul(p.variable, 1 - lr * this.wd) : p.variable;
+        const denom = tf.add(tf.div(tf.sqrt(v), sqrtBc2), this.eps);
+        p.variable.assign(tf.sub(base, tf.mul(tf.div(m, denom), stepSize)));
+      }
+    });
+  }
+
+  /** Frees the moment variables. */
+  dispose(): void {
+    for (const p of this.params) tf.dispose([p.m, p.v]);
+    this.params.length = 0;
+  }
+}

@@ -1,0 +1,194 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { EngineError } from '../errors';
+import { hasLogProb, validateTokenBatch, type TokenBatch } from '../model/token-batch';
+import type { Model } from '../model/transformer';
+import { AdamW, type AdamWOptions } from './adamw';
+import { clipFactor, globalNorm } from './grad-clip';
+import { surrogateLoss, type LossCoefficients } from './logprobs';
+import type { LrSchedule } from './lr-schedule';
+
+/** Options of {@link Trainer}. */
+export interface TrainerOptions extends AdamWOptions {
+  /** A constant learning rate or a schedule of the step index. */
+  lr: number | LrSchedule;
+  /** Clip the accumulated gradients to this global L2 norm (off when absent); the norm is reported either way. */
+  maxGradNorm?: number;
+}
+
+/** Coefficients for a batch, or a function computing them from the batch's current log-probs and entropies. */
+export type CoefficientSource = LossCoefficients | ((scores: { logProbs: Float32Array; entropy: Float32Array }) => LossCoefficients);
+
+/** What one micro-batch's forward/backward pass saw. */
+export interface MicroBatchResult {
+  /** Value of the surrogate `Σ c·logProb + Σ e·entropy` (equal to the loss itself for cross-entropy coefficients). */
+  loss: number;
+  /** Token-aligned log-probs under the parameters before this step (0 where undefined). */
+  logProbs: Float32Array;
+  /** Token-aligned entropies, likewise. */
+  entropy: Float32Array;
+  /** Tokens that have a log-prob. */
+  tokens: number;
+}
+
+/** What an optimizer step did. */
+export interface StepResult {
+  /** Optimizer steps taken so far, this one included (unchanged when skipped). */
+  step: number;
+  /** Learning rate used. */
+  lr: number;
+  /** Global L2 norm of the accumulated gradients before clipping. */
+  gradNorm: number;
+  /** Whether clipping scaled the gradients down. */
+  clipped: boolean;
+  /** True when the gradient norm was not finite: no update was made. */
+  skipped: boolean;
+  /** Micro-batches accumulated into this step. */
+  microBatches: number;
+}
+
+/**
+ * Training steps for a {@link Model}: forward with per-token log-probs and entropy, backward through a
+ * surrogate loss built from per-token coefficients, gradient accumulation over micro-batches, clipping by
+ * global norm, and AdamW.
+ *
+ * The loss is given by its derivative per token: `logProbCoef[t] = dL/dlogProb[t]` (what
+ * `@opentinker/rl`'s losses return as `dLogProb`), optionally `entropyCoef[t] = dL/dentropy[t]`; the
+ * backward pass of `Σ coef·logProb` is then exactly that of L. {@link crossEntropyCoefficients} gives SFT.
+ * Coefficients may also be a function of the current log-probs, so PPO-style losses (whose gradient
+ * depends on the ratio to the old policy) run with a single forward pass per micro-batch.
+ * Gradients of micro-batches add up: scale coefficients so their sum over a step is the loss you want
+ * (e.g. divide by the number of micro-batches for a mean).
+ *
+ * @example
+ * ```ts
+ * const trainer = new Trainer(model, { lr: 3e-4, maxGradNorm: 1 });
+ * const batch = padBatch(sequences);
+ * trainer.accumulate(batch, crossEntropyCoefficients(batch, responseMask));
+ * const { gradNorm } = trainer.step();
+ *
+ * // RL: coefficients from @opentinker/rl at the current log-probs
+ * trainer.accumulate(batch, ({ logProbs }) => ({ logProbCoef: ppoLoss({ ...inputs, logProb: logProbs }).dLogProb }));
+ * trainer.step();
+ * ```
+ */
+export class Trainer {
+  private readonly optimizer: AdamW;
+  private readonly variables: Map<string, tf.Variable>;
+  private readonly names = new Map<string, string>();
+  private accumulated = new Map<string, tf.Tensor>();
+  private microBatches = 0;
+  private readonly lr: LrSchedule;
+
+  constructor(
+    readonly model: Model,
+    private readonly options: TrainerOptions,
+  ) {
+    if (!model.trainable) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model is frozen (trainable: false)', 'model');
+    const lr = options.lr;
+    if (typeof lr === 'number' && !(lr >= 0)) throw new EngineError('ENGINE_INVALID_OPTIONS', `lr must be >= 0, got ${lr}`, 'lr');
+    if (options.maxGradNorm !== undefined && !(options.maxGradNorm > 0)) {
+      throw new EngineError('ENGINE_INVALID_OPTIONS', `maxGradNorm must be > 0, got ${options.maxGradNorm}`, 'maxGradNorm');
+    }
+    this.lr = typeof lr === 'number' ? () => lr : lr;
+    this.variables = model.namedVariables();
+    for (const [name, v] of this.variables) this.names.set(v.name, name);
+    this.optimizer = new AdamW(this.variables, options);
+  }
+
+  /** Optimizer steps taken. */
+  get steps(): number {
+    return this.optimizer.steps;
+  }
+
+  /** Micro-batches accumulated since the last step. */
+  get pending(): number {
+    return this.microBatches;
+  }
+
+  /**
+   * Forward and backward pass of one micro-batch; its gradients are added to those accumulated since
+   * the last {@link Trainer.step}.
+   */
+  accumulate(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
+    validateTokenBatch(batch, this.model.config.vocab_size);
+    let lpNext: Float32Array | undefined;
+    let entNext: Float32Array | undefined;
+    const { value, grads } = tf.variableGrads(() => {
+      const s = surrogateLoss(this.model, batch, coefficients);
+      lpNext = s.logProbs.dataSync() as Float32Array;
+      entNext = s.entropy.dataSync() as Float32Array;
+      return s.loss;
+    }, [...this.variables.values()]);
+    const loss = value.dataSync()[0];
+    value.dispose();
+    for (const [varName, g] of Object.entries(grads)) {
+      const name = this.names.get(varName)!;
+      const prev = this.accumulated.get(name);
+      if (prev) {
+        this.accumulated.set(name, tf.add(prev, g));
+        tf.dispose([prev, g]);
+      } else {
+        this.accumulated.set(name, g);
+      }
+    }
+    this.microBatches++;
+    const n = batch.batchSize * batch.seqLen;
+    const logProbs = new Float32Array(n);
+    const entropy = new Float32Array(n);
+    let tokens = 0;
+    for (let b = 0; b < batch.batchSize; b++) {
+      for (let t = 1; t < batch.seqLen; t++) {
+        if (!hasLogProb(batch, b, t)) continue;
+        const i = b * batch.seqLen + t;
+        logProbs[i] = lpNext![i - 1];
+        entropy[i] = entNext![i - 1];
+        tokens++;
+      }
+    }
+    return { loss, logProbs, entropy, tokens };
+  }
+
+  /**
+   * Clips the accumulated gradients by global norm, applies AdamW at the scheduled learning rate, and
+   * clears the accumulation. A step with a non-finite gradient norm changes nothing (and is reported).
+   */
+  step(): StepResult {
+    if (this.microBatches === 0) throw new EngineError('ENGINE_INVALID_OPTIONS', 'step() before any accumulate()', 'step');
+    const lr = this.lr(this.optimizer.steps);
+    const gradNorm = globalNorm(this.accumulated.values());
+    const microBatches = this.microBatches;
+    if (!Number.isFinite(gradNorm)) {
+      this.zeroGrad();
+      return { step: this.optimizer.steps, lr, gradNorm, clipped: false, skipped: true, microBatches };
+    }
+    const factor = clipFactor(gradNorm, this.options.maxGradNorm);
+    if (factor < 1) {
+      for (const [name, g] of this.accumulated) {
+        this.accumulated.set(name, tf.mul(g, factor));
+        g.dispose();
+      }
+    }
+    this.optimizer.apply(this.accumulated, lr);
+    this.zeroGrad();
+    return { step: this.optimizer.steps, lr, gradNorm, clipped: factor < 1, skipped: false, microBatches };
+  }
+
+  /** One micro-batch and a step. */
+  trainStep(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult & StepResult {
+    const micro = this.accumulate(batch, coefficients);
+    return { ...micro, ...this.step() };
+  }
+
+  /** Drops accumulated gradients without stepping. */
+  zeroGrad(): void {
+    for (const g of this.accumulated.values()) g.dispose();
+    this.accumulated.clear();
+    this.microBatches = 0;
+  }
+
+  /** Frees optimizer state and accumulated gradients (the model stays). */
+  dispose(): void {
+    this.zeroGrad();
+    this.optimizer.dispose();
+  }
+}
