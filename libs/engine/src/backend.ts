@@ -63,7 +63,7 @@ async function tryTensorflow(skipped: BackendInfo['skipped']): Promise<BackendIn
     }
   }
   if (!skipped.some((s) => s.name === 'tensorflow')) {
-    skipped.push({ name: 'tensorflow', reason: 'neither @tensorflow/tfjs-node-gpu nor @tensorflow/tfjs-node is installed' });
+    skipped.push({ name: 'tensorflow', reason: 'not installed (neither @tensorflow/tfjs-node-gpu nor @tensorflow/tfjs-node)' });
   }
   return undefined;
 }
