@@ -8,6 +8,11 @@ the raw little-endian data. 16-bit values come from NumPy (`astype(np.float16)`)
 from exact rational rounding (round half to even) - the script checks that both agree for F16 and uses
 the rational method for BF16, which NumPy lacks.
 
+Also writes a tiny sharded Qwen2 model folder as transformers lays it out (config.json with fields the
+engine does not model, two BF16 shards, model.safetensors.index.json, generation_config.json, and the
+tokenizer files of ../src/__golden__/tokenizer made by make_tokenizer.py, which must run first). Its
+weight values follow a formula of exact bfloat16 numbers the test recomputes.
+
 Run: python3 libs/engine/reference/make_safetensors.py   (needs numpy; writes src/__golden__/safetensors/)
 """
 import json
@@ -205,10 +210,113 @@ def main():
         },
     }
     expected['narrowing'] = narrowing
+    write_tiny_qwen2(os.path.join(OUT, 'tiny-qwen2'))
+    write_tiny_lora(os.path.join(OUT, 'tiny-qwen2-lora'))
     with open(os.path.join(OUT, 'expected.json'), 'w') as f:
         json.dump(expected, f, separators=(',', ':'))
         f.write('\n')
     print('wrote', sorted(os.listdir(OUT)))
+
+
+def tiny_weight_names(layers, hidden, inter, heads, kv_heads, vocab):
+    """(name, shape) in transformers' order for a Qwen2 model with an untied head."""
+    hd = hidden // heads
+    out = [('model.embed_tokens.weight', [vocab, hidden])]
+    for i in range(layers):
+        p = f'model.layers.{i}.'
+        out += [
+            (p + 'input_layernorm.weight', [hidden]),
+            (p + 'self_attn.q_proj.weight', [heads * hd, hidden]), (p + 'self_attn.q_proj.bias', [heads * hd]),
+            (p + 'self_attn.k_proj.weight', [kv_heads * hd, hidden]), (p + 'self_attn.k_proj.bias', [kv_heads * hd]),
+            (p + 'self_attn.v_proj.weight', [kv_heads * hd, hidden]), (p + 'self_attn.v_proj.bias', [kv_heads * hd]),
+            (p + 'self_attn.o_proj.weight', [hidden, heads * hd]),
+            (p + 'post_attention_layernorm.weight', [hidden]),
+            (p + 'mlp.gate_proj.weight', [inter, hidden]), (p + 'mlp.up_proj.weight', [inter, hidden]),
+            (p + 'mlp.down_proj.weight', [hidden, inter]),
+        ]
+    out += [('model.norm.weight', [hidden]), ('lm_head.weight', [vocab, hidden])]
+    return out
+
+
+def write_tiny_qwen2(folder):
+    """A 2-layer Qwen2 folder in two BF16 shards. Tensor k (in sorted-name order) holds
+    ((i * 7 + k * 13) % 61 - 30) / 64 at flat index i: exact in bfloat16."""
+    import shutil
+    os.makedirs(folder, exist_ok=True)
+    tok_dir = os.path.join(OUT, '..', 'tokenizer')
+    vocab, hidden, inter, layers, heads, kv_heads = 320, 16, 24, 2, 4, 2
+    config = {
+        'architectures': ['Qwen2ForCausalLM'], 'attention_dropout': 0.0, 'bos_token_id': 304, 'eos_token_id': 306,
+        'hidden_act': 'silu', 'hidden_size': hidden, 'initializer_range': 0.02, 'intermediate_size': inter,
+        'max_position_embeddings': 64, 'max_window_layers': 2, 'model_type': 'qwen2', 'num_attention_heads': heads,
+        'num_hidden_layers': layers, 'num_key_value_heads': kv_heads, 'rms_norm_eps': 1e-06, 'rope_scaling': None,
+        'rope_theta': 1000000.0, 'sliding_window': 64, 'tie_word_embeddings': False, 'torch_dtype': 'bfloat16',
+        'transformers_version': '4.45.0', 'use_cache': True, 'use_sliding_window': False, 'vocab_size': vocab,
+    }
+    with open(os.path.join(folder, 'config.json'), 'w') as f:
+        json.dump(config, f, indent=2)
+    with open(os.path.join(folder, 'generation_config.json'), 'w') as f:
+        json.dump({'bos_token_id': 304, 'eos_token_id': [306, 304], 'do_sample': True, 'temperature': 0.7}, f, indent=2)
+    shutil.copy(os.path.join(tok_dir, 'tokenizer.json'), os.path.join(folder, 'tokenizer.json'))
+    shutil.copy(os.path.join(tok_dir, 'qwen2.5-tokenizer_config.json'), os.path.join(folder, 'tokenizer_config.json'))
+
+    names = tiny_weight_names(layers, hidden, inter, heads, kv_heads, vocab)
+    rank = {n: k for k, n in enumerate(sorted(n for n, _ in names))}
+    tensors = {}
+    for name, shape in names:
+        count = int(np.prod(shape))
+        values = [((i * 7 + rank[name] * 13) % 61 - 30) / 64 for i in range(count)]
+        raw = b''.join(struct.pack('<H', to_bf16_bits(v)) for v in values)
+        tensors[name] = ('BF16', shape, raw)
+    # An old-style rotary cache some checkpoints carry; loaders ignore it.
+    tensors['model.layers.0.self_attn.rotary_emb.inv_freq'] = ('F32', [2], np.array([1.0, 0.01], dtype='<f4').tobytes())
+    first = [n for n, _ in names[: len(names) // 2]] + ['model.layers.0.self_attn.rotary_emb.inv_freq']
+    shards = [
+        ('model-00001-of-00002.safetensors', {n: tensors[n] for n in first}),
+        ('model-00002-of-00002.safetensors', {n: t for n, t in tensors.items() if n not in first}),
+    ]
+    weight_map = {}
+    total = 0
+    for fname, part in shards:
+        write_file(os.path.join(folder, fname), part, {'format': 'pt'})
+        for n, (dtype, shape, raw) in part.items():
+            weight_map[n] = fname
+            total += len(raw)
+    with open(os.path.join(folder, 'model.safetensors.index.json'), 'w') as f:
+        json.dump({'metadata': {'total_size': total}, 'weight_map': dict(sorted(weight_map.items()))}, f, indent=2)
+
+
+def write_tiny_lora(folder):
+    """A PEFT LoRA adapter for tiny-qwen2 (r 4, q_proj and v_proj), adapter_config.json as PEFT 0.18 writes
+    it. Factor k (in sorted key order) holds ((i * 5 + k * 3) % 17 - 8) / 32 at flat index i."""
+    os.makedirs(folder, exist_ok=True)
+    r, hidden, heads, kv_heads = 4, 16, 4, 2
+    hd = hidden // heads
+    config = {
+        'alora_invocation_tokens': None, 'alpha_pattern': {}, 'arrow_config': None, 'auto_mapping': None,
+        'base_model_name_or_path': 'tiny-qwen2', 'bias': 'none', 'corda_config': None, 'ensure_weight_tying': False,
+        'eva_config': None, 'exclude_modules': None, 'fan_in_fan_out': False, 'inference_mode': True,
+        'init_lora_weights': True, 'layer_replication': None, 'layers_pattern': None, 'layers_to_transform': None,
+        'loftq_config': {}, 'lora_alpha': 8, 'lora_bias': False, 'lora_dropout': 0.05, 'megatron_config': None,
+        'megatron_core': 'megatron.core', 'modules_to_save': None, 'peft_type': 'LORA', 'peft_version': '0.18.0',
+        'qalora_group_size': 16, 'r': r, 'rank_pattern': {}, 'revision': None, 'target_modules': ['v_proj', 'q_proj'],
+        'target_parameters': None, 'task_type': 'CAUSAL_LM', 'trainable_token_indices': None, 'use_dora': False,
+        'use_qalora': False, 'use_rslora': False,
+    }
+    with open(os.path.join(folder, 'adapter_config.json'), 'w') as f:
+        json.dump(config, f, indent=2)
+    shapes = {}
+    for i in range(2):
+        for proj, out in (('q_proj', heads * hd), ('v_proj', kv_heads * hd)):
+            base = f'base_model.model.model.layers.{i}.self_attn.{proj}'
+            shapes[base + '.lora_A.weight'] = [r, hidden]
+            shapes[base + '.lora_B.weight'] = [out, r]
+    tensors = {}
+    for k, name in enumerate(sorted(shapes)):
+        count = int(np.prod(shapes[name]))
+        values = np.array([((i * 5 + k * 3) % 17 - 8) / 32 for i in range(count)], dtype='<f4')
+        tensors[name] = ('F32', shapes[name], values.tobytes())
+    write_file(os.path.join(folder, 'adapter_model.safetensors'), tensors, {'format': 'pt'})
 
 
 if __name__ == '__main__':

@@ -74,3 +74,32 @@ export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, typ
 export { type AdamWOptions, AdamW, defaultDecay } from './train/adamw';
 export { globalNorm, clipFactor } from './train/grad-clip';
 export { type LrSchedule, warmupCosineSchedule, warmupConstantSchedule } from './train/lr-schedule';
+// I/O half: Hugging Face model folders, PEFT LoRA adapters.
+export { type SerializableTokenizer, isSerializableTokenizer } from './tokenizer/tokenizer';
+export { tokenizerFromJson } from './tokenizer/tokenizer-from-json';
+export {
+  type HfTensorEntry,
+  type HfModelDirInfo,
+  type HfModelDir,
+  type HfModelToSave,
+  type SaveHfModelOptions,
+  type SavedHfModel,
+  SUPPORTED_ARCHITECTURES,
+  DEFAULT_MAX_SHARD_BYTES,
+  checkArchitecture,
+  inspectHfModelDir,
+  loadHfModelDir,
+  saveHfModelDir,
+} from './io/hf-model-dir';
+export {
+  type LoraAdapterConfig,
+  type LoraFactors,
+  type LoraAdapter,
+  loraScaling,
+  peftKey,
+  isTargetModule,
+  validateLoraAdapterConfig,
+  validateLoraWeights,
+  saveLoraAdapter,
+  loadLoraAdapter,
+} from './io/peft-adapter';

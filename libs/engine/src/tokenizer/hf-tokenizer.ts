@@ -33,7 +33,8 @@ export class HfTokenizer implements Tokenizer {
 
   private constructor(
     private readonly impl: HfTokenizerImpl,
-    config: Record<string, unknown>,
+    private readonly json: Record<string, unknown>,
+    private readonly config: Record<string, unknown>,
   ) {
     const vocab = impl.get_vocab(true);
     let max = -1;
@@ -65,12 +66,11 @@ export class HfTokenizer implements Tokenizer {
     let impl: HfTokenizerImpl;
     try {
       // The library reads `added_tokens` unconditionally; tokenizer.json files always have it, but be kind.
-      const json = { added_tokens: [], ...(tokenizerJson as Record<string, unknown>) };
-      impl = new HfTokenizerImpl(json, tokenizerConfig);
+      impl = new HfTokenizerImpl({ added_tokens: [], ...(tokenizerJson as Record<string, unknown>) }, tokenizerConfig);
     } catch (e) {
       throw new EngineError('ENGINE_IO', `tokenizer.json could not be loaded: ${(e as Error).message}`);
     }
-    return new HfTokenizer(impl, tokenizerConfig);
+    return new HfTokenizer(impl, tokenizerJson as Record<string, unknown>, tokenizerConfig);
   }
 
   encode(text: string, options: EncodeOptions = {}): number[] {
@@ -96,5 +96,15 @@ export class HfTokenizer implements Tokenizer {
 
   tokenToId(token: string): number | undefined {
     return this.impl.token_to_id(token);
+  }
+
+  /** The `tokenizer.json` this tokenizer was built from (shared, not copied: do not modify). */
+  toTokenizerJson(): Record<string, unknown> {
+    return this.json;
+  }
+
+  /** Its `tokenizer_config.json`, with `chat_template` replaced when one is given. */
+  toTokenizerConfig(chatTemplate?: string): Record<string, unknown> {
+    return chatTemplate === undefined ? { ...this.config } : { ...this.config, chat_template: chatTemplate };
   }
 }

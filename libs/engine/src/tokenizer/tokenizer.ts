@@ -42,3 +42,16 @@ export interface Tokenizer {
   /** The id of a vocabulary entry or special token, or undefined. */
   tokenToId(token: string): number | undefined;
 }
+
+/** A tokenizer that can write itself as Hugging Face files (`tokenizer.json`, `tokenizer_config.json`). */
+export interface SerializableTokenizer extends Tokenizer {
+  toTokenizerJson(): Record<string, unknown>;
+  /** `tokenizer_config.json`, with `chat_template` set when one is given. */
+  toTokenizerConfig(chatTemplate?: string): Record<string, unknown>;
+}
+
+/** Whether a tokenizer can be saved into a model folder. */
+export function isSerializableTokenizer(tokenizer: Tokenizer): tokenizer is SerializableTokenizer {
+  const t = tokenizer as Partial<SerializableTokenizer>;
+  return typeof t.toTokenizerJson === 'function' && typeof t.toTokenizerConfig === 'function';
+}
