@@ -31,13 +31,40 @@ export function ropeTables(positions: ArrayLike<number>, headDim: number, theta:
   return { cos, sinSigned };
 }
 
+const swapCache = new Map<number, Float32Array>();
+
+/** The `[headDim, headDim]` permutation that swaps the two halves of a vector (symmetric, its own inverse). */
+export function halfSwapMatrix(headDim: number): Float32Array {
+  let m = swapCache.get(headDim);
+  if (!m) {
+    const half = headDim / 2;
+    m = new Float32Array(headDim * headDim);
+    for (let i = 0; i < half; i++) {
+      m[i * headDim + i + half] = 1;
+      m[(i + half) * headDim + i] = 1;
+    }
+    swapCache.set(headDim, m);
+  }
+  return m;
+}
+
 /**
  * Applies rotary positions to `x` of shape `[B, T, heads, headDim]` with tables shaped `[B, T, 1, headDim]`.
- * The half swap is a reverse over a `[…, 2, headDim/2]` view — an elementwise copy, unlike slicing,
- * which on wasm copies its whole input per call.
+ * The half swap is a product with a permutation matrix `swap` ({@link halfSwapMatrix}): on wasm a 2-D
+ * matmul runs ~6× faster than `reverse` or `gather` along the last axis, and far faster than slicing,
+ * which copies its whole input per call. The permutation is symmetric, so the gradient is the same
+ * product (a custom gradient keeps it a plain, untransposed matmul).
  */
-export function applyRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor): tf.Tensor {
-  const [b, t, h, d] = x.shape as [number, number, number, number];
-  const swapped = tf.reshape(tf.reverse(tf.reshape(x, [b, t, h, 2, d / 2]), [3]), [b, t, h, d]);
-  return tf.add(tf.mul(x, cos), tf.mul(swapped, sinSigned));
+export function applyRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, swap: tf.Tensor2D): tf.Tensor {
+  const d = x.shape[x.shape.length - 1] as number;
+  // The matrix is an input (and saved), not a closure: the forward pass's scope frees its own
+  // intermediates before the backward pass runs.
+  const swapHalves = tf.customGrad(((input: tf.Tensor, p: tf.Tensor2D, save: (ts: tf.Tensor[]) => void) => {
+    save([p]);
+    return {
+      value: tf.reshape(tf.matMul(tf.reshape(input, [-1, d]), p), input.shape),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [tf.reshape(tf.matMul(tf.reshape(dy, [-1, d]), saved[0] as tf.Tensor2D), dy.shape), tf.zerosLike(saved[0])],
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor, p: tf.Tensor2D) => tf.Tensor;
+  return tf.add(tf.mul(x, cos), tf.mul(swapHalves(x, swap), sinSigned));
 }

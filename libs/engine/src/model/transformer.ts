@@ -4,7 +4,7 @@ import { attentionInputs, groupedQueryAttention } from './attention';
 import type { KvCache, KvLayer } from './kv-cache';
 import { headDim, validateModelConfig, type ModelConfig } from './model-config';
 import { rmsNorm } from './rms-norm';
-import { applyRope, ropeTables } from './rope';
+import { applyRope, halfSwapMatrix, ropeTables } from './rope';
 import { swiglu } from './swiglu';
 import { hasLogProb, validateTokenBatch, type TokenBatch } from './token-batch';
 import { initWeights, validateWeights, weightSpecs, type NamedWeights } from './weights';
@@ -237,6 +237,7 @@ export class Model {
     const cosT = tf.tensor4d(cos, [b, t, 1, hd]);
     const sinT = tf.tensor4d(sinSigned, [b, t, 1, hd]);
     const biasT = tf.tensor(bias, [b, 1, 1, t, s]);
+    const swap = tf.tensor2d(halfSwapMatrix(hd), [hd, hd]);
     const scale = 1 / Math.sqrt(hd);
 
     let x = tf.gather(this.embed, tf.reshape(ids, [n])) as tf.Tensor2D;
@@ -249,8 +250,8 @@ export class Model {
       if (L.qBias) q = tf.add(q, L.qBias);
       if (L.kBias) k = tf.add(k, L.kBias);
       if (L.vBias) v = tf.add(v, L.vBias);
-      q = tf.mul(applyRope(tf.reshape(q, [b, t, h, hd]), cosT, sinT), scale);
-      k = tf.transpose(applyRope(tf.reshape(k, [b, t, kvh, hd]), cosT, sinT), [0, 2, 1, 3]);
+      q = tf.mul(applyRope(tf.reshape(q, [b, t, h, hd]), cosT, sinT, swap), scale);
+      k = tf.transpose(applyRope(tf.reshape(k, [b, t, kvh, hd]), cosT, sinT, swap), [0, 2, 1, 3]);
       v = tf.transpose(tf.reshape(v, [b, t, kvh, hd]), [0, 2, 1, 3]);
       if (past) {
         const p = past.layers[i];
