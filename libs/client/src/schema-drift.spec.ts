@@ -24,7 +24,13 @@ describe('the generated schema', () => {
     const pkg = createRequire(join(CLIENT, 'package.json')).resolve('openapi-typescript/package.json');
     const bin = join(dirname(pkg), 'bin', 'cli.js');
     const out = join(dir, 'schema.ts');
-    await promisify(execFile)(process.execPath, [bin, '../../openapi.json', '-o', out], { cwd: CLIENT });
+    // The same command as `npm run generate`, writing elsewhere.
+    const script: string = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')).scripts.generate;
+    const [command, ...args] = script.split(/\s+/);
+    expect(command).toBe('openapi-typescript');
+    const o = args.indexOf('-o');
+    args[o + 1] = out;
+    await promisify(execFile)(process.execPath, [bin, ...args], { cwd: CLIENT });
     const committed = readFileSync(join(CLIENT, 'src', 'generated', 'schema.ts'), 'utf8');
     const fresh = readFileSync(out, 'utf8');
     if (fresh !== committed) {

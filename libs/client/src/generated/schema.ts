@@ -462,7 +462,7 @@ export interface components {
              * @default user
              * @enum {string}
              */
-            role: "user" | "admin";
+            role?: "user" | "admin";
         };
         CreatedUserDto: {
             api_key: components["schemas"]["IssuedKeyDto"];
@@ -705,42 +705,42 @@ export interface components {
              * @description Printed on every step
              * @default tick
              */
-            message: string;
+            message?: string;
             /** @description A label for listings */
             name?: string;
             /**
              * @description Higher runs first; FIFO within a priority
              * @default 0
              */
-            priority: number;
+            priority?: number;
             /**
              * @default {
              *       "cpu_slots": 1,
              *       "gpus": 0
              *     }
              */
-            resources: {
+            resources?: {
                 /**
                  * @description CPU slots the job needs
                  * @default 1
                  */
-                cpu_slots: number;
+                cpu_slots?: number;
                 /**
                  * @description GPUs the job needs (CUDA_VISIBLE_DEVICES)
                  * @default 0
                  */
-                gpus: number;
+                gpus?: number;
             };
             /**
              * @description Pause after each step
              * @default 1
              */
-            step_seconds: number;
+            step_seconds?: number;
             /**
              * @description Steps to count
              * @default 10
              */
-            steps: number;
+            steps?: number;
         };
         LivenessDto: {
             /** @example ok */

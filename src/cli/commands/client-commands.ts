@@ -1,0 +1,32 @@
+import { Command, CommanderError } from 'commander';
+import { EXIT } from './cli-error';
+import { registerAuthCommands } from './auth.commands';
+import { registerEnvsCommands } from './envs.commands';
+import { registerJobsCommands } from './jobs.commands';
+import { registerKeysCommands } from './keys.commands';
+import { registerUsersCommands } from './users.commands';
+
+/**
+ * The commands that talk to a running server through `@opentinker/client` (never the server's own
+ * modules): `login`, `logout`, `users`, `keys`, `envs`, `jobs`. Each group lives in its own file.
+ */
+export function registerClientCommands(program: Command): void {
+  const before = new Set(program.commands);
+  registerAuthCommands(program);
+  registerUsersCommands(program);
+  registerKeysCommands(program);
+  registerEnvsCommands(program);
+  registerJobsCommands(program);
+  for (const command of program.commands) if (!before.has(command)) exitWithUsageCode(command);
+}
+
+/**
+ * Commander exits with 1 on a malformed command line (after naming the offending token); these
+ * commands promise 2 for that, so scripts can tell a typo from a refused request.
+ */
+function exitWithUsageCode(command: Command): void {
+  command.exitOverride((error: CommanderError) => {
+    process.exit(error.exitCode === 0 ? EXIT.OK : EXIT.USAGE);
+  });
+  for (const sub of command.commands) exitWithUsageCode(sub);
+}

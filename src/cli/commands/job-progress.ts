@@ -1,0 +1,140 @@
+import type { Job, JobEvent, JobState } from '@opentinker/client';
+import { formatBytes, formatDuration, formatNumber } from './output';
+
+/** What `jobs watch` knows about a job, folded from its events. */
+export interface WatchSnapshot {
+  state: JobState | 'unknown';
+  step?: number;
+  total?: number | null;
+  message?: string | null;
+  /** The latest value of each metric, in the order they first appeared. */
+  metrics: Map<string, number>;
+  /** The first and latest progress reports (server time), for the rate and the ETA. */
+  first?: { step: number; time: number };
+  last?: { step: number; time: number };
+  artifacts: { name: string; size: number }[];
+}
+
+/** Metrics shown on the progress line; the summary shows them all. */
+const LINE_METRICS = 4;
+const BAR = 20;
+
+/** The starting point: the job's state only, since the event stream replays its progress from the start. */
+export function initialSnapshot(job?: Job): WatchSnapshot {
+  return { state: job?.state ?? 'unknown', metrics: new Map(), artifacts: [] };
+}
+
+/** Folds one event into the snapshot (in place) and returns it. */
+export function applyEvent(s: WatchSnapshot, e: JobEvent): WatchSnapshot {
+  switch (e.type) {
+    case 'state':
+      s.state = e.data.state;
+      break;
+    case 'progress': {
+      s.step = e.data.step;
+      s.total = e.data.total;
+      s.message = e.data.message;
+      const point = { step: e.data.step, time: Date.parse(e.data.time) };
+      // A step counter that went back (a resumed attempt) restarts the rate measurement.
+      if (!s.first || point.step < (s.last?.step ?? 0)) s.first = point;
+      s.last = point;
+      break;
+    }
+    case 'metrics':
+      for (const p of e.data.points) s.metrics.set(p.name, p.value);
+      break;
+    case 'artifact':
+      s.artifacts = [...s.artifacts.filter((a) => a.name !== e.data.name), { name: e.data.name, size: e.data.size }];
+      break;
+    case 'end':
+      if (e.data.state) s.state = e.data.state;
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+/** Time left at the rate measured so far, when there is a total and a rate. */
+export function etaMs(s: WatchSnapshot): number | undefined {
+  if (!s.first || !s.last || !s.total || s.step === undefined) return undefined;
+  const steps = s.last.step - s.first.step;
+  const ms = s.last.time - s.first.time;
+  if (steps <= 0 || ms <= 0) return undefined;
+  return Math.max(0, ((s.total - s.step) * ms) / steps);
+}
+
+/**
+ * The one-line status a terminal redraws in place: state, a bar with step/total, the ETA and the
+ * latest metrics, cut to the terminal's width.
+ *
+ * @example
+ * ```ts
+ * progressLine(snapshot, 80); // 'running  ███████░░░░░░░░░░░░░  37/100 37%  ETA 1m05s  reward 0.52 · loss 0.12'
+ * ```
+ */
+export function progressLine(s: WatchSnapshot, width = 80): string {
+  const parts: string[] = [s.state];
+  if (s.step !== undefined) {
+    if (s.total) {
+      const frac = Math.min(1, s.step / s.total);
+      const filled = Math.round(frac * BAR);
+      parts.push(`${'█'.repeat(filled)}${'░'.repeat(BAR - filled)}  ${s.step}/${s.total} ${Math.floor(frac * 100)}%`);
+    } else {
+      parts.push(`step ${s.step}`);
+    }
+  }
+  // The ETA before the metrics: when the line is too wide, metrics are what gets cut.
+  const eta = etaMs(s);
+  if (eta !== undefined && s.state === 'running') parts.push(`ETA ${formatDuration(eta)}`);
+  if (s.metrics.size) {
+    parts.push([...s.metrics].slice(0, LINE_METRICS).map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · '));
+  }
+  const line = parts.join('  ');
+  return line.length > width - 1 ? `${line.slice(0, Math.max(0, width - 2))}…` : line;
+}
+
+/** The line `jobs watch` prints for an event when the output is not a terminal (logs aside). */
+export function plainEventLine(e: JobEvent): string | undefined {
+  switch (e.type) {
+    case 'state': {
+      const { state, time: _time, ...detail } = e.data;
+      const extra = Object.entries(detail).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+      return `state ${state}${extra ? ` ${extra}` : ''}`;
+    }
+    case 'progress':
+      return `progress ${e.data.step}${e.data.total ? `/${e.data.total}` : ''}${e.data.message ? ` ${e.data.message}` : ''}`;
+    case 'metrics': {
+      const byStep = new Map<number, string[]>();
+      for (const p of e.data.points) byStep.set(p.step, [...(byStep.get(p.step) ?? []), `${p.name}=${formatNumber(p.value)}`]);
+      return [...byStep].map(([step, values]) => `metrics step ${step}: ${values.join(' ')}`).join('\n');
+    }
+    case 'artifact':
+      return `artifact ${e.data.name} (${formatBytes(e.data.size)})`;
+    case 'end':
+      return undefined;
+    case 'other':
+      return `${e.event} ${JSON.stringify(e.data)}`;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * What `jobs watch` prints when the job has ended.
+ *
+ * @example
+ * ```ts
+ * summaryLines(job, snapshot);
+ * // ['Job 4f0c… succeeded in 5.1s (10/10 steps)', '  metrics    value 10', '  artifacts  result.json (120 B)']
+ * ```
+ */
+export function summaryLines(job: Job, s: WatchSnapshot): string[] {
+  const took = job.started_at && job.finished_at ? ` in ${formatDuration(Date.parse(job.finished_at) - Date.parse(job.started_at))}` : '';
+  const steps = s.step !== undefined ? ` (${s.step}${s.total ? `/${s.total}` : ''} steps)` : '';
+  const lines = [`Job ${job.id}${job.name ? ` "${job.name}"` : ''} ${job.state}${took}${steps}`];
+  if (s.metrics.size) lines.push(`  metrics    ${[...s.metrics].map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · ')}`);
+  if (s.artifacts.length) lines.push(`  artifacts  ${s.artifacts.map((a) => `${a.name} (${formatBytes(a.size)})`).join(', ')}`);
+  if (job.error) lines.push(`  error      ${job.error}`);
+  return lines;
+}
