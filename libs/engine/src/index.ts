@@ -55,6 +55,7 @@ export {
 // Numerics half: backends, the transformer, log-probs.
 export { type BackendName, type BackendInfo, type InitBackendOptions, initBackend, currentBackend } from './backend';
 export { registerEngineGradients } from './kernels/gradients';
+export { useFastWasmMatMul, isFastWasmMatMulOn } from './kernels/wasm-batch-matmul';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
 export { type ModelOptions, type TokenScores, Model } from './model/transformer';
@@ -103,3 +104,20 @@ export {
   saveLoraAdapter,
   loadLoraAdapter,
 } from './io/peft-adapter';
+// I/O half: `opentinker model info|sample|score`.
+export {
+  type ModelInfoReport,
+  type ModelSampleOptions,
+  type ModelSampleReport,
+  type ModelScoreOptions,
+  type ModelScoreReport,
+  type ScoredToken,
+  type TokenRef,
+  type CommandOutput,
+  modelInfo,
+  modelSample,
+  modelScore,
+  formatModelInfo,
+  formatModelScore,
+  registerModelCommands,
+} from './cli/model.command';
