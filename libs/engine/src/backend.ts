@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { EngineError } from './errors';
 import { registerEngineGradients } from './kernels/gradients';
+import { useFastWasmMatMul } from './kernels/wasm-batch-matmul';
 import { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 
 /** The TensorFlow.js backends the engine knows, fastest first. */
@@ -20,6 +21,8 @@ export interface BackendInfo {
   simd?: boolean;
   /** For `wasm`: whether multi-threading is on (tfjs turns it off under Node). */
   threads?: boolean;
+  /** For `wasm`: whether the engine's faster BatchMatMul kernel is registered (see `useFastWasmMatMul`). */
+  fastMatMul?: boolean;
   /** Backends tried before this one and why each was passed over. */
   skipped: Array<{ name: BackendName; reason: string }>;
 }
@@ -31,6 +34,11 @@ export interface InitBackendOptions {
    * tensorflow → wasm → cpu. Defaults to `OPENTINKER_ENGINE_BACKEND` when set.
    */
   backend?: BackendName;
+  /**
+   * On wasm, replace the stock BatchMatMul with the engine's faster one (transposes materialised,
+   * batches cut into 2-D XNNPACK products). Default true unless `OPENTINKER_ENGINE_FAST_MATMUL=0`.
+   */
+  fastMatMul?: boolean;
 }
 
 // `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
@@ -68,7 +76,7 @@ async function tryTensorflow(skipped: BackendInfo['skipped']): Promise<BackendIn
   return undefined;
 }
 
-async function tryWasm(skipped: BackendInfo['skipped']): Promise<BackendInfo | undefined> {
+async function tryWasm(skipped: BackendInfo['skipped'], options: InitBackendOptions): Promise<BackendInfo | undefined> {
   try {
     if (!wasmPathsSet) {
       // Point the loader at the .wasm files in node_modules so it never fetches from a CDN.
@@ -83,7 +91,8 @@ async function tryWasm(skipped: BackendInfo['skipped']): Promise<BackendInfo | u
     }
     const simd = Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'));
     const threads = Boolean(await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'));
-    return { name: 'wasm', simd, threads, skipped };
+    const fastMatMul = useFastWasmMatMul(options.fastMatMul ?? process.env.OPENTINKER_ENGINE_FAST_MATMUL !== '0');
+    return { name: 'wasm', simd, threads, fastMatMul, skipped };
   } catch (e) {
     skipped.push({ name: 'wasm', reason: errorText(e) });
     return undefined;
@@ -125,14 +134,14 @@ export async function initBackend(options: InitBackendOptions = {}): Promise<Bac
   // The engine reports its backend itself; PROD silences tfjs's "install tfjs-node" banner.
   tf.env().set('PROD', true);
   const skipped: BackendInfo['skipped'] = [];
-  const order: Array<[BackendName, (s: BackendInfo['skipped']) => Promise<BackendInfo | undefined>]> = [
+  const order: Array<[BackendName, (s: BackendInfo['skipped'], o: InitBackendOptions) => Promise<BackendInfo | undefined>]> = [
     ['tensorflow', tryTensorflow],
     ['wasm', tryWasm],
     ['cpu', tryCpu],
   ];
   for (const [name, attempt] of order) {
     if (wanted && name !== wanted) continue;
-    const info = await attempt(skipped);
+    const info = await attempt(skipped, options);
     if (info) {
       current = info;
       return info;

@@ -1,0 +1,69 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { initBackend } from '../backend';
+import { maxAbsDiff } from '../testing/backends';
+import { Prng } from '../util/prng';
+import { isFastWasmMatMulOn, useFastWasmMatMul } from './wasm-batch-matmul';
+
+function random(shape: number[], seed: number): tf.Tensor {
+  const rng = new Prng(seed);
+  const n = shape.reduce((a, b) => a * b, 1);
+  return tf.tensor(Float32Array.from({ length: n }, () => rng.normal()), shape);
+}
+
+/** [aShape, bShape, transposeA, transposeB] */
+const cases: Array<[number[], number[], boolean, boolean]> = [
+  [[64, 48], [48, 40], false, false], // 2-D plain: stock path
+  [[48, 64], [48, 40], true, false], // weight-gradient form
+  [[64, 48], [40, 48], false, true], // tied output head form
+  [[48, 64], [40, 48], true, true],
+  [[3, 64, 32], [3, 32, 64], false, false], // batched attention forms
+  [[2, 3, 64, 32], [2, 3, 64, 32], false, true],
+  [[2, 3, 64, 64], [2, 3, 64, 32], true, false],
+  [[2, 32, 64], [2, 48, 32], true, true],
+  [[1, 64, 32], [4, 32, 64], false, false], // broadcast batch
+  [[4, 64, 32], [32, 64], false, false],
+  [[5, 1, 32], [5, 40, 32], false, true], // tiny slices: stock path
+];
+
+describe('faster wasm BatchMatMul', () => {
+  beforeAll(async () => {
+    const info = await initBackend({ backend: 'wasm' });
+    expect(info.fastMatMul).toBe(true);
+  });
+  afterAll(() => useFastWasmMatMul(true));
+
+  it.each(cases)('matches the stock kernel: %j × %j (tA=%s, tB=%s)', (aShape, bShape, ta, tb) => {
+    const a = random(aShape, 1);
+    const b = random(bShape, 2);
+    useFastWasmMatMul(false);
+    const expected = tf.tidy(() => tf.matMul(a, b, ta, tb));
+    useFastWasmMatMul(true);
+    const before = tf.memory().numTensors;
+    const got = tf.matMul(a, b, ta, tb);
+    expect(got.shape).toEqual(expected.shape);
+    expect(maxAbsDiff(got.dataSync(), expected.dataSync())).toBeLessThan(1e-4);
+    got.dispose();
+    expect(tf.memory().numTensors).toBe(before);
+    tf.dispose([a, b, expected]);
+  });
+
+  it('can be switched off and on', () => {
+    expect(useFastWasmMatMul(false)).toBe(false);
+    expect(isFastWasmMatMulOn()).toBe(false);
+    expect(useFastWasmMatMul(true)).toBe(true);
+    expect(isFastWasmMatMulOn()).toBe(true);
+  });
+
+  it('frees its temporaries: heap use is flat over repeated calls', () => {
+    const a = random([4, 64, 48], 3);
+    const b = random([4, 40, 48], 4);
+    const run = () => tf.tidy(() => void tf.matMul(a, b, false, true));
+    run();
+    const before = tf.memory() as tf.MemoryInfo & { numDataBuffers: number };
+    for (let i = 0; i < 20; i++) run();
+    const after = tf.memory() as tf.MemoryInfo & { numDataBuffers: number };
+    expect(after.numBytes).toBe(before.numBytes);
+    expect(after.numDataBuffers).toBe(before.numDataBuffers); // backend-side buffers: views and transposes released
+    tf.dispose([a, b]);
+  });
+});
