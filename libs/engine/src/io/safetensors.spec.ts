@@ -141,6 +141,17 @@ describe('safetensors', () => {
     ).toThrow(/duplicate tensor name "a"/);
   });
 
+  it('returns tensors that do not alias the buffer they were decoded from', () => {
+    const bytes = encodeSafetensors([
+      ['a', { shape: [2], data: new Float32Array([1, 2]) }],
+      ['b', { shape: [1], data: new Int32Array([7]) }],
+    ]);
+    const { tensors } = decodeSafetensors(bytes);
+    bytes.fill(0, 8);
+    expect([...tensors.get('a')!.data]).toEqual([1, 2]);
+    expect([...tensors.get('b')!.data]).toEqual([7]);
+  });
+
   it('reads a file without metadata and with an unpadded header', () => {
     const header = new TextEncoder().encode('{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}');
     const bytes = new Uint8Array(8 + header.length + 4);

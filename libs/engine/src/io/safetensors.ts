@@ -224,36 +224,41 @@ export function decodeTensorBytes(dtype: SafetensorsDtype, shape: readonly numbe
   assertLittleEndianHost();
   const n = numel(shape);
   if (bytes.length !== n * DTYPE_BYTES[dtype]) corrupt(`${dtype}[${shape}] needs ${n * DTYPE_BYTES[dtype]} bytes, got ${bytes.length}`);
-  // Copy into a fresh buffer: the bytes may sit at an offset no typed array can be aligned to.
-  const aligned = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice();
-  const buf = aligned.buffer;
+  // Bytes that own their whole buffer (a fresh read from a file) are viewed in place; others are copied,
+  // both because they may sit at an offset no typed array can be aligned to and so the result never
+  // aliases the caller's buffer.
+  const copied = bytes.byteOffset % 8 !== 0;
+  const aligned = copied ? bytes.slice() : bytes;
+  const owned = copied || (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer);
+  const buf = aligned.buffer as ArrayBuffer;
   const off = aligned.byteOffset;
+  const own = <T>(make: (b: ArrayBuffer) => T): T => (owned ? make(buf) : make(buf.slice(off, off + bytes.length)));
   switch (dtype) {
     case 'F32':
-      return new Float32Array(buf.slice(off, off + n * 4));
+      return own((b) => new Float32Array(b));
     case 'F16':
       return decodeFloat16(new Uint16Array(buf, off, n));
     case 'BF16':
       return decodeBfloat16(new Uint16Array(buf, off, n));
     case 'F64':
-      return new Float64Array(buf.slice(off, off + n * 8));
+      return own((b) => new Float64Array(b));
     case 'I64':
-      return new BigInt64Array(buf.slice(off, off + n * 8));
+      return own((b) => new BigInt64Array(b));
     case 'U64':
-      return new BigUint64Array(buf.slice(off, off + n * 8));
+      return own((b) => new BigUint64Array(b));
     case 'I32':
-      return new Int32Array(buf.slice(off, off + n * 4));
+      return own((b) => new Int32Array(b));
     case 'U32':
-      return new Uint32Array(buf.slice(off, off + n * 4));
+      return own((b) => new Uint32Array(b));
     case 'I16':
-      return new Int16Array(buf.slice(off, off + n * 2));
+      return own((b) => new Int16Array(b));
     case 'U16':
-      return new Uint16Array(buf.slice(off, off + n * 2));
+      return own((b) => new Uint16Array(b));
     case 'I8':
-      return new Int8Array(buf.slice(off, off + n));
+      return own((b) => new Int8Array(b));
     case 'U8':
     case 'BOOL':
-      return new Uint8Array(buf.slice(off, off + n));
+      return own((b) => new Uint8Array(b));
     default:
       throw new EngineError('ENGINE_IO', `safetensors dtype ${dtype} cannot be decoded (supported: F64, F32, F16, BF16, I64, U64, I32, U32, I16, U16, I8, U8, BOOL)`);
   }

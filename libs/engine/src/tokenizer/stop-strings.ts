@@ -54,7 +54,11 @@ export class StopStringScanner {
   private readonly ids: number[] = [];
   private readonly stops: string[];
   private readonly maxStop: number;
-  private decoded = '';
+  /** Decoded text so far, in pieces: concatenating and searching one growing string is quadratic in V8. */
+  private readonly chunks: string[] = [];
+  private decodedLength = 0;
+  /** The last `maxStop - 1` decoded characters: where a stop string completed by new text can begin. */
+  private tail = '';
   private prefixOffset = 0;
   private readOffset = 0;
   private found: StopMatch | null = null;
@@ -79,7 +83,7 @@ export class StopStringScanner {
   /** All text decoded so far, including a trailing incomplete character if any. */
   get text(): string {
     const pending = this.decode(this.prefixOffset, this.ids.length).slice(this.decode(this.prefixOffset, this.readOffset).length);
-    return this.decoded + pending;
+    return this.chunks.join('') + pending;
   }
 
   private decode(from: number, to: number): string {
@@ -96,14 +100,20 @@ export class StopStringScanner {
     const prefixText = this.decode(this.prefixOffset, this.readOffset);
     const newText = this.decode(this.prefixOffset, this.ids.length);
     if (newText.length <= prefixText.length || newText.endsWith('\uFFFD')) return null;
-    const before = this.decoded.length;
-    this.decoded += newText.slice(prefixText.length);
+    const added = newText.slice(prefixText.length);
     this.prefixOffset = this.readOffset;
     this.readOffset = this.ids.length;
-    // Earlier text held no stop string, so a new one must end in the new characters.
-    const hit = findEarliestStop(this.decoded, this.stops, Math.max(0, before - this.maxStop + 1));
+    // Earlier text held no stop string, so a new one must end in the new characters: search the
+    // window of the old tail plus the new text only.
+    const window = this.tail + added;
+    const windowStart = this.decodedLength - this.tail.length;
+    this.chunks.push(added);
+    this.decodedLength += added.length;
+    this.tail = window.slice(Math.max(0, window.length - (this.maxStop - 1)));
+    const hit = findEarliestStop(window, this.stops);
     if (!hit) return null;
-    this.found = { stop: hit.stop, textIndex: hit.index, text: this.decoded.slice(0, hit.index), tokenCount: this.ids.length };
+    const textIndex = windowStart + hit.index;
+    this.found = { stop: hit.stop, textIndex, text: this.chunks.join('').slice(0, textIndex), tokenCount: this.ids.length };
     return this.found;
   }
 }
