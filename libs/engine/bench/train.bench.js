@@ -6,7 +6,9 @@
  *   node libs/engine/bench/train.bench.js [--backend wasm|cpu|tensorflow] [--presets tiny-char,bench-a]
  *        [--batch 32] [--seq 64] [--steps 10] [--sample-batch 32] [--new-tokens 32] [--prompt 8]
  *
- * Prints one JSON line per preset. Speed is measured here, never asserted in tests.
+ * Prints one JSON line per preset. Speed is measured here, never asserted in tests. Besides wall-clock
+ * rates it prints rates per CPU-second of this process (`…PerCpuS`): the wasm backend runs on one
+ * thread, so on a busy machine these show what an idle core would do.
  */
 'use strict';
 const os = require('node:os');
@@ -21,6 +23,11 @@ function batchOf(rng, b, t, vocab) {
   const seqs = [];
   for (let i = 0; i < b; i++) seqs.push(Array.from({ length: t }, () => Math.floor(rng.uniform() * vocab)));
   return engine.padBatch(seqs);
+}
+
+function cpuSeconds(since) {
+  const d = process.cpuUsage(since);
+  return (d.user + d.system) / 1e6;
 }
 
 async function main() {
@@ -44,23 +51,41 @@ async function main() {
     const ce = engine.crossEntropyCoefficients(batch);
     for (let i = 0; i < 2; i++) trainer.trainStep(batch, ce); // warm-up: kernels set up, state allocated
     let t0 = process.hrtime.bigint();
+    let c0 = process.cpuUsage();
     for (let i = 0; i < steps; i++) trainer.trainStep(batch, ce);
     const trainS = Number(process.hrtime.bigint() - t0) / 1e9;
+    const trainCpuS = cpuSeconds(c0);
 
     const prompts = Array.from({ length: sb }, () => Array.from({ length: promptLen }, () => Math.floor(rng.uniform() * config.vocab_size)));
     const opts = { maxNewTokens: newTokens, temperature: 1, seed: 1, stopTokenIds: [] };
     engine.sample(model, prompts, { ...opts, maxNewTokens: 2 }); // warm-up
     const reps = 3;
     t0 = process.hrtime.bigint();
+    c0 = process.cpuUsage();
     for (let i = 0; i < reps; i++) engine.sample(model, prompts, opts);
     const sampleS = Number(process.hrtime.bigint() - t0) / 1e9;
+    const sampleCpuS = cpuSeconds(c0);
     console.log(
       JSON.stringify({
         preset: name,
         backend: info.name,
         params: engine.countParameters(config),
-        train: { batch: B, seq: T, steps, tokensPerS: Math.round((B * T * steps) / trainS), msPerStep: Math.round((trainS / steps) * 1000) },
-        sample: { batch: sb, prompt: promptLen, newTokens, newTokensPerS: Math.round((sb * newTokens * reps) / sampleS) },
+        fastMatMul: Boolean(info.fastMatMul),
+        train: {
+          batch: B,
+          seq: T,
+          steps,
+          tokensPerS: Math.round((B * T * steps) / trainS),
+          tokensPerCpuS: Math.round((B * T * steps) / trainCpuS),
+          msPerStep: Math.round((trainS / steps) * 1000),
+        },
+        sample: {
+          batch: sb,
+          prompt: promptLen,
+          newTokens,
+          newTokensPerS: Math.round((sb * newTokens * reps) / sampleS),
+          newTokensPerCpuS: Math.round((sb * newTokens * reps) / sampleCpuS),
+        },
         peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
         loadAvg1m: Number(load.toFixed(2)),
       }),
