@@ -62,8 +62,8 @@ def log_softmax(x, axis=-1):
     return x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
 
 
-def forward(cfg, W, ids, mask):
-    """Logits [B, T, V] for a batch; ids and mask are [B, T] integer arrays."""
+def forward(cfg, W, ids, mask, with_hidden=False):
+    """Logits [B, T, V] (and final-norm hidden states) for a batch; ids and mask are [B, T] integer arrays."""
     B, T = ids.shape
     H = cfg["num_attention_heads"]
     KV = cfg["num_key_value_heads"]
@@ -104,24 +104,30 @@ def forward(cfg, W, ids, mask):
         x = x + (act * up) @ W[p + "mlp.down_proj.weight"].T
     x = rms_norm(x, W["model.norm.weight"], eps)
     head = W["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else W["lm_head.weight"]
-    return x @ head.T
+    return (x @ head.T, x) if with_hidden else x @ head.T
 
 
 def token_scores(cfg, W, ids, mask):
-    """Token-aligned log p(ids[t] | ids[<t]) and the entropy of that distribution; 0 where undefined."""
-    logits = forward(cfg, W, ids, mask)
+    """Token-aligned log p(ids[t] | ids[<t]), the entropy of that distribution and, with a value head
+    (`score.weight` [1, D], `score.bias` [1], as transformers' *ForTokenClassification and verl's critic),
+    the value read at the position before the token (verl's `values[:, -response_length - 1:-1]`);
+    0 where undefined."""
+    logits, hidden = forward(cfg, W, ids, mask, with_hidden=True)
     logp = log_softmax(logits)
     B, T = ids.shape
     lp = np.zeros((B, T))
     ent = np.zeros((B, T))
+    val = np.zeros((B, T))
     valid = np.zeros((B, T), dtype=np.int64)
     for b in range(B):
         for t in range(1, T):
             if mask[b, t] == 1 and mask[b, t - 1] == 1:
                 lp[b, t] = logp[b, t - 1, ids[b, t]]
                 ent[b, t] = -np.sum(np.exp(logp[b, t - 1]) * logp[b, t - 1])
+                if "score.weight" in W:
+                    val[b, t] = hidden[b, t - 1] @ W["score.weight"][0] + W["score.bias"][0]
                 valid[b, t] = 1
-    return logits, lp, ent, valid
+    return logits, lp, ent, val, valid
 
 
 def weight_specs(cfg):
@@ -163,9 +169,12 @@ def random_weights(cfg, rng):
     return W
 
 
-def make_case(name, cfg, seed, rows, grad_weights):
+def make_case(name, cfg, seed, rows, grad_weights, value_head=False):
     rng = np.random.default_rng(seed)
     W = random_weights(cfg, rng)
+    if value_head:
+        W["score.weight"] = (0.25 * rng.standard_normal((1, cfg["hidden_size"]))).astype(np.float32).astype(np.float64)
+        W["score.bias"] = np.array([0.3], dtype=np.float32).astype(np.float64)
     T = max(len(r["tokens"]) + r.get("left", 0) for r in rows)
     B = len(rows)
     ids = np.zeros((B, T), dtype=np.int64)
@@ -175,13 +184,14 @@ def make_case(name, cfg, seed, rows, grad_weights):
         for t, tok in enumerate(r["tokens"]):
             ids[b, left + t] = tok
             mask[b, left + t] = 1
-    logits, lp, ent, valid = token_scores(cfg, W, ids, mask)
+    logits, lp, ent, val, valid = token_scores(cfg, W, ids, mask)
     coef = rng.standard_normal((B, T)) * valid
     ecoef = 0.3 * rng.standard_normal((B, T)) * valid
+    vcoef = (0.5 * rng.standard_normal((B, T)) * valid) if value_head else np.zeros((B, T))
 
     def loss(Wx):
-        _, l, e, _ = token_scores(cfg, Wx, ids, mask)
-        return float(np.sum(coef * l) + np.sum(ecoef * e))
+        _, l, e, v, _ = token_scores(cfg, Wx, ids, mask)
+        return float(np.sum(coef * l) + np.sum(ecoef * e) + np.sum(vcoef * v))
 
     grads = []
     h = 1e-6
@@ -213,6 +223,8 @@ def make_case(name, cfg, seed, rows, grad_weights):
         "logitsAtReal": np.stack([logits[b, t] for b, t in real]).reshape(-1).tolist(),
         "logProbs": lp.reshape(-1).tolist(),
         "entropy": ent.reshape(-1).tolist(),
+        "values": val.reshape(-1).tolist() if value_head else None,
+        "valueCoef": vcoef.reshape(-1).tolist() if value_head else None,
         "valid": valid.reshape(-1).tolist(),
         "logProbCoef": coef.reshape(-1).tolist(),
         "entropyCoef": ecoef.reshape(-1).tolist(),
@@ -247,18 +259,19 @@ def main():
           "model.layers.0.self_attn.k_proj.weight", "model.layers.1.self_attn.k_proj.bias", "model.layers.0.self_attn.v_proj.weight",
           "model.layers.1.self_attn.v_proj.bias", "model.layers.1.self_attn.o_proj.weight", "model.layers.0.mlp.gate_proj.weight",
           "model.layers.1.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
-          "model.layers.1.post_attention_layernorm.weight", "model.norm.weight", "lm_head.weight"]
+          "model.layers.1.post_attention_layernorm.weight", "model.norm.weight", "lm_head.weight",
+          "score.weight", "score.bias"]
     gl = ["model.embed_tokens.weight", "model.layers.1.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
           "model.layers.0.self_attn.o_proj.weight", "model.layers.1.mlp.down_proj.weight", "model.norm.weight"]
     cases = [
-        make_case("qwen2 gqa bias untied, right+left padding", qwen, 1, rows_q, gq),
+        make_case("qwen2 gqa bias untied value head, right+left padding", qwen, 1, rows_q, gq, value_head=True),
         make_case("llama tied, head_dim 12, theta 500", llama, 2, rows_l, gl),
     ]
     out = {
         "meta": {
             "generator": "libs/engine/reference/transformer_reference.py",
             "numpy": np.__version__,
-            "note": "float64; gradients of sum(logProbCoef*logProbs)+sum(entropyCoef*entropy) by central differences (h=1e-6)",
+            "note": "float64; gradients of sum(logProbCoef*logProbs)+sum(entropyCoef*entropy)+sum(valueCoef*values) by central differences (h=1e-6)",
         },
         "cases": cases,
     }

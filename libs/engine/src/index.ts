@@ -58,9 +58,9 @@ export { registerEngineGradients } from './kernels/gradients';
 export { useFastWasmMatMul, isFastWasmMatMulOn } from './kernels/wasm-batch-matmul';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
-export { type ModelOptions, type TokenScores, Model } from './model/transformer';
+export { type ModelOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
 export { KvCache, type KvLayer } from './model/kv-cache';
-export { type LossCoefficients, crossEntropyCoefficients } from './train/logprobs';
+export { type LossCoefficients, type CurrentScores, crossEntropyCoefficients } from './train/logprobs';
 // I/O half: tokenizers, chat templates, stop strings.
 export { type Tokenizer, type EncodeOptions, type DecodeOptions } from './tokenizer/tokenizer';
 export { ByteTokenizer, type ByteTokenizerOptions } from './tokenizer/byte-tokenizer';

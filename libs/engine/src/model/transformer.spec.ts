@@ -21,6 +21,8 @@ interface GoldenCase {
   logitsAtReal: number[];
   logProbs: number[];
   entropy: number[];
+  values: number[] | null;
+  valueCoef: number[] | null;
   valid: number[];
   logProbCoef: number[];
   entropyCoef: number[];
@@ -60,12 +62,15 @@ describe.each(TEST_BACKENDS)('transformer against the NumPy float64 reference on
       expect(Array.from(s.valid)).toEqual(c.valid);
       expect(maxAbsDiff(s.logProbs, c.logProbs)).toBeLessThan(1e-4);
       expect(maxAbsDiff(s.entropy, c.entropy)).toBeLessThan(1e-4);
+      if (c.values) expect(maxAbsDiff(s.values!, c.values)).toBeLessThan(1e-4);
+      else expect(s.values).toBeUndefined();
     });
 
-    it('gradients of a log-prob + entropy loss match finite differences', () => {
+    it('gradients of a log-prob + entropy (+ value) loss match finite differences', () => {
       const vars = model.namedVariables();
+      const coefs = { logProbCoef: c.logProbCoef, entropyCoef: c.entropyCoef, ...(c.valueCoef ? { valueCoef: c.valueCoef } : {}) };
       const { value, grads } = tf.variableGrads(
-        () => surrogateLoss(model, batch, { logProbCoef: c.logProbCoef, entropyCoef: c.entropyCoef }).loss,
+        () => surrogateLoss(model, batch, coefs).loss,
         [...vars.values()],
       );
       expect(Math.abs(value.dataSync()[0] - c.loss)).toBeLessThan(1e-4 * Math.max(1, Math.abs(c.loss)));

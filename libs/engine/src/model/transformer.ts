@@ -8,6 +8,7 @@ import { applyRope, halfSwapMatrix, ropeTables } from './rope';
 import { swiglu } from './swiglu';
 import { hasLogProb, validateTokenBatch, type TokenBatch } from './token-batch';
 import { initWeights, validateWeights, weightSpecs, type NamedWeights } from './weights';
+import { Prng } from '../util/prng';
 
 /** How a Hugging Face weight maps onto the model's variable: linear weights are stored transposed. */
 interface Slot {
@@ -58,7 +59,17 @@ export interface TokenScores {
   entropy: Float32Array;
   /** `[B·T]`: 1 where the token has a log-prob. */
   valid: Uint8Array;
+  /**
+   * With a value head: `[B·T]`, the value for token t read at the position before it (the state the
+   * token was drawn from, as verl's critic reads `values[:, -response_length - 1:-1]`); 0 where `valid` is.
+   */
+  values?: Float32Array;
 }
+
+/** Hugging Face name of the value head's weight (`*ForTokenClassification` with one label). */
+export const VALUE_WEIGHT = 'score.weight';
+/** Hugging Face name of the value head's bias. */
+export const VALUE_BIAS = 'score.bias';
 
 let nextModelId = 0;
 
@@ -90,21 +101,18 @@ export class Model {
   private readonly layers: LayerVars[] = [];
   private readonly finalNorm: tf.Variable;
   private readonly lmHead?: tf.Variable;
+  private valueWeight?: tf.Variable;
+  private valueBias?: tf.Variable;
+  private readonly id: number;
   private disposed = false;
 
   private constructor(config: ModelConfig, weights: NamedWeights, trainable: boolean) {
     this.config = config;
     this.trainable = trainable;
-    const id = nextModelId++;
+    this.id = nextModelId++;
     const make = (name: string): tf.Variable => {
       const spec = weights.get(name)!;
-      const transposed = spec.shape.length === 2 && name !== 'model.embed_tokens.weight';
-      const variable = tf.tidy(() => {
-        const t = tf.tensor(spec.data, spec.shape, 'float32');
-        return tf.variable(transposed ? tf.transpose(t) : t, trainable, `m${id}/${name}`);
-      });
-      this.slots.set(name, { variable, transposed });
-      return variable;
+      return this.makeVariable(name, spec.data, spec.shape, spec.shape.length === 2 && name !== 'model.embed_tokens.weight');
     };
     this.embed = make('model.embed_tokens.weight');
     for (let i = 0; i < config.num_hidden_layers; i++) {
@@ -129,6 +137,55 @@ export class Model {
     }
     this.finalNorm = make('model.norm.weight');
     if (!config.tie_word_embeddings) this.lmHead = make('lm_head.weight');
+    if (weights.has(VALUE_WEIGHT)) {
+      const w = weights.get(VALUE_WEIGHT)!;
+      if (w.shape.length !== 2 || w.shape[0] !== 1 || w.shape[1] !== config.hidden_size) {
+        throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${VALUE_WEIGHT} has shape [${w.shape}], expected [1,${config.hidden_size}]`, VALUE_WEIGHT);
+      }
+      const bias = weights.get(VALUE_BIAS) ?? { shape: [1], data: new Float32Array(1) };
+      if (bias.shape.length !== 1 || bias.shape[0] !== 1) {
+        throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${VALUE_BIAS} has shape [${bias.shape}], expected [1]`, VALUE_BIAS);
+      }
+      this.valueWeight = make(VALUE_WEIGHT);
+      this.valueBias = this.makeVariable(VALUE_BIAS, bias.data, [1], false);
+    }
+  }
+
+  private makeVariable(name: string, data: Float32Array, shape: number[], transposed: boolean): tf.Variable {
+    const variable = tf.tidy(() => {
+      const t = tf.tensor(data, shape, 'float32');
+      return tf.variable(transposed ? tf.transpose(t) : t, this.trainable, `m${this.id}/${name}`);
+    });
+    this.slots.set(name, { variable, transposed });
+    return variable;
+  }
+
+  /** Whether the model has a value head (`score.weight`, `score.bias`). */
+  get hasValueHead(): boolean {
+    return this.valueWeight !== undefined;
+  }
+
+  /**
+   * Adds a value head for a PPO critic: a linear map from the final (normed) hidden state to one number
+   * per position, named as `transformers`' `*ForTokenClassification` with one label and verl's critic
+   * (`score.weight` `[1, hidden]`, `score.bias` `[1]`). Initialised normal(0, initializer_range) and 0,
+   * reproducibly from `seed`. A model loaded with `score.*` weights has it already.
+   *
+   * @example
+   * ```ts
+   * const critic = Model.fromWeights(config, actorWeights);
+   * critic.addValueHead(1);
+   * critic.scoreTokens(batch).values; // one value per token
+   * ```
+   */
+  addValueHead(seed: number): void {
+    this.assertLive();
+    if (this.valueWeight) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model already has a value head', 'valueHead');
+    const rng = new Prng(seed);
+    const std = this.config.initializer_range ?? 0.02;
+    const w = Float32Array.from({ length: this.config.hidden_size }, () => rng.normal() * std);
+    this.valueWeight = this.makeVariable(VALUE_WEIGHT, w, [1, this.config.hidden_size], true);
+    this.valueBias = this.makeVariable(VALUE_BIAS, new Float32Array(1), [1], false);
   }
 
   /**
@@ -171,7 +228,9 @@ export class Model {
   exportWeights(): NamedWeights {
     this.assertLive();
     const out: NamedWeights = new Map();
-    for (const spec of weightSpecs(this.config)) {
+    const specs = weightSpecs(this.config);
+    if (this.valueWeight) specs.push({ name: VALUE_WEIGHT, shape: [1, this.config.hidden_size], kind: 'linear' }, { name: VALUE_BIAS, shape: [1], kind: 'bias' });
+    for (const spec of specs) {
       const slot = this.slots.get(spec.name)!;
       const data = tf.tidy(() => (slot.transposed ? tf.transpose(slot.variable) : slot.variable).dataSync() as Float32Array);
       out.set(spec.name, { shape: [...spec.shape], data: Float32Array.from(data) });
@@ -292,7 +351,7 @@ export class Model {
    * predicting token `t+1`; the last position of a row predicts nothing and gets target 0). Differentiable:
    * the trainer builds its loss on these. Must be called inside `tf.tidy`. @internal
    */
-  nextTokenScores(batch: TokenBatch): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; hidden: tf.Tensor2D } {
+  nextTokenScores(batch: TokenBatch): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; values?: tf.Tensor1D; hidden: tf.Tensor2D } {
     const { batchSize: b, seqLen: t, ids } = batch;
     const v = this.config.vocab_size;
     const { logits, hidden } = this.run(tf.tensor2d(ids, [b, t], 'int32'), batch.mask, undefined);
@@ -305,7 +364,8 @@ export class Model {
     const logp = tf.logSoftmax(logits);
     const logProbs = tf.gather(tf.reshape(logp, [n * v]), tf.tensor1d(flat, 'int32')) as tf.Tensor1D;
     const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), -1)) as tf.Tensor1D;
-    return { logProbs, entropy, hidden };
+    const values = this.valueWeight ? (tf.reshape(tf.add(tf.matMul(hidden, this.valueWeight), this.valueBias!), [n]) as tf.Tensor1D) : undefined;
+    return { logProbs, entropy, hidden, ...(values ? { values } : {}) };
   }
 
   /**
@@ -320,19 +380,22 @@ export class Model {
    */
   scoreTokens(batch: TokenBatch): TokenScores {
     validateTokenBatch(batch, this.config.vocab_size);
+    let valNext: Float32Array | undefined;
     const [lpNext, entNext] = tf.tidy(() => {
       const r = this.nextTokenScores(batch);
+      valNext = r.values?.dataSync() as Float32Array | undefined;
       return [r.logProbs.dataSync() as Float32Array, r.entropy.dataSync() as Float32Array];
     });
-    return alignToTokens(batch, lpNext, entNext);
+    return alignToTokens(batch, lpNext, entNext, valNext);
   }
 }
 
 /** Moves position-aligned next-token values onto the tokens they score. @internal */
-export function alignToTokens(batch: TokenBatch, lpNext: Float32Array, entNext: Float32Array): TokenScores {
+export function alignToTokens(batch: TokenBatch, lpNext: Float32Array, entNext: Float32Array, valNext?: Float32Array): TokenScores {
   const n = batch.batchSize * batch.seqLen;
   const logProbs = new Float32Array(n);
   const entropy = new Float32Array(n);
+  const values = valNext ? new Float32Array(n) : undefined;
   const valid = new Uint8Array(n);
   for (let r = 0; r < batch.batchSize; r++) {
     for (let p = 1; p < batch.seqLen; p++) {
@@ -340,8 +403,9 @@ export function alignToTokens(batch: TokenBatch, lpNext: Float32Array, entNext: 
       const i = r * batch.seqLen + p;
       logProbs[i] = lpNext[i - 1];
       entropy[i] = entNext[i - 1];
+      if (values) values[i] = valNext![i - 1];
       valid[i] = 1;
     }
   }
-  return { logProbs, entropy, valid };
+  return { logProbs, entropy, valid, ...(values ? { values } : {}) };
 }

@@ -1,10 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import { hasLogProb, type TokenBatch } from '../model/token-batch';
-import type { Model } from '../model/transformer';
+import { alignToTokens, type Model } from '../model/transformer';
 
 /**
- * Per-token coefficients of a surrogate loss `Σ logProbCoef·logProb + Σ entropyCoef·entropy (+ Σ valueCoef·value)`,
+ * Per-token coefficients of a surrogate loss `Σ logProbCoef·logProb + Σ entropyCoef·entropy + Σ valueCoef·value`,
  * token-aligned like {@link TokenScores} (`[B·T]`). Its gradient equals the gradient of any loss L whose
  * derivative per token is the coefficient: give `logProbCoef = dL/dlogProb` as `@opentinker/rl` returns
  * it (`dLogProb`) and the backward pass is that of L. Entries for tokens without a log-prob are ignored.
@@ -12,6 +12,15 @@ import type { Model } from '../model/transformer';
 export interface LossCoefficients {
   logProbCoef: ArrayLike<number>;
   entropyCoef?: ArrayLike<number>;
+  /** dL/dvalue per token for a model with a value head (`@opentinker/rl`'s value loss returns it as `dVpreds`). */
+  valueCoef?: ArrayLike<number>;
+}
+
+/** Current per-token values a coefficient function receives (token-aligned; `values` only with a value head). */
+export interface CurrentScores {
+  logProbs: Float32Array;
+  entropy: Float32Array;
+  values?: Float32Array;
 }
 
 /**
@@ -63,6 +72,7 @@ export interface SurrogateLoss {
   /** Next-token log-probs `[B·T]`, position-aligned. */
   logProbs: tf.Tensor1D;
   entropy: tf.Tensor1D;
+  values?: tf.Tensor1D;
   hidden: tf.Tensor2D;
 }
 
@@ -75,25 +85,18 @@ export interface SurrogateLoss {
 export function surrogateLoss(
   model: Model,
   batch: TokenBatch,
-  coefficients: LossCoefficients | ((scores: { logProbs: Float32Array; entropy: Float32Array }) => LossCoefficients),
+  coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients),
 ): SurrogateLoss {
-  const { logProbs, entropy, hidden } = model.nextTokenScores(batch);
+  const { logProbs, entropy, values, hidden } = model.nextTokenScores(batch);
   let coefs: LossCoefficients;
   if (typeof coefficients === 'function') {
-    const lpNext = logProbs.dataSync() as Float32Array;
-    const entNext = entropy.dataSync() as Float32Array;
-    const n = lpNext.length;
-    const lp = new Float32Array(n);
-    const ent = new Float32Array(n);
-    for (let b = 0; b < batch.batchSize; b++) {
-      for (let t = 1; t < batch.seqLen; t++) {
-        if (!hasLogProb(batch, b, t)) continue;
-        const i = b * batch.seqLen + t;
-        lp[i] = lpNext[i - 1];
-        ent[i] = entNext[i - 1];
-      }
-    }
-    coefs = coefficients({ logProbs: lp, entropy: ent });
+    const s = alignToTokens(
+      batch,
+      logProbs.dataSync() as Float32Array,
+      entropy.dataSync() as Float32Array,
+      values?.dataSync() as Float32Array | undefined,
+    );
+    coefs = coefficients({ logProbs: s.logProbs, entropy: s.entropy, ...(s.values ? { values: s.values } : {}) });
   } else {
     coefs = coefficients;
   }
@@ -103,5 +106,10 @@ export function surrogateLoss(
     const e = tf.tensor1d(toNextAligned(batch, coefs.entropyCoef, 'entropyCoef'));
     loss = tf.add(loss, tf.sum(tf.mul(e, entropy))) as tf.Scalar;
   }
-  return { loss, logProbs, entropy, hidden };
+  if (coefs.valueCoef) {
+    if (!values) throw new EngineError('ENGINE_INVALID_INPUT', 'valueCoef given but the model has no value head', 'valueCoef');
+    const v = tf.tensor1d(toNextAligned(batch, coefs.valueCoef, 'valueCoef'));
+    loss = tf.add(loss, tf.sum(tf.mul(v, values))) as tf.Scalar;
+  }
+  return { loss, logProbs, entropy, hidden, ...(values ? { values } : {}) };
 }

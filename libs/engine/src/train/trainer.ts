@@ -1,10 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
-import { hasLogProb, validateTokenBatch, type TokenBatch } from '../model/token-batch';
+import { validateTokenBatch, type TokenBatch } from '../model/token-batch';
 import type { Model } from '../model/transformer';
 import { AdamW, type AdamWOptions } from './adamw';
 import { clipFactor, globalNorm } from './grad-clip';
-import { surrogateLoss, type LossCoefficients } from './logprobs';
+import { alignToTokens } from '../model/transformer';
+import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
 import type { LrSchedule } from './lr-schedule';
 
 /** Options of {@link Trainer}. */
@@ -16,7 +17,7 @@ export interface TrainerOptions extends AdamWOptions {
 }
 
 /** Coefficients for a batch, or a function computing them from the batch's current log-probs and entropies. */
-export type CoefficientSource = LossCoefficients | ((scores: { logProbs: Float32Array; entropy: Float32Array }) => LossCoefficients);
+export type CoefficientSource = LossCoefficients | ((scores: CurrentScores) => LossCoefficients);
 
 /** What one micro-batch's forward/backward pass saw. */
 export interface MicroBatchResult {
@@ -26,6 +27,8 @@ export interface MicroBatchResult {
   logProbs: Float32Array;
   /** Token-aligned entropies, likewise. */
   entropy: Float32Array;
+  /** Token-aligned values, for a model with a value head. */
+  values?: Float32Array;
   /** Tokens that have a log-prob. */
   tokens: number;
 }
@@ -113,10 +116,12 @@ export class Trainer {
     validateTokenBatch(batch, this.model.config.vocab_size);
     let lpNext: Float32Array | undefined;
     let entNext: Float32Array | undefined;
+    let valNext: Float32Array | undefined;
     const { value, grads } = tf.variableGrads(() => {
       const s = surrogateLoss(this.model, batch, coefficients);
       lpNext = s.logProbs.dataSync() as Float32Array;
       entNext = s.entropy.dataSync() as Float32Array;
+      valNext = s.values?.dataSync() as Float32Array | undefined;
       return s.loss;
     }, [...this.variables.values()]);
     const loss = value.dataSync()[0];
@@ -132,20 +137,9 @@ export class Trainer {
       }
     }
     this.microBatches++;
-    const n = batch.batchSize * batch.seqLen;
-    const logProbs = new Float32Array(n);
-    const entropy = new Float32Array(n);
-    let tokens = 0;
-    for (let b = 0; b < batch.batchSize; b++) {
-      for (let t = 1; t < batch.seqLen; t++) {
-        if (!hasLogProb(batch, b, t)) continue;
-        const i = b * batch.seqLen + t;
-        logProbs[i] = lpNext![i - 1];
-        entropy[i] = entNext![i - 1];
-        tokens++;
-      }
-    }
-    return { loss, logProbs, entropy, tokens };
+    const s = alignToTokens(batch, lpNext!, entNext!, valNext);
+    const tokens = s.valid.reduce((n, v) => n + v, 0);
+    return { loss, logProbs: s.logProbs, entropy: s.entropy, ...(s.values ? { values: s.values } : {}), tokens };
   }
 
   /**
