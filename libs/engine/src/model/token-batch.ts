@@ -43,6 +43,10 @@ export function padBatch(sequences: ReadonlyArray<ArrayLike<number>>, options: P
   sequences.forEach((s, b) => {
     const offset = b * seqLen + (side === 'left' ? seqLen - s.length : 0);
     for (let t = 0; t < s.length; t++) {
+      // Int32Array would silently truncate 1.5 or wrap 2**32: refuse instead.
+      if (!Number.isInteger(s[t]) || s[t] < 0 || s[t] > 0x7fffffff) {
+        throw new EngineError('ENGINE_INVALID_INPUT', `sequence ${b} token ${t} = ${s[t]} is not a token id`, 'ids');
+      }
       ids[offset + t] = s[t];
       mask[offset + t] = 1;
     }
