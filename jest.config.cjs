@@ -30,6 +30,7 @@ const common = {
     '^@opentinker/env-math$': '<rootDir>/environments/math/src/index.ts',
     '^@opentinker/client$': '<rootDir>/libs/client/src/index.ts',
     '^@opentinker/engine$': '<rootDir>/libs/engine/src/index.ts',
+    '^@opentinker/engine/cli$': '<rootDir>/libs/engine/src/cli/model.command.ts',
   },
   rootDir: __dirname,
 };

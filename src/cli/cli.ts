@@ -6,6 +6,7 @@ import { loadConfig, redactConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { createEnvServer } from '../registry/env-server';
 import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-environment';
+import { registerModelCommands } from '@opentinker/engine/cli';
 import { registerClientCommands } from './commands/client-commands';
 
 type PrepareDataset = (input: string, output: string, options: { format: string; split: string }) => Promise<{ rows: number; skipped: number }>;
@@ -119,6 +120,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     });
 
   registerClientCommands(program);
+  registerModelCommands(program);
 
   try {
     await program.parseAsync(argv);
