@@ -3,6 +3,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
 import { CoreModule } from './core/core.module';
+import { DashboardModule } from './dashboard/dashboard.module';
 import { HealthModule } from './health/health.module';
 import { JobsModule } from './jobs/jobs.module';
 import { RegistryModule } from './registry/registry.module';
@@ -26,6 +27,7 @@ export class AppModule {
     if (roles.api) {
       const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
+      imports.push(DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
     }
     if (roles.worker) {
       if (!roles.runnerEntry) throw new Error('The worker role needs the job runner entry point');

@@ -1,0 +1,44 @@
+import { DynamicModule, Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance } from 'fastify';
+import { resolveDashboardAssets, type DashboardAssetTable } from './dashboard-assets';
+import { DASHBOARD_ASSETS, DashboardController } from './dashboard.controller';
+
+export interface DashboardOptions {
+  /** The server package's folder: the dashboard's files are in `src/dashboard/public` under it. */
+  hostRoot: string;
+}
+
+/**
+ * The web dashboard served at `/` (API role only).
+ *
+ * @example
+ * imports.push(DashboardModule.forRoot({ hostRoot: '/opt/opentinker' }));
+ */
+@Module({})
+export class DashboardModule implements OnModuleInit {
+  private readonly logger = new Logger('Dashboard');
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    @Inject(DASHBOARD_ASSETS) private readonly table: DashboardAssetTable,
+  ) {}
+
+  static forRoot(options: DashboardOptions): DynamicModule {
+    return {
+      module: DashboardModule,
+      controllers: [DashboardController],
+      providers: [{ provide: DASHBOARD_ASSETS, useFactory: () => resolveDashboardAssets(options.hostRoot) }],
+    };
+  }
+
+  onModuleInit(): void {
+    for (const problem of this.table.problems) this.logger.warn(`Dashboard: ${problem}`);
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    // Only `reply.sendFile` is wanted (serve: false): the controller decides which files exist.
+    // Queued, not awaited: awaiting boots Fastify's plugin tree before Nest has installed its error
+    // handler, and body-parser errors then bypass the exception filter (raw FST_ERR_* codes).
+    void fastify.register(fastifyStatic, { root: this.table.publicDir ?? this.table.hostRoot, serve: false });
+  }
+}

@@ -1,0 +1,28 @@
+// Types for the TypeScript specs; the documentation lives in event-stream.mjs.
+export interface RawSseEvent {
+  id: string | undefined;
+  event: string;
+  data: string;
+}
+export declare class SseParser {
+  push(chunk: string): RawSseEvent[];
+}
+export interface StreamEvent {
+  id: string | undefined;
+  event: string;
+  data: any;
+}
+export type StreamStatus = 'connecting' | 'live' | 'reconnecting' | 'ended';
+export declare function followEventStream(
+  url: string,
+  options?: {
+    headers?: Record<string, string>;
+    onEvent?: (event: StreamEvent) => void;
+    onStatus?: (status: StreamStatus) => void;
+    signal?: AbortSignal;
+    fetch?: typeof fetch;
+    lastEventId?: string;
+    retryMs?: number;
+    maxRetryMs?: number;
+  },
+): Promise<{ ended: boolean; lastEventId: string | undefined }>;
