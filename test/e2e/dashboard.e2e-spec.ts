@@ -9,7 +9,15 @@ import { startTestApp, TestApp, waitForState } from '../support/test-app';
  * test starts: sign-in, live charts over the event stream, cancel, downloads, the other pages, the
  * keyboard and a phone-width screen.
  */
+// Functions given to page.evaluate run in the browser; these name its globals for the type checker
+// (the project compiles without the DOM library, and adding it would hide DOM use in server code).
+declare const document: any;
+declare const localStorage: any;
+declare function getComputedStyle(element: unknown): { outlineStyle: string };
+
 const CHROMIUM = '/usr/bin/chromium';
+/** A browser test waits on a real job and a real browser: generous, for a busy 2-core CI machine. */
+const TEST_MS = 60_000;
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const SCREENSHOT = join(process.cwd(), 'docs', 'dashboard.png');
 const FIXTURE_PLUGINS = join(process.cwd(), 'test', 'fixtures', 'plugins');
@@ -36,16 +44,16 @@ if (!haveChromium) {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     base = await t.app.getUrl();
     browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
-  });
+  }, TEST_MS);
   afterAll(async () => {
     await browser?.close();
     await t?.close();
-  });
+  }, TEST_MS);
 
   async function open(viewport = { width: 1280, height: 800 }, key?: string): Promise<Page> {
     context = await browser.newContext({ viewport, acceptDownloads: true });
     // Fail with the waited-for selector named, well before Jest's own timeout.
-    context.setDefaultTimeout(10_000);
+    context.setDefaultTimeout(20_000);
     if (key) await context.addInitScript((k) => localStorage.setItem('opentinker.apiKey', k), key);
     page = await context.newPage();
     problems = [];
@@ -59,7 +67,7 @@ if (!haveChromium) {
   }
   afterEach(async () => {
     await context?.close();
-  });
+  }, TEST_MS);
 
   async function signIn(key: string): Promise<void> {
     await page.goto(base + '/');
@@ -88,7 +96,7 @@ if (!haveChromium) {
     // The refused call carried the key as a bearer header; the browser logs the 401, nothing else.
     expect(apiCalls).toEqual([{ url: `${base}/v1/users/me`, authorization: 'Bearer otk_this_key_does_not_exist_000000' }]);
     expect(problems.filter((p) => !p.includes('401'))).toEqual([]);
-  });
+  }, TEST_MS);
 
   it('signs in, charts a running job as it runs, and cancels it from the keyboard', async () => {
     const job = await submit({ name: 'dashboard-live', steps: 400, step_seconds: 0.1 });
@@ -113,14 +121,14 @@ if (!haveChromium) {
     expect(await page.locator('.state-line [data-state]').textContent()).toBe('running');
 
     // Keyboard only: Tab from the top of the page reaches the cancel button, which shows its focus.
-    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await page.evaluate(() => document.activeElement?.blur());
     let reached = false;
     for (let i = 0; i < 25 && !reached; i++) {
       await page.keyboard.press('Tab');
       reached = await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Cancel dashboard-live');
     }
     expect(reached).toBe(true);
-    expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe('none');
+    expect(await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle)).not.toBe('none');
     const dialog = new Promise<string>((resolve) =>
       page.once('dialog', async (d) => {
         resolve(d.message());
@@ -141,7 +149,7 @@ if (!haveChromium) {
     expect(apiCalls.filter((c) => c.authorization !== `Bearer ${t.adminKey}`)).toEqual([]);
     expect(apiCalls.some((c) => c.url.endsWith(`/v1/jobs/${job.id}/events`))).toBe(true);
     expect(problems).toEqual([]);
-  });
+  }, TEST_MS);
 
   it('shows a finished job with its charts, log and artifacts, and downloads an artifact with the key', async () => {
     const job = await submit({ name: 'sleep-demo', steps: 40, step_seconds: 0.02 });
@@ -168,7 +176,7 @@ if (!haveChromium) {
     expect(JSON.parse(readFileSync((await download.path())!, 'utf8'))).toMatchObject({ steps: 40 });
     expect(apiCalls.find((c) => c.url.endsWith('/artifacts/result.json'))?.authorization).toBe(`Bearer ${t.adminKey}`);
     expect(problems).toEqual([]);
-  });
+  }, TEST_MS);
 
   it('lists devices, environments with the failed plugins and why, and the caller’s keys', async () => {
     const running = await submit({ name: 'holds-a-slot', steps: 400, step_seconds: 0.1 });
@@ -205,7 +213,7 @@ if (!haveChromium) {
     await page.locator('tr', { hasText: 'ci-laptop' }).getByText('revoked').waitFor();
     expect((await t.request('GET', '/v1/users/me', { key: issued })).status).toBe(401);
     expect(problems).toEqual([]);
-  });
+  }, TEST_MS);
 
   it('lets an admin create a user, whose key signs in to a dashboard without admin pages', async () => {
     await open({ width: 1280, height: 800 }, t.adminKey);
@@ -236,8 +244,8 @@ if (!haveChromium) {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
     expect(await page.evaluate(() => localStorage.getItem('opentinker.apiKey'))).toBeNull();
-    expect(problems.filter((p) => !p.includes('403'))).toEqual([]);
-  });
+    expect(problems).toEqual([]);
+  }, TEST_MS);
 
   it('filters jobs by state and finds one by name', async () => {
     const stopped = await submit({ name: 'filter-stopped', steps: 400, step_seconds: 0.1 });
@@ -261,7 +269,7 @@ if (!haveChromium) {
     await page.waitForFunction(() => document.querySelectorAll('.jobs-table tbody tr').length === 1);
     expect(await page.locator('.jobs-table tbody tr .job-link').textContent()).toBe('filter-stopped');
     expect(problems).toEqual([]);
-  });
+  }, TEST_MS);
 
   it('fits a phone-width screen: no sideways scrolling on the jobs list or a job page', async () => {
     const job = await submit({ name: 'a-rather-long-job-name-that-has-to-wrap-on-a-phone-0123456789', steps: 40, step_seconds: 0 });
@@ -291,5 +299,5 @@ if (!haveChromium) {
     expect(jobPage.page).toBe(0);
     expect(jobPage.widest).toEqual([]);
     expect(problems).toEqual([]);
-  });
+  }, TEST_MS);
 });
