@@ -140,9 +140,10 @@ describe('opentinker client commands', () => {
     expect(events[events.length - 2]).toEqual({ type: 'end', data: { state: 'succeeded' } });
     expect(events[events.length - 1]).toMatchObject({ type: 'summary', job: { id, state: 'succeeded' } });
 
-    const [show, logs, metrics, artifacts, list] = await Promise.all([
+    const [show, logs, follow, metrics, artifacts, list] = await Promise.all([
       cli(['jobs', 'show', id]),
       cli(['jobs', 'logs', id, '--tail', '3']),
+      cli(['jobs', 'logs', id, '--follow']),
       cli(['jobs', 'metrics', id]),
       cli(['jobs', 'artifacts', id, '--json']),
       cli(['jobs', 'list', '--state', 'succeeded']),
@@ -150,6 +151,9 @@ describe('opentinker client commands', () => {
     expect(show.stdout).toMatch(/^id\s+\S+\nname\s+cli-demo\nkind\s+sleep\nstate\s+succeeded\n/);
     expect(show.stdout).toContain('"step_seconds": 0.02');
     expect(logs.stdout.split('\n').slice(0, 2)).toEqual(['step 2/3: tick', 'step 3/3: tick']);
+    // --follow prints the whole output from the event stream and returns once the job has ended.
+    expect(follow.code).toBe(0);
+    expect(follow.stdout).toBe((await t.request('GET', `/v1/jobs/${id}/logs`)).text);
     expect(metrics.stdout.split('\n')[0]).toMatch(/^STEP\s+[A-Z_]+/);
     expect(metrics.stdout.trim().split('\n')).toHaveLength(4);
     const [artifact] = JSON.parse(artifacts.stdout);
@@ -166,7 +170,7 @@ describe('opentinker client commands', () => {
 
   it('explains refused specs, malformed arguments and an unreachable server with their exit codes', async () => {
     const closed = await closedPort();
-    const [invalid, badYaml, badState, badOption, badLimit, notAnId, unreachable, jsonError] = await Promise.all([
+    const [invalid, badYaml, badState, badOption, badLimit, notAnId, unreachable, jsonError, tailFollow] = await Promise.all([
       cli(['jobs', 'submit', '-c', '-'], { input: '{"kind": "sleep", "resources": {"tpus": 1}}' }),
       cli(['jobs', 'submit', '-c', '-'], { input: 'kind: [sleep' }),
       cli(['jobs', 'list', '--state', 'running,runing']),
@@ -175,6 +179,7 @@ describe('opentinker client commands', () => {
       cli(['jobs', 'show', 'not/an-id']),
       cli(['jobs', 'list'], { env: { OPENTINKER_URL: `http://127.0.0.1:${closed}`, OPENTINKER_API_KEY: t.adminKey } }),
       cli(['jobs', 'show', '00000000-0000-4000-8000-000000000000', '--json']),
+      cli(['jobs', 'logs', '00000000-0000-4000-8000-000000000000', '--tail', '5', '--follow']),
     ]);
     expect([invalid.code, invalid.stderr]).toEqual([1, 'opentinker: Unknown field resources.tpus\n']);
     expect(badYaml.code).toBe(2);
@@ -187,6 +192,8 @@ describe('opentinker client commands', () => {
     expect(notAnId.stderr).toContain('"not/an-id" is not a job id');
     expect(unreachable.code).toBe(3);
     expect(unreachable.stderr).toContain(`Cannot reach the OpenTinker server at http://127.0.0.1:${closed} (ECONNREFUSED)`);
+    expect(tailFollow.code).toBe(2);
+    expect(tailFollow.stderr).toContain('--tail and --follow cannot be combined');
     expect(jsonError.code).toBe(1);
     expect(JSON.parse(jsonError.stderr)).toEqual({
       error: { code: 'OT_ERR_NOT_FOUND', message: expect.stringContaining('not found'), field: 'id', exit_code: 1 },
