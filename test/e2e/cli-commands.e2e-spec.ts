@@ -253,6 +253,32 @@ describe('opentinker client commands', () => {
     expect((await waitForState(t, id, ['cancelled'])).state).toBe('cancelled');
   });
 
+  (existsSync('/usr/bin/script') ? it : it.skip)('on a terminal, asks for the key at login without echoing it', async () => {
+    const otherHome = mkdtempSync(join(tmpdir(), 'cli-home-tty-'));
+    try {
+      const child = spawn('/usr/bin/script', ['-qefc', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} login --url ${url}`, '/dev/null'], {
+        env: { ...cliEnv(), HOME: otherHome },
+      });
+      let out = '';
+      const prompted = new Promise<void>((resolve) =>
+        child.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes(`API key for ${url}: `)) resolve();
+        }),
+      );
+      const exited = new Promise<number | null>((r) => child.on('close', r));
+      await prompted;
+      child.stdin.write(`${aliceKey}\r`);
+      expect(await exited).toBe(0);
+      child.stdin.end();
+      expect(out).toContain(`Logged in to ${url} as alice (user)`);
+      expect(out).not.toContain(aliceKey);
+      expect(JSON.parse(readFileSync(join(otherHome, '.opentinker', 'credentials'), 'utf8')).key).toBe(aliceKey);
+    } finally {
+      rmSync(otherHome, { recursive: true, force: true });
+    }
+  });
+
   it('logs out', async () => {
     expect((await cli(['logout'])).stdout).toBe(`Logged out (removed ${join(home, '.opentinker', 'credentials')}).\n`);
     expect((await cli(['users', 'me'])).code).toBe(4);

@@ -32,8 +32,9 @@ export function ask(question: string): Promise<string | undefined> {
 export function askSecret(question: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     const stdin = process.stdin;
-    process.stderr.write(question);
+    // Echo off before the question shows, or a key typed (or pasted) at once could still be echoed.
     stdin.setRawMode(true);
+    process.stderr.write(question);
     stdin.resume();
     stdin.setEncoding('utf8');
     let value = '';
