@@ -22,7 +22,8 @@ export interface JobProgress {
 
 @Entity('jobs')
 @Index('idx_jobs_queue', ['state', 'priority', 'createdAt'])
-@Index('idx_jobs_owner', ['ownerId', 'createdAt'])
+@Index('idx_jobs_owner', ['ownerId', 'createdAt', 'id'])
+@Index('idx_jobs_created', ['createdAt', 'id'])
 export class JobEntity {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id!: string;

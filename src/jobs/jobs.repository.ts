@@ -43,18 +43,32 @@ export class JobsRepository {
     return this.jobs.findOneBy({ id });
   }
 
+  /**
+   * One page, newest first, and the total. Plain SQL rather than findAndCount: TypeORM's query building
+   * and entity hydration cost more than the query itself here (this is the busiest read route).
+   */
   async list(q: JobListQuery): Promise<{ items: JobEntity[]; total: number }> {
-    const where: FindOptionsWhere<JobEntity> = {};
-    if (q.ownerId) where.ownerId = q.ownerId;
-    if (q.states?.length) where.state = In(q.states);
-    if (q.kind) where.kind = q.kind;
-    const [items, total] = await this.jobs.findAndCount({
-      where,
-      order: { createdAt: 'DESC', id: 'DESC' },
-      take: q.limit,
-      skip: q.offset,
-    });
-    return { items, total };
+    const pg = this.config.usesPostgres;
+    const params: unknown[] = [];
+    const p = (v: unknown): string => (params.push(v), pg ? `$${params.length}` : '?');
+    const where: string[] = [];
+    if (q.ownerId) where.push(`"owner_id" = ${p(q.ownerId)}`);
+    if (q.states?.length) where.push(`"state" IN (${q.states.map(p).join(', ')})`);
+    if (q.kind) where.push(`"kind" = ${p(q.kind)}`);
+    const filter = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+    const countParams = params.slice();
+    const sql = `SELECT * FROM "jobs"${filter} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`;
+    const rows: Record<string, unknown>[] = await this.dataSource.query(sql, params);
+    const [{ n }]: { n: string | number }[] = await this.dataSource.query(`SELECT COUNT(*) AS "n" FROM "jobs"${filter}`, countParams);
+    return { items: rows.map((row) => this.hydrate(row)), total: Number(n) };
+  }
+
+  /** A raw `jobs` row as an entity, with the same column conversions TypeORM applies. */
+  private hydrate(row: Record<string, unknown>): JobEntity {
+    const job = new JobEntity() as unknown as Record<string, unknown>;
+    const driver = this.dataSource.driver;
+    for (const column of this.jobs.metadata.columns) job[column.propertyName] = driver.prepareHydratedValue(row[column.databaseName], column);
+    return job as unknown as JobEntity;
   }
 
   async countByState(): Promise<Record<string, number>> {

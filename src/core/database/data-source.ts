@@ -10,9 +10,10 @@ import { JobEntity } from '../../jobs/job.entity';
 import { WorkerEntity } from '../../scheduler/worker.entity';
 import type { AppConfig } from '../../config/app-config';
 import { Initial1764700000000 } from './1764700000000-initial.migration';
+import { JobListIndexes1764800000000 } from './1764800000000-job-list-indexes.migration';
 
 export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity];
-export const MIGRATIONS = [Initial1764700000000];
+export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   const common = { entities: ENTITIES, migrations: MIGRATIONS, migrationsRun: false, synchronize: false, logging: false } as const;
