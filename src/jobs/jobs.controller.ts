@@ -10,6 +10,8 @@ import { JobStreamService } from './job-stream.service';
 import { JOB_KINDS } from './kinds/job-kinds';
 
 const specRefs = JOB_KINDS.map((k) => ({ $ref: `#/components/schemas/JobSpec_${k.kind}` }));
+/** Without a mapping, OpenAPI says a discriminator value is the schema's name (`JobSpec_sleep`), not the kind. */
+const specMapping = Object.fromEntries(JOB_KINDS.map((k) => [k.kind, `#/components/schemas/JobSpec_${k.kind}`]));
 
 @ApiTags('jobs')
 @ApiBearerAuth()
@@ -25,7 +27,7 @@ export class JobsController {
     summary: 'Submit a job',
     description: 'The body is the job spec; `kind` selects its schema. Unknown keys are refused with their path; defaults are stored.',
   })
-  @ApiBody({ schema: { oneOf: specRefs, discriminator: { propertyName: 'kind' } } })
+  @ApiBody({ schema: { oneOf: specRefs, discriminator: { propertyName: 'kind', mapping: specMapping } } })
   @ApiResponse({ status: 201, type: JobDto })
   @ApiErrors(400, 401, 413)
   async submit(@CurrentUser() caller: Principal, @Body() body: unknown): Promise<JobDto> {

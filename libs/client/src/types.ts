@@ -14,14 +14,7 @@ export type JobProgress = Schemas['JobProgressDto'];
  * The body of `POST /v1/jobs`: a union over the job kinds the server offers, discriminated by `kind`.
  * It grows by itself when the server gains kinds and `openapi.json` is regenerated.
  */
-export type JobSpec = KindFromSchemaName<NonNullable<operations['Jobs_submit']['requestBody']>['content']['application/json']>;
-
-/**
- * The document's discriminator on `kind` has no `mapping`, so the generator follows the OpenAPI rule
- * that the value is then the schema's name (`kind: "JobSpec_sleep"`); the server takes `"sleep"`.
- * This restores the real value, and does nothing once the document carries a mapping.
- */
-type KindFromSchemaName<T> = T extends { kind: `JobSpec_${infer K}` } ? Omit<T, 'kind'> & { kind: K } : T;
+export type JobSpec = NonNullable<operations['Jobs_submit']['requestBody']>['content']['application/json'];
 /** The job kinds this client version knows. */
 export type JobKind = JobSpec['kind'];
 /** Query of `GET /v1/jobs`. */

@@ -29,8 +29,7 @@ export class JobsApi {
    * a second attempt after a lost answer could start the job twice.
    */
   submit(spec: JobSpec, options: RequestOptions = {}): Promise<Job> {
-    // Cast: the generated body type spells `kind` by schema name (see JobSpec).
-    return this.t.call(this.t.api.POST('/v1/jobs', { body: spec as never, signal: options.signal }), options.signal);
+    return this.t.call(this.t.api.POST('/v1/jobs', { body: spec, signal: options.signal }), options.signal);
   }
 
   /** Jobs, newest first. */

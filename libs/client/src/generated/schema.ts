@@ -698,7 +698,7 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            kind: "JobSpec_sleep";
+            kind: "sleep";
             /** @description Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1) */
             max_attempts?: number;
             /**
