@@ -58,7 +58,8 @@ export { registerEngineGradients } from './kernels/gradients';
 export { useFastWasmMatMul, isFastWasmMatMulOn } from './kernels/wasm-batch-matmul';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
-export { type ModelOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
+export { type ModelOptions, type ScoreOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
+export { type LoraOptions, LORA_TARGETS } from './model/lora';
 export { KvCache, type KvLayer } from './model/kv-cache';
 export { type LossCoefficients, type CurrentScores, crossEntropyCoefficients } from './train/logprobs';
 // I/O half: tokenizers, chat templates, stop strings.

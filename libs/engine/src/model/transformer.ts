@@ -9,6 +9,8 @@ import { swiglu } from './swiglu';
 import { hasLogProb, validateTokenBatch, type TokenBatch } from './token-batch';
 import { initWeights, validateWeights, weightSpecs, type NamedWeights } from './weights';
 import { Prng } from '../util/prng';
+import { loraScaling, peftKey, validateLoraWeights, type LoraAdapter, type LoraFactors } from '../io/peft-adapter';
+import { LORA_TARGETS, initLoraA, loraModules, validateLoraOptions, type LoraOptions } from './lora';
 
 /** How a Hugging Face weight maps onto the model's variable: linear weights are stored transposed. */
 interface Slot {
@@ -30,6 +32,20 @@ interface LayerVars {
   gate: tf.Variable;
   up: tf.Variable;
   down: tf.Variable;
+}
+
+/** An attached LoRA adapter: factors held transposed (`A` `[in, r]`, `B` `[r, out]`) so `x·A·B` is two plain matmuls. */
+interface LoraState {
+  config: LoraAdapter['config'];
+  scaling: number;
+  factors: Map<string, { A: tf.Variable; B: tf.Variable }>;
+  rawConfig?: Record<string, unknown>;
+}
+
+/** Options of {@link Model.scoreTokens}. */
+export interface ScoreOptions {
+  /** With `false`, score under the base model alone (the reference policy of a LoRA model); default true. */
+  adapter?: boolean;
 }
 
 /** Options of {@link Model.fromWeights}. */
@@ -105,6 +121,8 @@ export class Model {
   private valueBias?: tf.Variable;
   private readonly id: number;
   private disposed = false;
+  private lora?: LoraState;
+  private adapterOff = false;
 
   private constructor(config: ModelConfig, weights: NamedWeights, trainable: boolean) {
     this.config = config;
@@ -256,7 +274,162 @@ export class Model {
    */
   namedVariables(): Map<string, tf.Variable> {
     this.assertLive();
+    // Under a LoRA adapter only its factors train: the base stays frozen (a Trainer made after addLora sees just these).
+    if (this.lora) {
+      const out = new Map<string, tf.Variable>();
+      for (const [module, f] of this.lora.factors) out.set(peftKey(module, 'A'), f.A).set(peftKey(module, 'B'), f.B);
+      return out;
+    }
     return new Map([...this.slots].map(([name, slot]) => [name, slot.variable]));
+  }
+
+  /** Whether a LoRA adapter is attached. */
+  get hasLora(): boolean {
+    return this.lora !== undefined;
+  }
+
+  /**
+   * Attaches a fresh LoRA adapter: each targeted layer linear computes `W·x + (alpha/r)·B·(A·x)`, with
+   * `A` `[r, in]` Kaiming-uniform (as PEFT) and `B` `[out, r]` zeros, so outputs are unchanged until it
+   * trains. From then on {@link Model.namedVariables} lists only the factors: a {@link Trainer} made
+   * afterwards trains the adapter and leaves the base weights bit-identical.
+   *
+   * @example
+   * ```ts
+   * model.addLora({ r: 8, alpha: 16, targetModules: ['q_proj', 'v_proj'], seed: 1 });
+   * const trainer = new Trainer(model, { lr: 1e-3 });
+   * ```
+   */
+  addLora(options: LoraOptions): void {
+    this.assertLive();
+    validateLoraOptions(options);
+    const targets = options.targetModules ?? ['q_proj', 'k_proj', 'v_proj', 'o_proj'];
+    const modules = loraModules(this.config, targets);
+    if (modules.length === 0) {
+      throw new EngineError('ENGINE_INVALID_OPTIONS', `LoRA targetModules ${JSON.stringify(targets)} match no layer linear (${LORA_TARGETS.join(', ')})`, 'targetModules');
+    }
+    const rng = new Prng(options.seed);
+    const weights = new Map<string, LoraFactors>();
+    for (const m of modules) {
+      weights.set(m.module, {
+        A: { shape: [options.r, m.in], data: initLoraA(options.r, m.in, rng) },
+        B: { shape: [m.out, options.r], data: new Float32Array(m.out * options.r) },
+      });
+    }
+    const config = { r: options.r, lora_alpha: options.alpha, target_modules: targets, base_model_name_or_path: null, lora_dropout: 0, use_rslora: options.useRslora ?? false };
+    this.loadLora({ config, weights });
+  }
+
+  /**
+   * Attaches an adapter read by `loadLoraAdapter` (checked against this model's shapes).
+   *
+   * @example
+   * ```ts
+   * model.loadLora(await loadLoraAdapter('out/adapter', { modelConfig: model.config }));
+   * ```
+   */
+  loadLora(adapter: LoraAdapter): void {
+    this.assertLive();
+    if (this.lora) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model already has a LoRA adapter (merge it first)', 'lora');
+    validateLoraWeights(adapter, this.config);
+    const factors = new Map<string, { A: tf.Variable; B: tf.Variable }>();
+    for (const [module, f] of adapter.weights) {
+      const [A, B] = tf.tidy(() => [
+        tf.variable(tf.transpose(tf.tensor2d(f.A.data, f.A.shape as [number, number])), true, `m${this.id}/${peftKey(module, 'A')}`),
+        tf.variable(tf.transpose(tf.tensor2d(f.B.data, f.B.shape as [number, number])), true, `m${this.id}/${peftKey(module, 'B')}`),
+      ]);
+      factors.set(module, { A, B });
+    }
+    this.lora = { config: { ...adapter.config }, scaling: loraScaling(adapter.config), factors, ...(adapter.rawConfig ? { rawConfig: adapter.rawConfig } : {}) };
+  }
+
+  /**
+   * The attached adapter in PEFT layout (`A` `[r, in]`, `B` `[out, r]`), ready for `saveLoraAdapter`.
+   *
+   * @example
+   * ```ts
+   * await saveLoraAdapter('out/adapter', model.exportLora('Qwen/Qwen2.5-0.5B-Instruct'), { modelConfig: model.config });
+   * ```
+   */
+  exportLora(baseModelNameOrPath?: string): LoraAdapter {
+    this.assertLive();
+    const lora = this.requireLora();
+    const weights = new Map<string, LoraFactors>();
+    const read = (v: tf.Variable) => {
+      const t = tf.tidy(() => tf.transpose(v));
+      const data = Float32Array.from(t.dataSync() as Float32Array);
+      const shape = [...t.shape];
+      t.dispose();
+      return { shape, data };
+    };
+    for (const [module, f] of lora.factors) weights.set(module, { A: read(f.A), B: read(f.B) });
+    const config = { ...lora.config, ...(baseModelNameOrPath !== undefined ? { base_model_name_or_path: baseModelNameOrPath } : {}) };
+    return { config, weights, ...(lora.rawConfig ? { rawConfig: lora.rawConfig } : {}) };
+  }
+
+  /**
+   * Folds the adapter into the base, `W' = W + scaling·B·A`, and removes it: the model then runs
+   * without the extra matmuls and {@link Model.exportWeights} holds the merged weights (a plain Hugging
+   * Face checkpoint). {@link Model.namedVariables} lists the base weights again.
+   *
+   * @example
+   * ```ts
+   * model.mergeLora();
+   * await saveHfModelDir('out/merged', { config: model.config, weights: model.exportWeights() });
+   * ```
+   */
+  mergeLora(): void {
+    this.assertLive();
+    const lora = this.requireLora();
+    for (const [module, f] of lora.factors) {
+      const w = this.slots.get(`${module}.weight`)!.variable;
+      tf.tidy(() => w.assign(tf.add(w, tf.mul(tf.matMul(f.A, f.B), lora.scaling))));
+    }
+    this.dropLora();
+  }
+
+  /** Detaches and frees the adapter without merging it. */
+  removeLora(): void {
+    this.assertLive();
+    this.requireLora();
+    this.dropLora();
+  }
+
+  /**
+   * Runs `fn` with the adapter switched off: the base model alone, i.e. the reference policy for KL
+   * under a LoRA without a second copy of the weights. Not for use across an `await`.
+   *
+   * @example
+   * ```ts
+   * const ref = model.withoutAdapter(() => model.scoreTokens(batch));
+   * ```
+   */
+  withoutAdapter<T>(fn: () => T): T {
+    const before = this.adapterOff;
+    this.adapterOff = true;
+    try {
+      return fn();
+    } finally {
+      this.adapterOff = before;
+    }
+  }
+
+  private requireLora(): LoraState {
+    if (!this.lora) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model has no LoRA adapter', 'lora');
+    return this.lora;
+  }
+
+  private dropLora(): void {
+    for (const f of this.lora!.factors.values()) tf.dispose([f.A, f.B]);
+    this.lora = undefined;
+  }
+
+  /** `x·W` (`W` stored `[in, out]`) plus the adapter's `scaling·(x·A)·B` when one targets `module`. */
+  private linear(x: tf.Tensor2D, w: tf.Tensor, module: string): tf.Tensor2D {
+    const y = tf.matMul(x, w) as tf.Tensor2D;
+    const f = this.lora && !this.adapterOff ? this.lora.factors.get(module) : undefined;
+    if (!f) return y;
+    return tf.add(y, tf.mul(tf.matMul(tf.matMul(x, f.A), f.B), this.lora!.scaling)) as tf.Tensor2D;
   }
 
   /** Frees the model's variables. */
@@ -265,6 +438,7 @@ export class Model {
     this.disposed = true;
     for (const slot of this.slots.values()) slot.variable.dispose();
     this.slots.clear();
+    if (this.lora) this.dropLora();
   }
 
   get isDisposed(): boolean {
@@ -302,10 +476,11 @@ export class Model {
     let x = tf.gather(this.embed, tf.reshape(ids, [n])) as tf.Tensor2D;
     const present: KvLayer[] = [];
     this.layers.forEach((L, i) => {
+      const p = `model.layers.${i}.`;
       const a = rmsNorm(x, L.inputNorm, c.rms_norm_eps) as tf.Tensor2D;
-      let q: tf.Tensor = tf.matMul(a, L.q);
-      let k: tf.Tensor = tf.matMul(a, L.k);
-      let v: tf.Tensor = tf.matMul(a, L.v);
+      let q: tf.Tensor = this.linear(a, L.q, `${p}self_attn.q_proj`);
+      let k: tf.Tensor = this.linear(a, L.k, `${p}self_attn.k_proj`);
+      let v: tf.Tensor = this.linear(a, L.v, `${p}self_attn.v_proj`);
       if (L.qBias) q = tf.add(q, L.qBias);
       if (L.kBias) k = tf.add(k, L.kBias);
       if (L.vBias) v = tf.add(v, L.vBias);
@@ -313,15 +488,23 @@ export class Model {
       k = tf.transpose(applyRope(tf.reshape(k, [b, t, kvh, hd]), cosT, sinT, swap), [0, 2, 1, 3]);
       v = tf.transpose(tf.reshape(v, [b, t, kvh, hd]), [0, 2, 1, 3]);
       if (past) {
-        const p = past.layers[i];
-        k = tf.concat([p.k, k], 2);
-        v = tf.concat([p.v, v], 2);
+        const cached = past.layers[i];
+        k = tf.concat([cached.k, k], 2);
+        v = tf.concat([cached.v, v], 2);
       }
       if (opts.present) present.push({ k, v });
       const attn = groupedQueryAttention(q, k, v, biasT);
-      x = tf.add(x, tf.matMul(attn, L.o));
+      x = tf.add(x, this.linear(attn, L.o, `${p}self_attn.o_proj`));
       const m = rmsNorm(x, L.postNorm, c.rms_norm_eps) as tf.Tensor2D;
-      x = tf.add(x, swiglu(m, L.gate as tf.Tensor2D, L.up as tf.Tensor2D, L.down as tf.Tensor2D));
+      x = tf.add(
+        x,
+        swiglu(
+          m,
+          (h) => this.linear(h, L.gate, `${p}mlp.gate_proj`),
+          (h) => this.linear(h, L.up, `${p}mlp.up_proj`),
+          (h) => this.linear(h, L.down, `${p}mlp.down_proj`),
+        ),
+      );
     });
     if (opts.lastOnly && t > 1) {
       const last = new Int32Array(b).map((_, row) => row * t + t - 1);
@@ -376,9 +559,11 @@ export class Model {
    * ```ts
    * const { logProbs } = model.scoreTokens(padBatch([[1, 5, 7]]));
    * logProbs[2]; // log p(7 | 1 5)
+   * const reference = model.scoreTokens(batch, { adapter: false }); // base model under a LoRA
    * ```
    */
-  scoreTokens(batch: TokenBatch): TokenScores {
+  scoreTokens(batch: TokenBatch, options: ScoreOptions = {}): TokenScores {
+    if (options.adapter === false) return this.withoutAdapter(() => this.scoreTokens(batch));
     validateTokenBatch(batch, this.config.vocab_size);
     let valNext: Float32Array | undefined;
     const [lpNext, entNext] = tf.tidy(() => {
