@@ -62,8 +62,20 @@ def log_softmax(x, axis=-1):
     return x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
 
 
-def forward(cfg, W, ids, mask, with_hidden=False):
-    """Logits [B, T, V] (and final-norm hidden states) for a batch; ids and mask are [B, T] integer arrays."""
+def forward(cfg, W, ids, mask, with_hidden=False, lora=None):
+    """Logits [B, T, V] (and final-norm hidden states) for a batch; ids and mask are [B, T] integer arrays.
+
+    lora: optional {"scaling": s, "factors": {module path: (A [r, in], B [out, r])}}; a targeted linear
+    computes x W^T + s * (x A^T) B^T, PEFT's LoRA forward (no dropout), kept unmerged on purpose.
+    """
+
+    def linear(h, module):
+        y = h @ W[module + ".weight"].T
+        if lora is not None and module in lora["factors"]:
+            A, Bf = lora["factors"][module]
+            y = y + lora["scaling"] * ((h @ A.T) @ Bf.T)
+        return y
+
     B, T = ids.shape
     H = cfg["num_attention_heads"]
     KV = cfg["num_key_value_heads"]
@@ -81,7 +93,7 @@ def forward(cfg, W, ids, mask, with_hidden=False):
         h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
 
         def proj(name):
-            y = h @ W[p + f"self_attn.{name}_proj.weight"].T
+            y = linear(h, p + f"self_attn.{name}_proj")
             if cfg["attention_bias"]:
                 y = y + W[p + f"self_attn.{name}_proj.bias"]
             return y
@@ -96,23 +108,23 @@ def forward(cfg, W, ids, mask, with_hidden=False):
         scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd) + attn_mask
         probs = softmax(scores)
         o = (probs @ v).transpose(0, 2, 1, 3).reshape(B, T, H * hd)
-        x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        x = x + linear(o, p + "self_attn.o_proj")
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
-        gate = h @ W[p + "mlp.gate_proj.weight"].T
-        up = h @ W[p + "mlp.up_proj.weight"].T
+        gate = linear(h, p + "mlp.gate_proj")
+        up = linear(h, p + "mlp.up_proj")
         act = gate / (1.0 + np.exp(-gate))  # silu
-        x = x + (act * up) @ W[p + "mlp.down_proj.weight"].T
+        x = x + linear(act * up, p + "mlp.down_proj")
     x = rms_norm(x, W["model.norm.weight"], eps)
     head = W["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else W["lm_head.weight"]
     return (x @ head.T, x) if with_hidden else x @ head.T
 
 
-def token_scores(cfg, W, ids, mask):
+def token_scores(cfg, W, ids, mask, lora=None):
     """Token-aligned log p(ids[t] | ids[<t]), the entropy of that distribution and, with a value head
     (`score.weight` [1, D], `score.bias` [1], as transformers' *ForTokenClassification and verl's critic),
     the value read at the position before the token (verl's `values[:, -response_length - 1:-1]`);
     0 where undefined."""
-    logits, hidden = forward(cfg, W, ids, mask, with_hidden=True)
+    logits, hidden = forward(cfg, W, ids, mask, with_hidden=True, lora=lora)
     logp = log_softmax(logits)
     B, T = ids.shape
     lp = np.zeros((B, T))
@@ -233,6 +245,79 @@ def make_case(name, cfg, seed, rows, grad_weights, value_head=False):
     }
 
 
+def batch_of(rows):
+    T = max(len(r["tokens"]) + r.get("left", 0) for r in rows)
+    ids = np.zeros((len(rows), T), dtype=np.int64)
+    mask = np.zeros((len(rows), T), dtype=np.int64)
+    for b, r in enumerate(rows):
+        left = r.get("left", 0)
+        for t, tok in enumerate(r["tokens"]):
+            ids[b, left + t] = tok
+            mask[b, left + t] = 1
+    return ids, mask
+
+
+def make_lora_case(name, cfg, seed, rows, r, alpha, targets, grad_factors):
+    """A LoRA forward (scaling alpha / r) on random base weights and random non-zero factors: logits,
+    log-probs, and gradients of sum(c * logprob) with respect to chosen factor entries."""
+    rng = np.random.default_rng(seed)
+    W = random_weights(cfg, rng)
+    factors = {}
+    for wname, shape, kind in weight_specs(cfg):
+        module = wname[: -len(".weight")]
+        if kind == "linear" and wname.startswith("model.layers.") and module.split(".")[-1] in targets:
+            out_f, in_f = shape
+            A = (0.25 * rng.standard_normal((r, in_f))).astype(np.float32).astype(np.float64)
+            Bf = (0.25 * rng.standard_normal((out_f, r))).astype(np.float32).astype(np.float64)
+            factors[module] = (A, Bf)
+    scaling = alpha / r
+    ids, mask = batch_of(rows)
+    B, T = ids.shape
+    lora = {"scaling": scaling, "factors": factors}
+    logits, lp, _, _, valid = token_scores(cfg, W, ids, mask, lora)
+    coef = rng.standard_normal((B, T)) * valid
+
+    def loss(fx):
+        _, l, _, _, _ = token_scores(cfg, W, ids, mask, {"scaling": scaling, "factors": fx})
+        return float(np.sum(coef * l))
+
+    grads = []
+    h = 1e-6
+    for module, which in grad_factors:
+        k = 0 if which == "A" else 1
+        t = factors[module][k]
+        for idx in rng.choice(t.size, size=3, replace=False):
+            idx = int(idx)
+            def shifted(d):
+                f = dict(factors)
+                pair = list(f[module])
+                w = t.copy().reshape(-1)
+                w[idx] += d
+                pair[k] = w.reshape(t.shape)
+                f[module] = tuple(pair)
+                return f
+            grads.append({"module": module, "factor": which, "index": idx, "grad": (loss(shifted(h)) - loss(shifted(-h))) / (2 * h)})
+
+    real = [(b, t) for b in range(B) for t in range(T) if mask[b, t] == 1]
+    tensor = lambda v: {"shape": list(v.shape), "data": v.reshape(-1).tolist()}
+    return {
+        "name": name,
+        "config": cfg,
+        "weights": {k: tensor(v) for k, v in W.items()},
+        "lora": {"r": r, "alpha": alpha, "targetModules": targets, "factors": {m: {"A": tensor(a), "B": tensor(b)} for m, (a, b) in factors.items()}},
+        "batchSize": B,
+        "seqLen": T,
+        "ids": ids.reshape(-1).tolist(),
+        "mask": mask.reshape(-1).tolist(),
+        "realPositions": [b * T + t for b, t in real],
+        "logitsAtReal": np.stack([logits[b, t] for b, t in real]).reshape(-1).tolist(),
+        "logProbs": lp.reshape(-1).tolist(),
+        "valid": valid.reshape(-1).tolist(),
+        "logProbCoef": coef.reshape(-1).tolist(),
+        "grads": grads,
+    }
+
+
 def main():
     qwen = {
         "model_type": "qwen2", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 24,
@@ -278,6 +363,25 @@ def main():
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "__golden__", "transformer.json")
     with open(path, "w") as f:
         json.dump(out, f)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+    lora_case = make_lora_case(
+        "qwen2 LoRA r 2 alpha 3 on all seven linears, right+left padding", qwen, 3, rows_q, 2, 3.0,
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        [("model.layers.0.self_attn.q_proj", "A"), ("model.layers.1.self_attn.v_proj", "B"),
+         ("model.layers.0.self_attn.o_proj", "B"), ("model.layers.1.mlp.down_proj", "A"), ("model.layers.0.mlp.gate_proj", "B")],
+    )
+    lora_out = {
+        "meta": {
+            "generator": "libs/engine/reference/transformer_reference.py",
+            "numpy": np.__version__,
+            "note": "float64 LoRA forward x W^T + (alpha/r) (x A^T) B^T; gradients of sum(logProbCoef*logProbs) by central differences (h=1e-6)",
+        },
+        "cases": [lora_case],
+    }
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "__golden__", "lora.json")
+    with open(path, "w") as f:
+        json.dump(lora_out, f)
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
