@@ -10,6 +10,7 @@ import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { ByteTokenizer } from '../tokenizer/byte-tokenizer';
 import { crossEntropyCoefficients } from '../train/logprobs';
 import { Trainer } from '../train/trainer';
+import { sample } from '../sampling/sampler';
 import { Prng } from '../util/prng';
 import { modelPreset } from './model-config';
 import { padBatch } from './token-batch';
@@ -140,6 +141,35 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
     const reloaded = Model.fromWeights(back.config, back.weights);
     expect(maxAbsDiff(logits(reloaded), withAdapter)).toBeLessThan(1e-5);
     reloaded.dispose();
+    model.dispose();
+  });
+
+  it('samples under the adapter: sampled log-probs match the recomputed ones to 1e-4', () => {
+    const model = Model.fromWeights(config, weights, { trainable: false });
+    model.addLora({ r: 4, alpha: 8, targetModules: ALL, seed: 8 });
+    const adapter = randomised(model.exportLora(), 9);
+    model.removeLora();
+    model.loadLora(adapter);
+    const prompts = [[1, 2, 3], [4, 5]];
+    const outs = sample(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 3, stopTokenIds: [] });
+    const full = padBatch(prompts.map((p, i) => [...p, ...outs[i].tokens]));
+    const withAdapter = model.scoreTokens(full);
+    const base = model.scoreTokens(full, { adapter: false });
+    let worst = 0;
+    let apart = 0;
+    outs.forEach((o, i) =>
+      o.logProbs.forEach((lp, j) => {
+        const at = i * full.seqLen + prompts[i].length + j;
+        worst = Math.max(worst, Math.abs(withAdapter.logProbs[at] - lp));
+        apart = Math.max(apart, Math.abs(base.logProbs[at] - lp));
+      }),
+    );
+    expect(worst).toBeLessThan(1e-4);
+    expect(apart).toBeGreaterThan(1e-3);
+    // A frozen base (trainable: false) still trains its adapter.
+    const trainer = new Trainer(model, { lr: 1e-2 });
+    trainer.trainStep(full, crossEntropyCoefficients(full));
+    trainer.dispose();
     model.dispose();
   });
 

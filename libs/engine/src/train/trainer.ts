@@ -86,7 +86,8 @@ export class Trainer {
     readonly model: Model,
     private readonly options: TrainerOptions,
   ) {
-    if (!model.trainable) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model is frozen (trainable: false)', 'model');
+    // A frozen base still trains under a LoRA adapter: only the factors are optimised then.
+    if (!model.trainable && !model.hasLora) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model is frozen (trainable: false)', 'model');
     const lr = options.lr;
     if (typeof lr === 'number' && !(lr >= 0)) throw new EngineError('ENGINE_INVALID_OPTIONS', `lr must be >= 0, got ${lr}`, 'lr');
     if (options.maxGradNorm !== undefined && !(options.maxGradNorm > 0)) {
