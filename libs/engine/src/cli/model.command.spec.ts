@@ -4,6 +4,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { saveHfModelDir } from '../io/hf-model-dir';
+import { saveLoraAdapter, type LoraFactors } from '../io/peft-adapter';
+import { padBatch } from '../model/token-batch';
+import { Model } from '../model/transformer';
+import { Prng } from '../util/prng';
 import { modelPreset, type ModelConfig } from '../model/model-config';
 import { countParameters, weightSpecs, type NamedWeights } from '../model/weights';
 import { ByteTokenizer } from '../tokenizer/byte-tokenizer';
@@ -145,6 +149,29 @@ describe('opentinker model', () => {
   });
 
   describe('score', () => {
+    it('applies a PEFT adapter with --adapter: the scores of the model under it', async () => {
+      const { config, weights } = fixedModel(97);
+      const rng = new Prng(3);
+      const factors = new Map<string, LoraFactors>();
+      // This fixture's linears are zero: v and o in series are the shortest path that changes the output.
+      for (const m of ['model.layers.0.self_attn.v_proj', 'model.layers.0.self_attn.o_proj']) {
+        const [out, inF] = weights.get(`${m}.weight`)!.shape;
+        factors.set(m, { A: { shape: [2, inF], data: Float32Array.from({ length: 2 * inF }, () => rng.normal()) }, B: { shape: [out, 2], data: Float32Array.from({ length: out * 2 }, () => rng.normal()) } });
+      }
+      const adapter = { config: { r: 2, lora_alpha: 4, target_modules: ['v_proj', 'o_proj'], base_model_name_or_path: null, lora_dropout: 0, use_rslora: false }, weights: factors };
+      const adapterDir = join(tmp, 'adapter');
+      await saveLoraAdapter(adapterDir, adapter, { modelConfig: config });
+      const plain = await modelScore(aDir, { text: 'aab', backend: 'cpu' });
+      const adapted = await modelScore(aDir, { text: 'aab', backend: 'cpu', adapter: adapterDir });
+      const model = Model.fromWeights(config, weights);
+      model.loadLora(adapter);
+      const expected = model.scoreTokens(padBatch([[97, 97, 98]])).logProbs;
+      model.dispose();
+      expect(Math.abs(adapted.tokens[2].logProb! - plain.tokens[2].logProb!)).toBeGreaterThan(1e-3);
+      expect(Math.abs(adapted.tokens[2].logProb! - expected[2])).toBeLessThan(1e-5);
+      expect(Math.abs(adapted.tokens[1].logProb! - expected[1])).toBeLessThan(1e-5);
+    });
+
     it('prints every token with its log-prob under the model', async () => {
       const r = await modelScore(aDir, { text: 'aab', backend: 'cpu' });
       expect(r.tokens.map((t) => [t.index, t.id, t.token, t.text])).toEqual([

@@ -64,6 +64,8 @@ export interface ModelSampleOptions {
   /** Stop strings, in addition to the folder's stop token ids. */
   stop?: string[];
   backend?: BackendName;
+  /** A PEFT LoRA adapter folder to apply on top of the model. */
+  adapter?: string;
 }
 
 /** What `model sample` reports. */
@@ -88,6 +90,8 @@ export interface ModelScoreOptions {
   /** Prepend the tokenizer's BOS as its post-processor would (default false: text as given). */
   addSpecialTokens?: boolean;
   backend?: BackendName;
+  /** A PEFT LoRA adapter folder to apply on top of the model. */
+  adapter?: string;
 }
 
 /** One scored token. */
@@ -209,13 +213,17 @@ function backendText(b: BackendInfo): string {
 }
 
 /** Loads a folder and a backend, runs `fn` with the model, and frees the model's tensors. */
-async function withModel<T>(dir: string, backend: BackendName | undefined, fn: (ctx: { info: Awaited<ReturnType<typeof loadHfModelDir>>; model: import('../model/transformer').Model; backend: string }) => T): Promise<T> {
+async function withModel<T>(dir: string, backend: BackendName | undefined, adapter: string | undefined, fn: (ctx: { info: Awaited<ReturnType<typeof loadHfModelDir>>; model: import('../model/transformer').Model; backend: string }) => T): Promise<T> {
   const { initBackend } = await import('../backend.js');
   const { Model } = await import('../model/transformer.js');
   const backendInfo = await initBackend(backend ? { backend } : {});
   const info = await loadHfModelDir(dir);
   const model = Model.fromWeights(info.config, info.weights, { trainable: false });
   try {
+    if (adapter) {
+      const { loadLoraAdapter } = await import('../io/peft-adapter.js');
+      model.loadLora(await loadLoraAdapter(adapter, { modelConfig: info.config }));
+    }
     return fn({ info, model, backend: backendText(backendInfo) });
   } finally {
     model.dispose();
@@ -234,7 +242,7 @@ async function withModel<T>(dir: string, backend: BackendName | undefined, fn: (
  */
 export async function modelSample(dir: string, o: ModelSampleOptions): Promise<ModelSampleReport> {
   const { sample } = await import('../sampling/sampler.js');
-  return withModel(dir, o.backend, ({ info, model, backend }) => {
+  return withModel(dir, o.backend, o.adapter, ({ info, model, backend }) => {
     let prompt = o.prompt;
     if (o.chat) {
       if (!info.chatTemplate) throw new EngineError('ENGINE_INVALID_OPTIONS', `${dir} has no chat template; sample without --chat`, 'chat');
@@ -275,7 +283,7 @@ export async function modelSample(dir: string, o: ModelSampleOptions): Promise<M
  */
 export async function modelScore(dir: string, o: ModelScoreOptions): Promise<ModelScoreReport> {
   const { padBatch } = await import('../model/token-batch.js');
-  return withModel(dir, o.backend, ({ info, model, backend }) => {
+  return withModel(dir, o.backend, o.adapter, ({ info, model, backend }) => {
     const ids = info.tokenizer.encode(o.text, { addSpecialTokens: o.addSpecialTokens ?? false });
     if (ids.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'the text encodes to no tokens', 'text');
     if (ids.length > info.config.max_position_embeddings) {
@@ -388,6 +396,7 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
     .option('--system <text>', 'system message (with --chat)')
     .option('--stop <text...>', 'stop strings')
     .option('--backend <name>', 'tensorflow, wasm or cpu (default: the fastest that starts)')
+    .option('--adapter <dir>', 'a PEFT LoRA adapter folder to apply')
     .option('--json', 'print JSON with tokens and log-probs')
     .action(
       run(async (dir: string, opts: Record<string, string | boolean | string[] | undefined>) => {
@@ -402,6 +411,7 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
           system: opts.system as string | undefined,
           stop: opts.stop as string[] | undefined,
           backend: backendOption(opts.backend as string | undefined),
+          adapter: opts.adapter as string | undefined,
         });
         if (opts.json) json(report);
         else output.out(`${report.text}\n`);
@@ -415,10 +425,11 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
     .requiredOption('--text <text>', 'the text to score (special tokens such as <|im_start|> are recognised)')
     .option('--add-special-tokens', "add the tokenizer's BOS/EOS as its post-processor would")
     .option('--backend <name>', 'tensorflow, wasm or cpu (default: the fastest that starts)')
+    .option('--adapter <dir>', 'a PEFT LoRA adapter folder to apply')
     .option('--json', 'print JSON')
     .action(
-      run(async (dir: string, opts: { text: string; addSpecialTokens?: boolean; backend?: string; json?: boolean }) => {
-        const report = await modelScore(dir, { text: opts.text, addSpecialTokens: opts.addSpecialTokens === true, backend: backendOption(opts.backend) });
+      run(async (dir: string, opts: { text: string; addSpecialTokens?: boolean; backend?: string; adapter?: string; json?: boolean }) => {
+        const report = await modelScore(dir, { text: opts.text, addSpecialTokens: opts.addSpecialTokens === true, backend: backendOption(opts.backend), ...(opts.adapter ? { adapter: opts.adapter } : {}) });
         if (opts.json) json(report);
         else output.out(formatModelScore(report));
       }),
