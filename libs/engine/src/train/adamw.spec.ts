@@ -60,6 +60,18 @@ describe.each(TEST_BACKENDS)('AdamW on %s', (backend) => {
     tf.dispose([w, n]);
   });
 
+  it('frees everything it made on dispose', () => {
+    const w = tf.variable(tf.ones([3, 2]));
+    const before = tf.memory().numTensors;
+    const opt = new AdamW(new Map([['w', w]]), {});
+    const g = tf.onesLike(w);
+    opt.apply(new Map([['w', g]]), 0.1);
+    g.dispose();
+    opt.dispose();
+    expect(tf.memory().numTensors).toBe(before);
+    w.dispose();
+  });
+
   it('decays matrices but not norms or biases by default', () => {
     expect(defaultDecay('model.embed_tokens.weight')).toBe(true);
     expect(defaultDecay('model.layers.3.self_attn.q_proj.weight')).toBe(true);

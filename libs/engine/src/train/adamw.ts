@@ -49,8 +49,9 @@ export class AdamW {
       name,
       variable,
       decay: decay(name),
-      m: tf.variable(tf.zerosLike(variable), false),
-      v: tf.variable(tf.zerosLike(variable), false),
+      // Inside tidy: the zeros a variable is made from would otherwise stay alive after dispose().
+      m: tf.tidy(() => tf.variable(tf.zerosLike(variable), false)),
+      v: tf.tidy(() => tf.variable(tf.zerosLike(variable), false)),
     }));
   }
 
