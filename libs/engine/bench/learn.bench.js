@@ -7,7 +7,7 @@
  * before/after summary; writes JSON to bench/results/learn-<date>.json. Asserts nothing (a benchmark).
  *
  * Run after building:  npx tsc -b libs/engine/tsconfig.json libs/rl/tsconfig.json && node libs/engine/bench/learn.bench.js
- * Options: --sft-steps N  --grpo-steps N  --seed N  --quick (a tiny smoke run)  --no-filter (keep zero-variance groups)
+ * Options: --sft-steps N  --grpo-steps N  --seed N  --sft-lr X (1e-3)  --grpo-lr X (2e-4)  --quick (a tiny smoke run)  --no-filter (keep zero-variance groups)
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -16,7 +16,7 @@ const eng = require('@opentinker/engine');
 const rl = require('@opentinker/rl');
 
 function parseArgs(argv) {
-  const opts = { sftSteps: 900, grpoSteps: 150, seed: 1, quick: false, filter: true };
+  const opts = { sftSteps: 1400, grpoSteps: 250, seed: 1, quick: false, filter: true, sftLr: 1e-3, grpoLr: 2e-4 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = () => {
@@ -27,6 +27,8 @@ function parseArgs(argv) {
     if (a === '--sft-steps') opts.sftSteps = num();
     else if (a === '--grpo-steps') opts.grpoSteps = num();
     else if (a === '--seed') opts.seed = num();
+    else if (a === '--sft-lr') opts.sftLr = num();
+    else if (a === '--grpo-lr') opts.grpoLr = num();
     else if (a === '--quick') opts.quick = true;
     else if (a === '--no-filter') opts.filter = false;
     else throw new Error(`unknown option ${a}`);
@@ -43,11 +45,11 @@ const CFG = {
   trainSize: 2000,
   heldOutSize: opts.quick ? 40 : 200,
   sftBatch: 32,
-  sftLr: 1e-3,
+  sftLr: opts.sftLr,
   evalEvery: opts.quick ? 5 : 100,
   grpoPrompts: opts.quick ? 4 : 32,
   rolloutN: 8,
-  grpoLr: 2e-4,
+  grpoLr: opts.grpoLr,
   grpoEvalEvery: opts.quick ? 3 : 20,
   maxNewTokens: 6,
 };
