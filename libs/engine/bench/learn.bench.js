@@ -262,7 +262,7 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
   if (!opts.quick) {
     const dir = path.join(__dirname, 'results');
     fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, `learn-${result.date.slice(0, 10)}.json`);
+    const file = path.join(dir, `learn-${result.date.slice(0, 10)}${opts.seed === 1 ? '' : `-seed${opts.seed}`}.json`);
     fs.writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
     console.log(`wrote ${path.relative(process.cwd(), file)}`);
   }
