@@ -1,9 +1,9 @@
 /**
  * `policy_loss.loss_mode: cispo` — Clipped IS-weight Policy Optimization (verl `compute_policy_loss_cispo`).
  */
-import { aggLoss, type LossAggMode } from '../aggregation';
-import { checkPolicyInput } from './policy-loss';
-import { aggOptionsFromConfig, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
+import type { LossAggMode } from '../aggregation';
+import { checkPolicyInput, finishPolicyLoss } from './policy-loss';
+import { resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
 
 /**
  * CISPO (MiniMax-M1, arXiv 2506.13585): the importance weight is clipped and *detached* instead of the
@@ -49,14 +49,5 @@ export function computePolicyLossCispo(
       if (ratio !== clipped) clipCount += m;
     }
   }
-  const { loss, weights } = aggLoss(pgLosses, mask, input, lossAggMode, aggOptionsFromConfig(config));
-  const dLogProb = new Float64Array(n);
-  for (let k = 0; k < n; k++) dLogProb[k] = weights[k] === 0 ? 0 : weights[k] * dToken[k];
-  const denom = maskSum + 1e-8;
-  return {
-    loss,
-    dLogProb,
-    pgLosses,
-    metrics: { 'actor/pg_clipfrac': clipCount / denom, 'actor/ppo_kl': klSum / denom, 'actor/pg_clipfrac_lower': 0 },
-  };
+  return finishPolicyLoss(pgLosses, dToken, input, lossAggMode, config, { maskSum, clipped: clipCount, klSum });
 }

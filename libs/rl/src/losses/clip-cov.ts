@@ -2,10 +2,10 @@
  * `policy_loss.loss_mode: clip_cov` — Clip-Cov (verl `compute_policy_loss_clip_cov`, from "The Entropy
  * Mechanism of RL for Reasoning LMs", arXiv 2505.22617).
  */
-import { aggLoss, type LossAggMode } from '../aggregation';
+import type { LossAggMode } from '../aggregation';
 import { maskedMean } from '../masked';
-import { checkPolicyInput } from './policy-loss';
-import { aggOptionsFromConfig, maxGrad, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
+import { checkPolicyInput, finishPolicyLoss } from './policy-loss';
+import { maxGrad, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
 
 /**
  * Clip-Cov: PPO clipping (no dual clip, no ±20 clamp), plus the gradient of a random subset of
@@ -76,14 +76,5 @@ export function computePolicyLossClipCov(
     d[k] *= corr[k] * w;
     if (corr[k] === 0 && mask[k] !== 0) cut += mask[k];
   }
-  const { loss, weights } = aggLoss(pgLosses, mask, input, lossAggMode, aggOptionsFromConfig(config));
-  const dLogProb = new Float64Array(n);
-  for (let k = 0; k < n; k++) dLogProb[k] = weights[k] === 0 ? 0 : weights[k] * d[k];
-  const denom = maskSum + 1e-8;
-  return {
-    loss,
-    dLogProb,
-    pgLosses,
-    metrics: { 'actor/pg_clipfrac': cut / denom, 'actor/ppo_kl': klSum / denom, 'actor/pg_clipfrac_lower': 0 },
-  };
+  return finishPolicyLoss(pgLosses, d, input, lossAggMode, config, { maskSum, clipped: cut, klSum });
 }

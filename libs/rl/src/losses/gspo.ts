@@ -1,9 +1,9 @@
 /**
  * `policy_loss.loss_mode: gspo` — Group Sequence Policy Optimization (verl `compute_policy_loss_gspo`).
  */
-import { aggLoss, type LossAggMode } from '../aggregation';
-import { checkPolicyInput } from './policy-loss';
-import { aggOptionsFromConfig, maxGrad, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
+import type { LossAggMode } from '../aggregation';
+import { checkPolicyInput, finishPolicyLoss } from './policy-loss';
+import { maxGrad, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
 
 /**
  * GSPO (arXiv 2507.18071). The importance ratio is per sequence, the geometric mean of the token ratios:
@@ -67,14 +67,5 @@ export function computePolicyLossGspo(
       }
     }
   }
-  const { loss, weights } = aggLoss(pgLosses, mask, input, 'seq-mean-token-mean', aggOptionsFromConfig(config));
-  const dLogProb = new Float64Array(n);
-  for (let k = 0; k < n; k++) dLogProb[k] = weights[k] === 0 ? 0 : weights[k] * dToken[k];
-  const denom = maskSum + 1e-8;
-  return {
-    loss,
-    dLogProb,
-    pgLosses,
-    metrics: { 'actor/pg_clipfrac': clipCount / denom, 'actor/ppo_kl': klSum / denom, 'actor/pg_clipfrac_lower': 0 },
-  };
+  return finishPolicyLoss(pgLosses, dToken, input, 'seq-mean-token-mean', config, { maskSum, clipped: clipCount, klSum });
 }

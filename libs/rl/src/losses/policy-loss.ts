@@ -98,18 +98,42 @@ export function computePolicyLossVanilla(
       if (clip1 > -a * c && a < 0) clipLowerCount += m;
     }
   }
-  const { loss, weights } = aggLoss(pgLosses, mask, input, lossAggMode, aggOptionsFromConfig(config));
-  const dLogProb = new Float64Array(n);
-  for (let k = 0; k < n; k++) dLogProb[k] = weights[k] === 0 ? 0 : weights[k] * dToken[k];
-  const denom = maskSum + 1e-8;
+  return finishPolicyLoss(pgLosses, dToken, input, lossAggMode, config, { maskSum, clipped: clipCount, klSum, clippedLower: clipLowerCount });
+}
+
+/** Masked token counts behind the verl metrics a policy loss reports. */
+export interface PolicyLossCounts {
+  maskSum: number;
+  clipped: number;
+  clippedLower?: number;
+  klSum: number;
+}
+
+/**
+ * The shared end of every token-level policy loss: aggregates the per-token losses, applies the chain
+ * rule through the aggregation weights to the per-token derivatives `dToken` (d pgLoss / d logProb),
+ * and turns the masked counts into verl's metrics.
+ */
+export function finishPolicyLoss(
+  pgLosses: Float64Array,
+  dToken: Float64Array,
+  input: PolicyLossInput,
+  lossAggMode: LossAggMode,
+  config: ActorConfig,
+  counts: PolicyLossCounts,
+): PolicyLossOutput {
+  const { loss, weights } = aggLoss(pgLosses, input.responseMask, input, lossAggMode, aggOptionsFromConfig(config));
+  const dLogProb = new Float64Array(pgLosses.length);
+  for (let k = 0; k < dLogProb.length; k++) dLogProb[k] = weights[k] === 0 ? 0 : weights[k] * dToken[k];
+  const denom = counts.maskSum + 1e-8;
   return {
     loss,
     dLogProb,
     pgLosses,
     metrics: {
-      'actor/pg_clipfrac': clipCount / denom,
-      'actor/ppo_kl': klSum / denom,
-      'actor/pg_clipfrac_lower': clipLowerCount / denom,
+      'actor/pg_clipfrac': counts.clipped / denom,
+      'actor/ppo_kl': counts.klSum / denom,
+      'actor/pg_clipfrac_lower': (counts.clippedLower ?? 0) / denom,
     },
   };
 }
