@@ -227,8 +227,9 @@ describe('opentinker client commands', () => {
   (existsSync('/usr/bin/script') ? it : it.skip)('on a terminal, draws a progress line and asks on Ctrl-C whether to cancel the job', async () => {
     const submitted = await cli(['jobs', 'submit', '-c', '-', '--json'], { input: '{"kind":"sleep","steps":1000,"step_seconds":0.05}' });
     const id: string = JSON.parse(submitted.stdout).id;
-    // util-linux `script` runs the command on a pseudo-terminal; what we write is what a person types.
-    const child = spawn('/usr/bin/script', ['-qefc', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} jobs watch ${id}`, '/dev/null'], {
+    // util-linux `script` runs the command on a pseudo-terminal; what we write is what a person types. `exec`, so
+    // no shell stands between: Ctrl-C would signal the shell too, and a shell dying of it ends `script` with 130.
+    const child = spawn('/usr/bin/script', ['-qefc', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} jobs watch ${id}`, '/dev/null'], {
       env: { ...cliEnv(), COLUMNS: '100', LINES: '30' },
       cwd: work,
     });
@@ -256,7 +257,7 @@ describe('opentinker client commands', () => {
   (existsSync('/usr/bin/script') ? it : it.skip)('on a terminal, asks for the key at login without echoing it', async () => {
     const otherHome = mkdtempSync(join(tmpdir(), 'cli-home-tty-'));
     try {
-      const child = spawn('/usr/bin/script', ['-qefc', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} login --url ${url}`, '/dev/null'], {
+      const child = spawn('/usr/bin/script', ['-qefc', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} login --url ${url}`, '/dev/null'], {
         env: { ...cliEnv(), HOME: otherHome },
       });
       let out = '';
