@@ -4,7 +4,8 @@
  * Exit code 0 means the job succeeded. The process exits if its worker goes away.
  */
 import { mkdirSync } from 'node:fs';
-import type { KindRunner, RunContext, RunnerMessage, StartMessage } from './runner-protocol';
+import { join, resolve } from 'node:path';
+import type { KindRunner, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner-protocol';
 
 const RUNNERS: Record<string, () => Promise<KindRunner>> = {
   sleep: async () => (await import('./sleep.runner.js')).runSleep,
@@ -46,6 +47,7 @@ async function run(start: StartMessage): Promise<void> {
     attempt: start.job.attempt,
     resumeState: start.job.resumeState ?? null,
     workDir: start.workDir,
+    paths: runnerPaths(start),
     signal: controller.signal,
     log: (line) => console.log(line),
     progress: (step, total = null, message = null) => send({ type: 'progress', step, total, message }),
@@ -55,6 +57,20 @@ async function run(start: StartMessage): Promise<void> {
   };
   send({ type: 'running' });
   await runner(ctx);
+}
+
+/** This file is `<install>/dist/runner/job-runner.main.js`. */
+const HOST_ROOT = resolve(__dirname, '..', '..');
+
+function runnerPaths(start: StartMessage): RunnerPaths {
+  const home = start.paths.home;
+  return {
+    hostRoot: HOST_ROOT,
+    pluginsDir: start.paths.pluginsDir ?? join(HOST_ROOT, 'plugins'),
+    home,
+    jobsDir: join(home, 'jobs'),
+    datasetsDir: join(home, 'datasets'),
+  };
 }
 
 function main(): void {

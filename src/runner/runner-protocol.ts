@@ -6,6 +6,8 @@ export interface StartMessage {
   type: 'start';
   job: { id: string; kind: string; spec: Record<string, unknown>; attempt: number; resumeState: unknown };
   workDir: string;
+  /** The data directory (`OPENTINKER_HOME`) and the plugins folder when configured (else `<install>/plugins`). */
+  paths: { home: string; pluginsDir: string | null };
 }
 
 export type RunnerMessage =
@@ -25,6 +27,8 @@ export interface RunContext {
   /** What the previous attempt saved with {@link checkpoint}, or null on a fresh start. */
   resumeState: unknown;
   workDir: string;
+  /** Where things live: the installation (plugin discovery), the data directory, other jobs' folders. */
+  paths: RunnerPaths;
   /** Aborted when the job is cancelled or its worker shuts down: stop soon and return. */
   signal: AbortSignal;
   log(line: string): void;
@@ -37,3 +41,14 @@ export interface RunContext {
 }
 
 export type KindRunner = (ctx: RunContext) => Promise<void>;
+
+export interface RunnerPaths {
+  /** The installation root (its package.json declares the first-party environments). */
+  hostRoot: string;
+  pluginsDir: string;
+  home: string;
+  /** `<home>/jobs`: each job's folder is `<jobsDir>/<id>` (its runner's workDir is `<jobsDir>/<id>/work`). */
+  jobsDir: string;
+  /** `<home>/datasets`: uploaded datasets. */
+  datasetsDir: string;
+}

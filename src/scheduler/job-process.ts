@@ -8,6 +8,7 @@ import { cudaVisibleDevices } from './device-pool';
 export interface JobProcessOptions {
   runnerEntry: string;
   jobDir: string;
+  paths: StartMessage['paths'];
   graceMs: number;
   onMessage(message: RunnerMessage): void;
   onLog(text: string): void;
@@ -76,6 +77,7 @@ export class JobProcess {
       type: 'start',
       job: { id: job.id, kind: job.kind, spec: job.spec, attempt: job.attempts, resumeState: job.resumeState ?? null },
       workDir: join(options.jobDir, 'work'),
+      paths: options.paths,
     };
     this.child.send(start, (error) => {
       if (error) this.stderrTail.push(`could not reach the job runner: ${error.message}`);

@@ -59,6 +59,7 @@ export class JobSupervisor {
     entry.process = new JobProcess(job, {
       runnerEntry: this.runnerEntry,
       jobDir: this.config.jobDir(job.id),
+      paths: { home: this.config.home, pluginsDir: this.config.values.plugins_dir ?? null },
       graceMs: this.config.values.cancel_grace_seconds * 1000,
       onMessage: (m) => this.onMessage(entry, m),
       onLog: (text) => this.onLog(entry, text),

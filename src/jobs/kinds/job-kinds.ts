@@ -2,10 +2,12 @@ import { z } from 'zod';
 import { AppError, ErrorCode } from '../../core/app-error';
 import { zodToAppError } from '../../core/zod-error';
 import { JobKind, jobSpecSchema } from './job-kind';
+import { inferenceKind } from './inference.kind';
 import { sleepKind } from './sleep.kind';
+import { trainKind } from './train.kind';
 
-/** Every kind this server accepts. The train/inference kinds register here as they land. */
-export const JOB_KINDS: readonly JobKind[] = [sleepKind];
+/** Every kind this server accepts. */
+export const JOB_KINDS: readonly JobKind[] = [sleepKind, trainKind, inferenceKind];
 
 const byName = new Map(JOB_KINDS.map((k) => [k.kind, k]));
 const schemas = new Map(JOB_KINDS.map((k) => [k.kind, jobSpecSchema(k)]));

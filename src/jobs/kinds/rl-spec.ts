@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+/**
+ * Spec parts shared by the kinds that run a language model against an environment (`train`,
+ * `inference`). Key names follow verl / OpenTinker so that their configs mean the same thing here.
+ */
+
+/** Which environment, with what config; `url` means a remote environment server (DESIGN.md section 5). */
+export const environmentSpec = z
+  .object({
+    id: z.string().min(1).max(128).describe('Environment id (GET /v1/environments), e.g. math, math-tool, gomoku'),
+    config: z.record(z.string(), z.unknown()).default({}).describe("The environment's config (validated by its schema when the job starts)"),
+    url: z.url().optional().describe('Base URL of a remote environment server (opentinker env serve); default: the plugin in-process'),
+    token: z.string().min(1).max(4096).optional().describe('Bearer token of the remote environment server'),
+    dataset: z.uuid().optional().describe('An uploaded dataset (POST /v1/datasets) used as the train split'),
+    val_dataset: z.uuid().optional().describe('An uploaded dataset used as the test split'),
+  })
+  .strict();
+
+export const loraSpec = z
+  .object({
+    rank: z.number().int().min(1).max(1024).default(8),
+    alpha: z.number().positive().default(16),
+    target_modules: z.array(z.string().min(1)).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+  })
+  .strict();
+
+/**
+ * The policy: a built-in preset (random init), a Hugging Face model folder, or a checkpoint of one of
+ * your jobs (`job:<id>` for its latest, `job:<id>/step-<n>` for one).
+ */
+export const modelSpec = z
+  .object({
+    preset: z.string().min(1).optional().describe('Built-in preset with random weights, e.g. tiny-char'),
+    path: z.string().min(1).max(4096).optional().describe('A Hugging Face model folder on the worker, or job:<id>[/step-<n>]'),
+    lora: loraSpec.optional().describe('Train LoRA adapters with the base frozen (PEFT layout)'),
+    chat_template: z
+      .enum(['auto', 'chatml', 'plain'])
+      .default('auto')
+      .describe("auto: the folder's template (ChatML for presets); plain: message contents joined, no role markers (tiny models)"),
+    seed: z.number().int().min(0).default(0).describe('Seed of the random init of a preset'),
+  })
+  .strict()
+  .refine((m) => (m.preset === undefined) !== (m.path === undefined), { message: 'Give exactly one of model.preset and model.path', path: ['preset'] });
+
+/** How responses are sampled and how long an episode may run. */
+export const rolloutSpec = z
+  .object({
+    temperature: z.number().min(0).max(10).default(1),
+    top_p: z.number().gt(0).max(1).default(1),
+    top_k: z.number().int().min(0).default(0).describe('0: off'),
+    max_new_tokens: z.number().int().min(1).max(32768).default(64).describe('Token cap per turn'),
+    max_turns: z.number().int().min(1).max(1000).default(1).describe('Most model turns per episode (multi-turn environments)'),
+    max_response_tokens: z.number().int().min(1).max(1_000_000).optional().describe('Total budget of generated + environment tokens after the prompt (default: the context left)'),
+    stop: z.array(z.string().min(1).max(64)).max(16).default([]).describe('Stop strings (kept in the response)'),
+    env_concurrency: z.number().int().min(1).max(256).default(8).describe('Environment calls in flight at once'),
+    env_timeout_seconds: z.number().positive().max(3600).default(30).describe('Per environment call'),
+    env_retries: z.number().int().min(0).max(10).default(2).describe('Retries of a failed environment call before the episode counts as failed'),
+  })
+  .strict();
+
+export type EnvironmentSpec = z.output<typeof environmentSpec>;
+export type ModelSpec = z.output<typeof modelSpec>;
+export type RolloutSpec = z.output<typeof rolloutSpec>;

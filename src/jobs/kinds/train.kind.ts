@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { defineJobKind } from './job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from './rl-spec';
+
+/** verl's `algorithm.*` and the actor's policy-loss keys, flattened into one group. */
+const algorithmSpec = z
+  .object({
+    adv_estimator: z
+      .enum(['grpo', 'grpo_per_step', 'grpo_passk', 'rloo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'opo', 'gpg', 'gae'])
+      .default('grpo'),
+    rollout_n: z.number().int().min(1).max(1024).default(8).describe('Episodes per task (the GRPO group)'),
+    norm_adv_by_std_in_grpo: z.boolean().default(true),
+    gamma: z.number().min(0).max(1).default(1),
+    lam: z.number().min(0).max(1).default(1),
+    filter_groups: z.boolean().default(false).describe('Drop groups whose rewards all agree (they carry no signal; DAPO dynamic sampling)'),
+    loss_mode: z.enum(['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean']).default('vanilla').describe("verl's actor.policy_loss.loss_mode"),
+    loss_agg_mode: z.enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm']).default('token-mean'),
+    clip_ratio: z.number().min(0).default(0.2),
+    clip_ratio_low: z.number().min(0).optional().describe('Default: clip_ratio'),
+    clip_ratio_high: z.number().min(0).optional().describe('Default: clip_ratio'),
+    clip_ratio_c: z.number().gt(1).default(3).describe('Dual-clip bound for negative advantages'),
+    entropy_coeff: z.number().min(0).default(0),
+    kl_loss_coef: z.number().min(0).default(0).describe('KL to the reference policy in the loss (0: no reference model)'),
+    kl_loss_type: z.enum(['kl', 'k1', 'abs', 'mse', 'k2', 'low_var_kl', 'k3']).default('low_var_kl'),
+    ppo_epochs: z.number().int().min(1).max(100).default(1),
+    ppo_mini_batch_size: z.number().int().min(1).optional().describe('Tasks per optimizer step (default: batch_size, one update per batch)'),
+    ppo_micro_batch_size: z.number().int().min(1).optional().describe('Sequences per forward/backward (gradient accumulation); default: the whole mini-batch'),
+    critic_lr: z.number().positive().default(1e-4).describe('Learning rate of the value head (gae only)'),
+  })
+  .strict();
+
+const optimSpec = z
+  .object({
+    lr: z.number().positive().max(1).default(1e-5),
+    weight_decay: z.number().min(0).max(1).default(0.01),
+    betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.999]),
+    warmup_steps: z.number().int().min(0).default(0),
+    lr_schedule: z.enum(['constant', 'cosine']).default('constant'),
+    min_lr_ratio: z.number().min(0).max(1).default(0).describe('cosine: the floor as a fraction of lr'),
+    grad_clip: z.number().positive().default(1).describe('Global gradient-norm clip'),
+  })
+  .strict();
+
+/** Optional supervised warm-up before RL, on the environment's train tasks. */
+const sftSpec = z
+  .object({
+    steps: z.number().int().min(0).max(1_000_000).default(0).describe('0: no warm-up'),
+    batch_size: z.number().int().min(1).max(4096).default(32),
+    lr: z.number().positive().max(1).default(1e-3),
+    examples: z.number().int().min(0).default(0).describe('Fixed set of the first N train tasks (0: fresh tasks every step)'),
+    target: z.string().min(1).max(1000).default('{ground_truth}').describe("The response to imitate; {field} is replaced by the task's field"),
+  })
+  .strict();
+
+const trainSpecFields = z.object({
+  environment: environmentSpec,
+  model: modelSpec,
+  algorithm: algorithmSpec.default(algorithmSpec.parse({})),
+  optim: optimSpec.default(optimSpec.parse({})),
+  rollout: rolloutSpec.default(rolloutSpec.parse({})),
+  sft: sftSpec.default(sftSpec.parse({})),
+  batch_size: z.number().int().min(1).max(65536).default(16).describe('Tasks per step (each rolled out rollout_n times)'),
+  total_steps: z.number().int().min(1).max(10_000_000).optional().describe('RL steps (default: num_epochs over a finite train split, else 100)'),
+  num_epochs: z.number().int().min(1).max(100_000).optional().describe('Passes over a finite train split'),
+  val_batch_size: z.number().int().min(1).max(1_000_000).default(64).describe('Test tasks per validation (at most the split)'),
+  test_freq: z.number().int().min(0).default(0).describe('Validate every N steps (0: only before and after training)'),
+  val_before_train: z.boolean().default(true),
+  val_temperature: z.number().min(0).max(10).default(0).describe('0: greedy validation'),
+  save_freq: z.number().int().min(0).default(0).describe('Checkpoint every N steps (0: only at the end)'),
+  max_checkpoints: z.number().int().min(1).max(1000).default(3).describe('Checkpoints kept (oldest removed)'),
+  seed: z.number().int().min(0).default(0),
+});
+
+/** A train job's spec after defaults (what the job runner gets, minus the common keys). */
+export type TrainSpec = z.output<typeof trainSpecFields>;
+
+/**
+ * Managed RL training: the job runner rolls out against the environment, computes rewards,
+ * advantages and losses with `@opentinker/rl`, updates the policy, validates and saves checkpoints.
+ * Resumable: a job re-queued after losing its worker continues from its latest checkpoint.
+ */
+export const trainKind = defineJobKind({
+  kind: 'train',
+  description: 'Train a policy with RL (GRPO, PPO, …) against an environment',
+  resumable: true,
+  spec: trainSpecFields,
+});
