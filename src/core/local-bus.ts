@@ -26,4 +26,24 @@ export class LocalBus {
     this.emitter.on(`job:${jobId}`, listener);
     return () => this.emitter.off(`job:${jobId}`, listener);
   }
+
+  /** A session call was recorded (the worker running that session hands it out now). */
+  sessionCall(jobId: string): void {
+    this.emitter.emit(`call:${jobId}`);
+  }
+
+  onSessionCall(jobId: string, listener: () => void): () => void {
+    this.emitter.on(`call:${jobId}`, listener);
+    return () => this.emitter.off(`call:${jobId}`, listener);
+  }
+
+  /** A session call finished (API requests waiting on it answer now). */
+  sessionCallDone(jobId: string): void {
+    this.emitter.emit(`call-done:${jobId}`);
+  }
+
+  onSessionCallDone(jobId: string, listener: () => void): () => void {
+    this.emitter.on(`call-done:${jobId}`, listener);
+    return () => this.emitter.off(`call-done:${jobId}`, listener);
+  }
 }

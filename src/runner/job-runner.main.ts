@@ -5,13 +5,45 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { KindRunner, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner-protocol';
+import type { CallInbox, CallMessage, KindRunner, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner-protocol';
 
 const RUNNERS: Record<string, () => Promise<KindRunner>> = {
   sleep: async () => (await import('./sleep.runner.js')).runSleep,
 };
 
 const controller = new AbortController();
+
+/** Calls arrive on the IPC channel at any time; a session runner takes them with `next()`. */
+function callInbox(): CallInbox {
+  const queued: CallMessage[] = [];
+  let waiting: ((call: CallMessage | null) => void) | null = null;
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type !== 'call') return;
+    if (waiting) {
+      const wake = waiting;
+      waiting = null;
+      wake(message as CallMessage);
+    } else queued.push(message as CallMessage);
+  });
+  controller.signal.addEventListener('abort', () => waiting?.(null));
+  return {
+    next: (timeoutMs) => {
+      const first = queued.shift();
+      if (first || controller.signal.aborted) return Promise.resolve(first ?? null);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting = null;
+          resolve(null);
+        }, timeoutMs);
+        waiting = (call) => {
+          clearTimeout(timer);
+          resolve(call);
+        };
+      });
+    },
+    reply: (id, outcome) => send({ type: 'call-result', id, ...outcome }),
+  };
+}
 
 function send(message: RunnerMessage): void {
   process.send?.(message);
@@ -54,6 +86,7 @@ async function run(start: StartMessage): Promise<void> {
     metrics: (step, values) => send({ type: 'metrics', step, values }),
     checkpoint: (state) => send({ type: 'checkpoint', state }),
     artifact: (name, path) => send({ type: 'artifact', name, path }),
+    calls: callInbox(),
   };
   send({ type: 'running' });
   await runner(ctx);

@@ -17,7 +17,23 @@ export type RunnerMessage =
   | { type: 'checkpoint'; state: unknown }
   | { type: 'artifact'; name: string; path: string }
   | { type: 'failed'; message: string }
+  | { type: 'call-result'; id: number; result?: unknown; error?: string }
   | { type: 'done' };
+
+/** A session call handed to the runner (worker → runner, after the start message). */
+export interface CallMessage {
+  type: 'call';
+  id: number;
+  op: string;
+  args: Record<string, unknown>;
+}
+
+/** The calls of a client-driven session, one at a time, in the order they were made. */
+export interface CallInbox {
+  /** The next call, or null after `timeoutMs` without one (or when the job is stopping). */
+  next(timeoutMs: number): Promise<CallMessage | null>;
+  reply(id: number, outcome: { result: unknown } | { error: string }): void;
+}
 
 /** What a kind's runner gets: its spec, a place to write, and ways to report. */
 export interface RunContext {
@@ -38,6 +54,8 @@ export interface RunContext {
   checkpoint(state: unknown): void;
   /** Publishes a file under `workDir` as a job artifact. */
   artifact(name: string, path: string): void;
+  /** Session calls relayed by the worker (only `session` jobs get any). */
+  calls: CallInbox;
 }
 
 export type KindRunner = (ctx: RunContext) => Promise<void>;

@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import type { JobEntity } from '../jobs/job.entity';
-import type { RunnerMessage, StartMessage } from '../runner/runner-protocol';
+import type { CallMessage, RunnerMessage, StartMessage } from '../runner/runner-protocol';
 import { cudaVisibleDevices } from './device-pool';
 
 export interface JobProcessOptions {
@@ -86,6 +86,14 @@ export class JobProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** Sends a message on the IPC channel (dropped when the runner is gone: its end is recorded anyway). */
+  send(message: CallMessage): void {
+    if (!this.child.connected) return;
+    this.child.send(message, (error) => {
+      if (error) this.stderrTail.push(`could not reach the job runner: ${error.message}`);
+    });
   }
 
   /** Asks the runner to stop (SIGTERM to its group), then kills the group after the grace period. */

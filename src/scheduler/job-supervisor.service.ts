@@ -6,6 +6,7 @@ import { findJobKind } from '../jobs/kinds/job-kinds';
 import { JobEventsRepository, MetricPoint } from '../jobs/job-events.repository';
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
+import { SessionRelayService } from '../sessions/session-relay.service';
 import type { RunnerMessage } from '../runner/runner-protocol';
 import { JobProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
@@ -47,6 +48,7 @@ export class JobSupervisor {
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
     @Inject(RUNNER_ENTRY) private readonly runnerEntry: string,
+    private readonly sessions: SessionRelayService,
   ) {}
 
   get runningIds(): string[] {
@@ -65,6 +67,7 @@ export class JobSupervisor {
       onLog: (text) => this.onLog(entry, text),
     });
     this.running.set(job.id, entry);
+    if (job.kind === 'session') this.sessions.attach(job.id, (m) => entry.process.send(m));
     this.logger.log(`Started job ${job.id} (${job.kind}) on ${job.devices?.join(', ') || 'no devices'}, pid ${entry.process.pid}`);
     void entry.process.exited.then((exit) => this.onExit(entry, exit.code, exit.signal, exit.stderrTail));
   }
@@ -118,6 +121,8 @@ export class JobSupervisor {
       case 'failed':
         entry.failure = m.message;
         return;
+      case 'call-result':
+        return this.write(entry, () => this.sessions.result(id, m));
       case 'done':
         return;
     }
@@ -151,6 +156,7 @@ export class JobSupervisor {
     this.flushLog(entry);
     await entry.writes;
     try {
+      if (job.kind === 'session') await this.sessions.detach(job.id, 'The session ended before answering this call');
       await this.recordExit(entry, code, signal, stderrTail);
     } catch (error) {
       this.logger.error(`Job ${job.id}: could not record its end: ${(error as Error).message}`);

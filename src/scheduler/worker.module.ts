@@ -3,6 +3,8 @@ import { JobsDataModule } from '../jobs/jobs-data.module';
 import { QueueModule } from './queue.module';
 import { JobSupervisor, RUNNER_ENTRY } from './job-supervisor.service';
 import { WorkerService } from './worker.service';
+import { SessionCallsRepository } from '../sessions/session-calls.repository';
+import { SessionRelayService } from '../sessions/session-relay.service';
 
 /** The worker role: present in `opentinker serve` (unless disabled) and in `opentinker worker`. */
 @Module({})
@@ -11,7 +13,7 @@ export class WorkerModule {
     return {
       module: WorkerModule,
       imports: [JobsDataModule, QueueModule],
-      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService],
+      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService, SessionCallsRepository, SessionRelayService],
       exports: [WorkerService],
     };
   }

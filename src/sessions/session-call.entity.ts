@@ -1,0 +1,47 @@
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { epochMs } from '../core/database/columns';
+
+export const SESSION_OPS = ['train_step', 'validate', 'save_checkpoint', 'sample', 'close'] as const;
+export type SessionOp = (typeof SESSION_OPS)[number];
+export type SessionCallState = 'pending' | 'running' | 'succeeded' | 'failed';
+
+/**
+ * One call of a client-driven training session. `(job_id, call_id)` is unique: the client's call id is
+ * the idempotency key, so a retried `train_step` finds the first one instead of training twice.
+ */
+@Entity('session_calls')
+@Index('idx_session_calls_call', ['jobId', 'callId'], { unique: true })
+export class SessionCallEntity {
+  @PrimaryGeneratedColumn('increment')
+  id!: number;
+
+  @Column({ name: 'job_id', type: 'varchar', length: 36 })
+  jobId!: string;
+
+  @Column({ name: 'call_id', type: 'varchar', length: 128 })
+  callId!: string;
+
+  @Column({ type: 'varchar', length: 32 })
+  op!: SessionOp;
+
+  @Column({ type: 'simple-json' })
+  args!: Record<string, unknown>;
+
+  @Column({ type: 'varchar', length: 16 })
+  state!: SessionCallState;
+
+  @Column({ type: 'simple-json', nullable: true })
+  result!: unknown;
+
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  @Column({ name: 'created_at', type: 'bigint', transformer: epochMs })
+  createdAt!: number;
+
+  @Column({ name: 'started_at', type: 'bigint', nullable: true, transformer: epochMs })
+  startedAt!: number | null;
+
+  @Column({ name: 'finished_at', type: 'bigint', nullable: true, transformer: epochMs })
+  finishedAt!: number | null;
+}

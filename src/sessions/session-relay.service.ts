@@ -1,0 +1,87 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { LocalBus } from '../core/local-bus';
+import type { CallMessage } from '../runner/runner-protocol';
+import { SessionCallsRepository } from './session-calls.repository';
+
+/** How often a worker looks for new calls of the sessions it runs (the local bus wakes it sooner). */
+const POLL_MS = 200;
+
+interface Attached {
+  send(message: CallMessage): void;
+  inFlight: number | null;
+  timer: NodeJS.Timeout;
+  stopListening: () => void;
+  busy: boolean;
+}
+
+/**
+ * The worker's side of client-driven sessions: hands the calls the API recorded to the session's job
+ * runner one at a time, and records what the runner answers. The database is the channel, so the API
+ * and the worker may be on different machines.
+ */
+@Injectable()
+export class SessionRelayService implements OnModuleDestroy {
+  private readonly logger = new Logger('SessionRelay');
+  private readonly attached = new Map<string, Attached>();
+
+  constructor(
+    private readonly calls: SessionCallsRepository,
+    private readonly bus: LocalBus,
+  ) {}
+
+  attach(jobId: string, send: (message: CallMessage) => void): void {
+    const entry: Attached = {
+      send,
+      inFlight: null,
+      busy: false,
+      timer: setInterval(() => void this.pump(jobId), POLL_MS),
+      stopListening: this.bus.onSessionCall(jobId, () => void this.pump(jobId)),
+    };
+    this.attached.set(jobId, entry);
+  }
+
+  /** The runner answered the call in flight. */
+  async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
+    const entry = this.attached.get(jobId);
+    await this.calls.finish(message.id, message.error !== undefined ? { error: message.error } : { result: message.result ?? null });
+    this.bus.sessionCallDone(jobId);
+    if (entry?.inFlight === message.id) entry.inFlight = null;
+    void this.pump(jobId);
+  }
+
+  /** The session's runner is gone: calls it had not answered fail with `reason`. */
+  async detach(jobId: string, reason: string): Promise<void> {
+    const entry = this.attached.get(jobId);
+    if (!entry) return;
+    clearInterval(entry.timer);
+    entry.stopListening();
+    this.attached.delete(jobId);
+    await this.calls.failOpen(jobId, reason);
+    this.bus.sessionCallDone(jobId);
+  }
+
+  onModuleDestroy(): void {
+    for (const entry of this.attached.values()) {
+      clearInterval(entry.timer);
+      entry.stopListening();
+    }
+    this.attached.clear();
+  }
+
+  private async pump(jobId: string): Promise<void> {
+    const entry = this.attached.get(jobId);
+    if (!entry || entry.inFlight !== null || entry.busy) return;
+    entry.busy = true;
+    try {
+      const call = await this.calls.claimNext(jobId);
+      if (call && this.attached.get(jobId) === entry) {
+        entry.inFlight = call.id;
+        entry.send({ type: 'call', id: call.id, op: call.op, args: call.args });
+      }
+    } catch (error) {
+      this.logger.warn(`Session ${jobId}: could not hand out a call: ${(error as Error).message}`);
+    } finally {
+      entry.busy = false;
+    }
+  }
+}
