@@ -3,7 +3,7 @@
  * answers.
  */
 import { defineEnvironment } from '@opentinker/env-sdk';
-import { createMathTasks } from '@opentinker/env-math';
+import { createMathTasks, validateMathRow } from '@opentinker/env-math';
 import type { MathTask } from '@opentinker/env-math';
 import { mathToolConfigSchema, sandboxLimits } from './config';
 import type { MathToolConfig } from './config';
@@ -38,6 +38,7 @@ const mathTool = defineEnvironment<MathToolConfig, MathTask>({
       close: () => sandbox.close(),
     };
   },
+  validateRow: validateMathRow,
 });
 
 export default mathTool;

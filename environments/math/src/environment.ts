@@ -7,6 +7,7 @@ import type { Episode, Message } from '@opentinker/env-sdk';
 import { gradeAnswer, groundTruthAnswer } from './grader/grade';
 import { createMathTasks, mathConfigShape } from './tasks';
 import type { MathTask } from './tasks';
+import { validateMathRow } from './tasks/rows';
 
 /** The full config schema of the math environment. */
 export const mathEnvironmentConfigSchema = z
@@ -35,6 +36,7 @@ const math = defineEnvironment<MathEnvironmentConfig, MathTask>({
       close: () => undefined,
     };
   },
+  validateRow: validateMathRow,
 });
 
 export default math;

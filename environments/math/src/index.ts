@@ -13,7 +13,8 @@ export { gradeAnswer, groundTruthAnswer, isEquivalent, extractAnswer, answerForm
 export type { GradeResult, EquivalenceOptions, AnswerFormat } from './grader';
 export { createMathTasks, createSyntheticTasks, mathConfigShape } from './tasks';
 export type { MathTask, MathTaskSet, MathTaskConfig, PromptMessage, InvalidRow } from './tasks';
-export { generateProblem, BOXED_INSTRUCTION, SYNTHETIC_DATA_SOURCE } from './tasks/synthetic';
-export type { SyntheticProblem } from './tasks/synthetic';
+export { validateMathRow } from './tasks/rows';
+export { generateProblem, BOXED_INSTRUCTION, SYNTHETIC_DATA_SOURCE, EQUATION_DATA_SOURCE } from './tasks/synthetic';
+export type { SyntheticProblem, ProblemStyle } from './tasks/synthetic';
 export { prepareDataset } from './prepare';
 export type { PrepareOptions, PrepareResult } from './prepare';

@@ -1,6 +1,6 @@
 import { conformanceChecks } from './testing/conformance';
 import { describeConformance } from './testing';
-import { createRng, defineEnvironment, EnvironmentError, extractBoxed, extractCodeBlocks, isEnvironment, parseConfig, parseTaggedAction, z } from './index';
+import { checkDatasetRow, createRng, defineEnvironment, EnvironmentError, extractBoxed, extractCodeBlocks, isEnvironment, parseConfig, parseTaggedAction, z } from './index';
 
 /** A complete small environment: guess the hidden number in a few turns. */
 const guess = defineEnvironment({
@@ -57,6 +57,37 @@ describe('defineEnvironment', () => {
     expect(parseConfig(guess, {})).toEqual({ max: 10, turns: 4 });
     expect(() => parseConfig(guess, { maxx: 3 })).toThrow(expect.objectContaining({ field: 'config.maxx' }));
     expect(() => parseConfig(guess, { max: 1 })).toThrow(expect.objectContaining({ field: 'config.max' }));
+  });
+});
+
+describe('dataset row checks', () => {
+  const withCheck = defineEnvironment({
+    ...guess,
+    id: 'rows',
+    validateRow: (row) => (typeof row.question === 'string' ? null : 'no question column'),
+  });
+
+  it('keeps the optional hook on the frozen definition and refuses a non-function', () => {
+    expect(withCheck.validateRow?.({ question: 'q' })).toBeNull();
+    expect('validateRow' in guess).toBe(false);
+    expect(() => defineEnvironment({ ...guess, validateRow: 'yes' as never })).toThrow(
+      expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'validateRow' }),
+    );
+  });
+
+  it('accepts any JSON object without the hook, and asks the hook otherwise', () => {
+    expect(checkDatasetRow(guess, { anything: 1 })).toBeNull();
+    expect(checkDatasetRow(withCheck, { question: 'q' })).toBeNull();
+    expect(checkDatasetRow(withCheck, { answer: 1 })).toBe('no question column');
+  });
+
+  it('refuses rows that are not objects before the hook sees them', () => {
+    for (const row of [null, 3, 'text', [1, 2]]) expect(checkDatasetRow(withCheck, row)).toBe('not a JSON object');
+  });
+
+  it('reports a throwing hook as the reason instead of throwing', () => {
+    const throwing = defineEnvironment({ ...guess, validateRow: () => { throw new Error('boom'); } });
+    expect(checkDatasetRow(throwing, {})).toBe('row check failed: boom');
   });
 });
 

@@ -73,6 +73,14 @@ export interface Environment<Config = Record<string, unknown>, Task = JsonValue>
   /** Validates and fills defaults of a user's config. */
   readonly configSchema: z.ZodType<Config>;
   create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
+  /**
+   * Optional check of one row of an uploaded dataset (a parsed JSONL line or parquet row) for a
+   * `taskSource: 'dataset'` environment: returns `null` when the row can become a task, otherwise a short
+   * reason (`"no ground truth (reward_model.ground_truth or answer)"`). Hosts run it on uploads to report
+   * bad rows before any job starts. Must be pure, fast and synchronous; it must not throw (a throw counts
+   * as a bad row). Without it, a host accepts any JSON object as a row.
+   */
+  validateRow?(row: JsonObject): string | null;
 }
 
 export interface EnvironmentOptions<Config, Task> {
@@ -83,6 +91,8 @@ export interface EnvironmentOptions<Config, Task> {
   taskSource: 'dataset' | 'generator';
   configSchema: z.ZodType<Config>;
   create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
+  /** See {@link Environment.validateRow}. */
+  validateRow?(row: JsonObject): string | null;
 }
 
 const ID_PATTERN = /^[a-z][a-z0-9-]{0,63}$/;
@@ -131,6 +141,9 @@ export function defineEnvironment<Config, Task = JsonValue>(options: Environment
     throw new EnvironmentError('ENV_INVALID_CONFIG', `taskSource must be dataset or generator`, 'taskSource');
   }
   if (typeof options.create !== 'function') throw new EnvironmentError('ENV_INVALID_CONFIG', 'create must be a function', 'create');
+  if (options.validateRow !== undefined && typeof options.validateRow !== 'function') {
+    throw new EnvironmentError('ENV_INVALID_CONFIG', 'validateRow must be a function when given', 'validateRow');
+  }
   return Object.freeze({
     $$type: ENVIRONMENT_BRAND,
     apiVersion: API_VERSION,
@@ -141,6 +154,7 @@ export function defineEnvironment<Config, Task = JsonValue>(options: Environment
     taskSource: options.taskSource,
     configSchema: options.configSchema,
     create: options.create,
+    ...(options.validateRow ? { validateRow: options.validateRow } : {}),
   });
 }
 
@@ -153,6 +167,22 @@ export function isEnvironment(value: unknown): value is Environment<unknown, unk
     typeof (value as { apiVersion?: unknown }).apiVersion === 'number' &&
     typeof (value as { create?: unknown }).create === 'function'
   );
+}
+
+/**
+ * Checks one dataset row the way hosts do: `null` when usable, else the reason. A row must be a JSON
+ * object; then the environment's {@link Environment.validateRow} decides, if it has one (a throw from it
+ * is reported as the reason, never propagated).
+ */
+export function checkDatasetRow(env: Pick<Environment<unknown, unknown>, 'validateRow'>, row: unknown): string | null {
+  if (row === null || typeof row !== 'object' || Array.isArray(row)) return 'not a JSON object';
+  if (!env.validateRow) return null;
+  try {
+    const reason = env.validateRow(row as JsonObject);
+    return reason === null || reason === undefined ? null : String(reason);
+  } catch (error) {
+    return `row check failed: ${(error as Error)?.message ?? String(error)}`;
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ export {
   isEnvironment,
   parseConfig,
   configJsonSchema,
+  checkDatasetRow,
 } from './environment';
 export type {
   Environment,

@@ -156,6 +156,15 @@ export function rowToTask(value: unknown, split: 'train' | 'test', index: number
   };
 }
 
+/**
+ * The environment's dataset row check (`validateRow`): `null` when {@link rowToTask} can make a task of
+ * the row, else its reason. Upload-time and load-time checks therefore agree on every row.
+ */
+export function validateMathRow(row: unknown): string | null {
+  const task = rowToTask(row, 'train', 0);
+  return 'error' in task ? task.error : null;
+}
+
 function isObject(v: unknown): boolean {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
