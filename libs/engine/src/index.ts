@@ -71,9 +71,9 @@ export { ChatTemplate, CHATML_TEMPLATE, type ChatMessage, type ChatRenderOptions
 export { StopStringScanner, cutAtStop, findEarliestStop, type StopMatch } from './tokenizer/stop-strings';
 export { type SamplingOptions, type SampledSequence, sample } from './sampling/sampler';
 export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';
-export { Prng } from './util/prng';
+export { Prng, type PrngState } from './util/prng';
 export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepResult, Trainer } from './train/trainer';
-export { type AdamWOptions, AdamW, defaultDecay } from './train/adamw';
+export { type AdamWOptions, type AdamWState, AdamW, defaultDecay } from './train/adamw';
 export { globalNorm, clipFactor } from './train/grad-clip';
 export { type LrSchedule, warmupCosineSchedule, warmupConstantSchedule } from './train/lr-schedule';
 // I/O half: Hugging Face model folders, PEFT LoRA adapters.

@@ -72,6 +72,41 @@ describe.each(TEST_BACKENDS)('AdamW on %s', (backend) => {
     w.dispose();
   });
 
+  it('exports its state and a fresh optimizer loaded with it continues exactly (checkpoint and resume)', () => {
+    const grads = [
+      [0.1, -0.2, 0.3, 0.0],
+      [-0.4, 0.05, 0.2, 1.0],
+      [0.3, 0.3, -0.1, -0.5],
+    ];
+    const run = (w: tf.Variable, opt: AdamW, gs: number[][]) =>
+      gs.forEach((g) => {
+        const gt = tf.tensor2d(g, [2, 2]);
+        opt.apply(new Map([['w', gt]]), 0.01);
+        gt.dispose();
+      });
+    const a = tf.variable(tf.tensor2d([0.5, -1.25, 2, 0.01], [2, 2]));
+    const optA = new AdamW(new Map([['w', a]]), { weightDecay: 0.1 });
+    run(a, optA, grads);
+
+    const b = tf.variable(tf.tensor2d([0.5, -1.25, 2, 0.01], [2, 2]));
+    const optB = new AdamW(new Map([['w', b]]), { weightDecay: 0.1 });
+    run(b, optB, grads.slice(0, 2));
+    const saved = optB.exportState();
+    expect(saved.step).toBe(2);
+    expect(saved.moments.get('w')!.shape).toEqual([2, 2]);
+    const c = tf.variable(b.clone());
+    const optC = new AdamW(new Map([['w', c]]), { weightDecay: 0.1 });
+    optC.loadState(saved);
+    expect(optC.steps).toBe(2);
+    run(c, optC, grads.slice(2));
+    expect(Array.from(c.dataSync())).toEqual(Array.from(a.dataSync()));
+
+    expect(() => optC.loadState({ step: 1, moments: new Map() })).toThrow(/no moments for parameter w/);
+    expect(() => optC.loadState({ step: 1, moments: new Map([['w', { shape: [4], m: new Float32Array(4), v: new Float32Array(4) }]]) })).toThrow(/shape/);
+    [optA, optB, optC].forEach((o) => o.dispose());
+    tf.dispose([a, b, c]);
+  });
+
   it('decays matrices but not norms or biases by default', () => {
     expect(defaultDecay('model.embed_tokens.weight')).toBe(true);
     expect(defaultDecay('model.layers.3.self_attn.q_proj.weight')).toBe(true);

@@ -11,6 +11,15 @@ export interface AdamWOptions {
   decay?: (name: string) => boolean;
 }
 
+/**
+ * The optimizer's state as plain arrays, to checkpoint and resume a run exactly: the step count and each
+ * parameter's first and second moments, by parameter name, in the layout of the parameter's variable.
+ */
+export interface AdamWState {
+  step: number;
+  moments: Map<string, { shape: number[]; m: Float32Array; v: Float32Array }>;
+}
+
 /** Default decay rule: matrices decay; RMSNorm weights and biases do not. */
 export function defaultDecay(name: string): boolean {
   return !name.endsWith('.bias') && !name.includes('norm');
@@ -81,6 +90,40 @@ export class AdamW {
         p.variable.assign(tf.sub(base, tf.mul(tf.div(m, denom), stepSize)));
       }
     });
+  }
+
+  /** A copy of the step count and the moments (see {@link AdamW.loadState}). */
+  exportState(): AdamWState {
+    const moments: AdamWState['moments'] = new Map();
+    for (const p of this.params) {
+      moments.set(p.name, { shape: [...p.m.shape], m: Float32Array.from(p.m.dataSync() as Float32Array), v: Float32Array.from(p.v.dataSync() as Float32Array) });
+    }
+    return { step: this.t, moments };
+  }
+
+  /**
+   * Restores a state from {@link AdamW.exportState}: the next {@link AdamW.apply} continues exactly as
+   * the saved optimizer would have. Every parameter must be present with its variable's shape.
+   */
+  loadState(state: AdamWState): void {
+    const bad = (msg: string, field: string) => new EngineError('ENGINE_INVALID_INPUT', msg, field);
+    if (!Number.isInteger(state.step) || state.step < 0) throw bad(`step must be an integer >= 0, got ${state.step}`, 'step');
+    for (const p of this.params) {
+      const s = state.moments.get(p.name);
+      if (!s) throw bad(`no moments for parameter ${p.name}`, p.name);
+      const size = p.variable.size;
+      if (s.shape.join(',') !== p.variable.shape.join(',') || s.m.length !== size || s.v.length !== size) {
+        throw bad(`moments of ${p.name} have shape [${s.shape}], expected [${p.variable.shape}]`, p.name);
+      }
+    }
+    for (const p of this.params) {
+      const s = state.moments.get(p.name)!;
+      tf.tidy(() => {
+        p.m.assign(tf.tensor(s.m, p.variable.shape, 'float32'));
+        p.v.assign(tf.tensor(s.v, p.variable.shape, 'float32'));
+      });
+    }
+    this.t = state.step;
   }
 
   /** Frees the moment variables. */

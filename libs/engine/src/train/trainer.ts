@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import { validateTokenBatch, type TokenBatch } from '../model/token-batch';
 import type { Model } from '../model/transformer';
-import { AdamW, type AdamWOptions } from './adamw';
+import { AdamW, type AdamWOptions, type AdamWState } from './adamw';
 import { clipFactor, globalNorm } from './grad-clip';
 import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
@@ -172,6 +172,16 @@ export class Trainer {
   trainStep(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult & StepResult {
     const micro = this.accumulate(batch, coefficients);
     return { ...micro, ...this.step() };
+  }
+
+  /** The optimizer's step count and moments, to checkpoint a run (see {@link Trainer.loadOptimizerState}). */
+  optimizerState(): AdamWState {
+    return this.optimizer.exportState();
+  }
+
+  /** Restores what {@link Trainer.optimizerState} returned: the learning-rate schedule continues from its step too. */
+  loadOptimizerState(state: AdamWState): void {
+    this.optimizer.loadState(state);
   }
 
   /** Drops accumulated gradients without stepping. */

@@ -1,3 +1,10 @@
+/** What {@link Prng.getState} returns: plain JSON. */
+export interface PrngState {
+  state: number;
+  /** The second normal of the last Box–Muller pair, not yet returned. */
+  spare?: number;
+}
+
 /**
  * A small seeded pseudo-random generator (mulberry32 for uniforms, Box–Muller for normals). The engine
  * never uses `Math.random`: initial weights and samples are reproducible from a seed on every backend.
@@ -18,6 +25,22 @@ export class Prng {
     s = Math.imul(s ^ (s >>> 16), 0x85ebca6b) >>> 0;
     s = Math.imul(s ^ (s >>> 13), 0xc2b2ae35) >>> 0;
     this.state = (s ^ (s >>> 16)) >>> 0;
+  }
+
+  /** The generator's state, to checkpoint it; {@link Prng.fromState} continues the same sequence. */
+  getState(): PrngState {
+    return { state: this.state, ...(this.spare !== undefined ? { spare: this.spare } : {}) };
+  }
+
+  /** A generator that continues from a state {@link Prng.getState} returned. */
+  static fromState(saved: PrngState): Prng {
+    if (!Number.isInteger(saved?.state) || saved.state < 0 || saved.state > 0xffffffff || (saved.spare !== undefined && !Number.isFinite(saved.spare))) {
+      throw new RangeError(`not a Prng state: ${JSON.stringify(saved)}`);
+    }
+    const rng = new Prng(0);
+    rng.state = saved.state;
+    rng.spare = saved.spare;
+    return rng;
   }
 
   /** A uniform number in [0, 1) with 32 bits of randomness. */
