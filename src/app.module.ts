@@ -10,6 +10,7 @@ import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
 import { WorkerModule } from './scheduler/worker.module';
+import { SessionsModule } from './sessions/sessions.module';
 
 export interface AppRoles {
   api: boolean;
@@ -27,7 +28,7 @@ export class AppModule {
     if (roles.api) {
       const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
-      imports.push(DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
+      imports.push(SessionsModule, DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
     }
     if (roles.worker) {
       if (!roles.runnerEntry) throw new Error('The worker role needs the job runner entry point');

@@ -9,5 +9,6 @@ import { JobStreamService } from './job-stream.service';
   imports: [JobsDataModule, QueueModule],
   controllers: [JobsController],
   providers: [JobsService, JobStreamService],
+  exports: [JobsService],
 })
 export class JobsModule {}

@@ -3,11 +3,12 @@ import { AppError, ErrorCode } from '../../core/app-error';
 import { zodToAppError } from '../../core/zod-error';
 import { JobKind, jobSpecSchema } from './job-kind';
 import { inferenceKind } from './inference.kind';
+import { sessionKind } from './session.kind';
 import { sleepKind } from './sleep.kind';
 import { trainKind } from './train.kind';
 
 /** Every kind this server accepts. */
-export const JOB_KINDS: readonly JobKind[] = [sleepKind, trainKind, inferenceKind];
+export const JOB_KINDS: readonly JobKind[] = [sleepKind, trainKind, inferenceKind, sessionKind];
 
 const byName = new Map(JOB_KINDS.map((k) => [k.kind, k]));
 const schemas = new Map(JOB_KINDS.map((k) => [k.kind, jobSpecSchema(k)]));

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { JobsModule } from '../jobs/jobs.module';
+import { SessionCallsRepository } from './session-calls.repository';
+import { SessionsController } from './sessions.controller';
+import { SessionsService } from './sessions.service';
+
+/** The API side of client-driven training sessions (the worker side is SessionRelayService). */
+@Module({
+  imports: [JobsModule],
+  controllers: [SessionsController],
+  providers: [SessionsService, SessionCallsRepository],
+})
+export class SessionsModule {}
