@@ -14,6 +14,15 @@ describeConformance(math, {
   policy: (messages, turn) => (turn % 2 === 0 ? `The answer is \\boxed{${messages.length}}.` : 'no idea'),
 });
 
+// Equation style: a policy that answers some sums right on its first line and rambles otherwise.
+describeConformance(math, {
+  config: { difficulty: 3, style: 'equation' },
+  policy: (messages, turn) => {
+    const m = /^(\d+)\+(\d+)=$/.exec(messages[messages.length - 1]?.content ?? '');
+    return m && turn % 2 === 0 ? `${Number(m[1]) + Number(m[2])}\nok` : 'no idea';
+  },
+});
+
 // Dataset source: a tiny verl-layout JSONL written before the checks are registered.
 const fixtureDir = mkdtempSync(join(tmpdir(), 'env-math-conformance-'));
 const fixture = join(fixtureDir, 'tiny.jsonl');
@@ -96,14 +105,33 @@ describe('math environment', () => {
     expect(() => episode.step('x')).toThrow(expect.objectContaining({ code: 'ENV_EPISODE_CLOSED' }));
   });
 
+  it("poses bare equations with style: 'equation' and grades the first line as the answer", async () => {
+    const { task, episode, messages } = await episodeOn({ difficulty: 3, style: 'equation' });
+    expect(messages).toEqual([{ role: 'user', content: expect.stringMatching(/^\d{1,3}\+\d{1,3}=$/) }]);
+    expect(await episode.step(`${task.ground_truth}\n`)).toEqual({
+      observation: '',
+      reward: 1,
+      done: true,
+      info: { correct: true, extracted: task.ground_truth, ground_truth: task.ground_truth, data_source: 'opentinker/synthetic-equation' },
+    });
+    const copy = await episodeOn({ difficulty: 3, style: 'equation', format_penalty: -1 });
+    expect(await copy.episode.step(copy.messages[0].content.slice(0, -1))).toMatchObject({ reward: 0, info: { correct: false } });
+    expect((await (await episodeOn({ difficulty: 3, style: 'equation', format_penalty: -1 })).episode.step('')).reward).toBe(-1);
+    await expect(math.create(parseConfig(math, { style: 'equation', train_path: fixture }), ctx)).rejects.toMatchObject({
+      code: 'ENV_INVALID_CONFIG',
+      field: 'config.style',
+    });
+  });
+
   it('validates its config: defaults, ranges, unknown keys', () => {
     expect(parseConfig(math, {})).toEqual({ difficulty: 2, seed: 0, test_size: 200, invalid_rows: 'skip', system_prompt: '', format_penalty: 0, mixed_numbers: false });
     expect(() => parseConfig(math, { difficulty: 6 })).toThrow(expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'config.difficulty' }));
     expect(() => parseConfig(math, { source: 'web' })).toThrow(expect.objectContaining({ field: 'config.source' }));
+    expect(() => parseConfig(math, { style: 'latex' })).toThrow(expect.objectContaining({ field: 'config.style' }));
     expect(() => parseConfig(math, { difficulty_level: 2 })).toThrow(expect.objectContaining({ field: 'config.difficulty_level' }));
     const schema = configJsonSchema(math) as { properties: Record<string, unknown> };
     expect(Object.keys(schema.properties)).toEqual(
-      expect.arrayContaining(['source', 'difficulty', 'seed', 'test_size', 'train_path', 'test_path', 'invalid_rows', 'system_prompt', 'format_penalty', 'mixed_numbers']),
+      expect.arrayContaining(['source', 'difficulty', 'style', 'seed', 'test_size', 'train_path', 'test_path', 'invalid_rows', 'system_prompt', 'format_penalty', 'mixed_numbers']),
     );
   });
 

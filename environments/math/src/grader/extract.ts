@@ -5,9 +5,10 @@
  *
  * Every function here is total: any string in, a string or `null` out, never an exception.
  */
+import { EQUATION_DATA_SOURCE } from '../tasks/synthetic';
 
 /** Which answer formats to try, in order. */
-export type AnswerFormat = 'boxed' | 'hash' | 'answer-line';
+export type AnswerFormat = 'boxed' | 'hash' | 'answer-line' | 'first-line';
 
 /** Data sources whose prompts ask for `#### n`. */
 const GSM8K_SOURCES = /gsm8k/i;
@@ -18,10 +19,12 @@ const ANSWER_LINE_SOURCES = /dapo|aime/i;
  * The order in which answer formats are tried for a data source: `openai/gsm8k` → `####` first;
  * DAPO-style sources → `Answer:` first; `DigitalLearningGmbH/MATH-lighteval` and everything else →
  * `\boxed{}` first. The other formats remain fallbacks, so a model that answers in another
- * recognised format is still graded on its answer.
+ * recognised format is still graded on its answer. Equation tasks (`opentinker/synthetic-equation`)
+ * take a `\boxed{}` answer or else the response's first line, and nothing else.
  */
 export function answerFormats(dataSource?: string | null): AnswerFormat[] {
   const source = typeof dataSource === 'string' ? dataSource : '';
+  if (source === EQUATION_DATA_SOURCE) return ['boxed', 'first-line'];
   if (GSM8K_SOURCES.test(source)) return ['hash', 'boxed', 'answer-line'];
   if (ANSWER_LINE_SOURCES.test(source)) return ['answer-line', 'boxed', 'hash'];
   return ['boxed', 'hash', 'answer-line'];
@@ -41,7 +44,14 @@ export function answerFormats(dataSource?: string | null): AnswerFormat[] {
 export function extractAnswer(response: string, dataSource?: string | null): string | null {
   if (typeof response !== 'string' || response.length === 0) return null;
   for (const format of answerFormats(dataSource)) {
-    const found = format === 'boxed' ? lastBoxed(response) : format === 'hash' ? lastHashAnswer(response) : lastAnswerLine(response);
+    const found =
+      format === 'boxed'
+        ? lastBoxed(response)
+        : format === 'hash'
+          ? lastHashAnswer(response)
+          : format === 'answer-line'
+            ? lastAnswerLine(response)
+            : firstLine(response);
     if (found !== null && found.trim() !== '') return found.trim();
   }
   return null;
@@ -91,6 +101,13 @@ function braceMatches(text: string): Int32Array {
     else if (c === '}' && stack.length > 0) out[stack.pop()!] = j;
   }
   return out;
+}
+
+/** The response up to its first newline, trimmed (a bare answer such as `432`), or null when blank. */
+export function firstLine(text: string): string | null {
+  if (typeof text !== 'string') return null;
+  const line = text.split('\n', 1)[0].trim();
+  return line === '' ? null : line;
 }
 
 /** The rest of the line after the last `####` (GSM8K), or null. */

@@ -206,3 +206,27 @@ describe('exact arithmetic, overflow and more shapes', () => {
     expect(isEquivalent(b, a)).toBe(expected);
   });
 });
+
+describe('equation tasks (opentinker/synthetic-equation)', () => {
+  const source = 'opentinker/synthetic-equation';
+
+  it('reads the answer from the first line, or a \\boxed{} answer', () => {
+    expect(answerFormats(source)).toEqual(['boxed', 'first-line']);
+    expect(gradeAnswer('432', '432', source)).toEqual({ correct: true, extracted: '432' });
+    expect(gradeAnswer(' 432 \n9+9=18', '432', source)).toEqual({ correct: true, extracted: '432' });
+    expect(gradeAnswer('\\boxed{432}', '432', source)).toEqual({ correct: true, extracted: '432' });
+    expect(gradeAnswer('1,024', '1024', source).correct).toBe(true);
+    expect(gradeAnswer('431\n432', '432', source)).toEqual({ correct: false, extracted: '431' });
+    expect(gradeAnswer('\n432', '432', source)).toEqual({ correct: false, extracted: null });
+    expect(gradeAnswer('', '432', source)).toEqual({ correct: false, extracted: null });
+  });
+
+  it('wants a number: an expression equal to the answer (a copy of the prompt) is wrong', () => {
+    expect(gradeAnswer('47+385', '432', source).correct).toBe(false);
+    expect(gradeAnswer('\\boxed{47+385}', '432', source).correct).toBe(false);
+    expect(gradeAnswer('the answer is 432', '432', source).correct).toBe(false);
+    // Other sources keep their rules.
+    expect(gradeAnswer('\\boxed{47+385}', '432').correct).toBe(true);
+    expect(gradeAnswer('432', '432').correct).toBe(false);
+  });
+});

@@ -3,7 +3,7 @@ export { gradeAnswer, groundTruthAnswer } from './grade';
 export type { GradeResult } from './grade';
 export { isEquivalent } from './equivalence';
 export type { EquivalenceOptions } from './equivalence';
-export { extractAnswer, answerFormats, lastBoxed, lastHashAnswer, lastAnswerLine, stripMathDelimiters } from './extract';
+export { extractAnswer, answerFormats, lastBoxed, lastHashAnswer, lastAnswerLine, firstLine, stripMathDelimiters } from './extract';
 export type { AnswerFormat } from './extract';
 export { normalizeAnswer } from './normalize';
 export type { Normalized } from './normalize';

@@ -6,7 +6,7 @@ import { createRng, EnvironmentError, z } from '@opentinker/env-sdk';
 import type { EnvironmentContext, Split, TaskSet } from '@opentinker/env-sdk';
 import { readRows, rowToTask } from './rows';
 import type { InvalidRow, MathTask } from './rows';
-import { BOXED_INSTRUCTION, generateProblem, SYNTHETIC_DATA_SOURCE } from './synthetic';
+import { BOXED_INSTRUCTION, EQUATION_DATA_SOURCE, generateProblem, SYNTHETIC_DATA_SOURCE } from './synthetic';
 
 export type { MathTask, PromptMessage, InvalidRow } from './rows';
 
@@ -17,6 +17,8 @@ export type { MathTask, PromptMessage, InvalidRow } from './rows';
  * - `source`: `'synthetic'` (the built-in generator) or `'dataset'`; default `'synthetic'`, or
  *   `'dataset'` when `train_path` / `test_path` is given.
  * - `difficulty` (1..5, default 2) and `seed` (default 0): the synthetic generator.
+ * - `style`: `'word'` (default: word problems asking for a `\boxed{}` answer) or `'equation'` (bare
+ *   equations such as `47+385=`, answered by the number on the response's first line; for tiny models).
  * - `test_size` (default 200): synthetic test split size; with a dataset and no `test_path`, how many
  *   train rows are held out as the test split (at most a tenth of them).
  * - `train_path`, `test_path`: JSONL, JSON-array or parquet files in the OpenTinker / verl layout.
@@ -26,6 +28,10 @@ export type { MathTask, PromptMessage, InvalidRow } from './rows';
 export const mathConfigShape = {
   source: z.enum(['synthetic', 'dataset']).optional().describe("'synthetic' (default) or 'dataset' (default when a path is given)"),
   difficulty: z.number().int().min(1).max(5).default(2).describe('Synthetic problems: 1 (one-digit +/−) … 5 (multi-step with fractions)'),
+  style: z
+    .enum(['word', 'equation'])
+    .optional()
+    .describe("Synthetic problems: 'word' (default: word problems, \\boxed{} answer) or 'equation' (`47+385=`, bare answer on the first line; difficulty 3: + of 1–3 digit numbers)"),
   seed: z.number().int().default(0).describe('Seed of the synthetic generator (and of the held-out rows of a dataset)'),
   test_size: z.number().int().min(1).max(1_000_000).default(200).describe('Test split size (synthetic), or rows held out when no test_path'),
   train_path: z.string().min(1).optional().describe('Train dataset: .jsonl, .json or .parquet (verl layout)'),
@@ -61,30 +67,36 @@ export async function createMathTasks(config: Partial<MathTaskConfig>, ctx?: Pic
     }
     return createSyntheticTasks(c);
   }
+  if (c.style === 'equation') {
+    throw new EnvironmentError('ENV_INVALID_CONFIG', "style 'equation' applies to synthetic problems; a dataset's rows carry their own prompts", 'config.style');
+  }
   return loadDatasetTasks(c, ctx);
 }
 
 /** The synthetic task set (synchronous). Train is endless; test has `test_size` tasks. */
-export function createSyntheticTasks(config: Partial<Pick<MathTaskConfig, 'difficulty' | 'seed' | 'test_size'>> = {}): MathTaskSet {
+export function createSyntheticTasks(config: Partial<Pick<MathTaskConfig, 'difficulty' | 'seed' | 'test_size' | 'style'>> = {}): MathTaskSet {
   const difficulty = config.difficulty ?? 2;
   const seed = config.seed ?? 0;
   const testSize = config.test_size ?? 200;
+  const style = config.style ?? 'word';
+  const equation = style === 'equation';
   return {
     source: 'synthetic',
     invalidRows: { train: [], test: [] },
     size: (split) => (split === 'train' ? null : testSize),
     get: (split, index) => {
       checkIndex(split, index, split === 'train' ? null : testSize);
-      const p = generateProblem({ seed, difficulty, split, index });
+      const p = generateProblem({ seed, difficulty, split, index, style });
       return {
         split,
         index,
-        prompt: [{ role: 'user', content: `${p.question} ${BOXED_INSTRUCTION}` }],
+        // An equation is its own prompt: a tiny model's whole context is the problem and the answer.
+        prompt: [{ role: 'user', content: equation ? p.question : `${p.question} ${BOXED_INSTRUCTION}` }],
         question: p.question,
         ground_truth: p.answer,
-        data_source: SYNTHETIC_DATA_SOURCE,
-        extra_info: { split, index, difficulty },
-        metadata: { difficulty },
+        data_source: equation ? EQUATION_DATA_SOURCE : SYNTHETIC_DATA_SOURCE,
+        extra_info: { split, index, difficulty, ...(equation ? { style } : {}) },
+        metadata: { difficulty, ...(equation ? { style } : {}) },
       };
     },
   };

@@ -94,3 +94,53 @@ describe('synthetic arithmetic problems', () => {
     expect(() => tasks.get('train', 1.5)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK' }));
   });
 });
+
+describe("synthetic equations (style: 'equation')", () => {
+  const equation = (difficulty: number, index: number, split: 'train' | 'test' = 'train') =>
+    generateProblem({ seed: 0, difficulty, split, index, style: 'equation' });
+
+  it.each([1, 2, 3, 4, 5])('difficulty %i: the answer is the equation computed independently', (difficulty) => {
+    const maxDigits = Math.min(3, difficulty);
+    const ops = new Set<string>();
+    for (let i = 0; i < 400; i++) {
+      const p = equation(difficulty, i, i % 2 ? 'test' : 'train');
+      const m = /^(\d+)([-+*])(\d+)=$/.exec(p.question);
+      expect(m).not.toBeNull();
+      const [, a, op, b] = m!;
+      ops.add(op);
+      for (const x of [a, b]) {
+        expect(x.length).toBeLessThanOrEqual(maxDigits);
+        expect(x === '0' || !x.startsWith('0')).toBe(true);
+      }
+      const value = op === '+' ? Number(a) + Number(b) : op === '-' ? Number(a) - Number(b) : Number(a) * Number(b);
+      expect(p.answer).toBe(String(value));
+      expect(value).toBeGreaterThanOrEqual(0);
+    }
+    expect([...ops].sort()).toEqual(difficulty <= 3 ? ['+'] : difficulty === 4 ? ['+', '-'] : ['*', '+', '-']);
+  });
+
+  it('difficulty 3 draws the operand length uniformly, then the operand within it (as the learn bench)', () => {
+    const lengths = [0, 0, 0, 0];
+    for (let i = 0; i < 3000; i++) for (const x of equation(3, i).question.match(/\d+/g)!) lengths[x.length]++;
+    for (const n of [1, 2, 3]) expect(lengths[n] / 6000).toBeGreaterThan(0.3);
+  });
+
+  it('serves bare prompts, graded on the first line, never sharing a problem between train and test', () => {
+    const tasks = createSyntheticTasks({ difficulty: 3, style: 'equation', seed: 1, test_size: 300 });
+    const t = tasks.get('test', 0) as { prompt: Array<{ role: string; content: string }>; ground_truth: string; data_source: string; question: string };
+    expect(t.prompt).toEqual([{ role: 'user', content: t.question }]);
+    expect(t.data_source).toBe('opentinker/synthetic-equation');
+    expect(gradeAnswer(`${t.ground_truth}\nand more`, t.ground_truth, t.data_source).correct).toBe(true);
+    const test = new Set<string>();
+    for (let i = 0; i < 300; i++) test.add((tasks.get('test', i) as { question: string }).question);
+    for (let i = 0; i < 20_000; i++) expect(test.has((tasks.get('train', i) as { question: string }).question)).toBe(false);
+    // Drawn from the same distribution as train, so the 100 one-digit sums (1 in 9 draws) recur.
+    expect(test.size).toBeGreaterThan(250);
+  });
+
+  it('leaves the word style as it was', () => {
+    const word = createSyntheticTasks({ difficulty: 2 }).get('train', 5);
+    expect(createSyntheticTasks({ difficulty: 2, style: 'word' }).get('train', 5)).toEqual(word);
+    expect(word).toEqual(expect.objectContaining({ data_source: 'opentinker/synthetic-arithmetic', metadata: { difficulty: 2 } }));
+  });
+});

@@ -7,6 +7,8 @@
  * 3. one multiplication or exact division, then an addition or subtraction;
  * 4. multi-step problems mixing ×, ÷, + and − with larger numbers (integer answers);
  * 5. multi-step problems with fractions (answers are integers or simple fractions such as `\frac{9}{2}`).
+ *
+ * The `equation` style writes problems as bare equations (`47+385=`) instead, for tiny models.
  */
 import { createRng } from '@opentinker/env-sdk';
 import type { Rng } from '@opentinker/env-sdk';
@@ -34,6 +36,15 @@ export const BOXED_INSTRUCTION = "Let's think step by step and output the final 
 /** The data source recorded on generated tasks. */
 export const SYNTHETIC_DATA_SOURCE = 'opentinker/synthetic-arithmetic';
 
+/**
+ * The data source of compact equation tasks (`47+385=`): the grader reads the response's first line
+ * as the answer (a `\boxed{}` answer still counts), see `answerFormats`.
+ */
+export const EQUATION_DATA_SOURCE = 'opentinker/synthetic-equation';
+
+/** How a synthetic problem is written: an arithmetic word problem, or a bare equation for tiny models. */
+export type ProblemStyle = 'word' | 'equation';
+
 /** Which of every `PARTITION` problems (by text hash) belong to the test split: the splits never share a problem. */
 const PARTITION = 5;
 
@@ -47,12 +58,19 @@ const PARTITION = 5;
  * // { question: 'Zoe has 7 shells. …', answer: '10', difficulty: 1 }
  * ```
  */
-export function generateProblem(options: { seed: number; difficulty: number; split: 'train' | 'test'; index: number }): SyntheticProblem {
+export function generateProblem(options: {
+  seed: number;
+  difficulty: number;
+  split: 'train' | 'test';
+  index: number;
+  style?: ProblemStyle;
+}): SyntheticProblem {
   const difficulty = Math.min(5, Math.max(1, Math.trunc(options.difficulty)));
   const stream = options.split === 'test' ? 0x7e57 : 0x7a11;
+  const generate = options.style === 'equation' ? equationGenerator(difficulty) : GENERATORS[difficulty - 1];
   for (let attempt = 0; ; attempt++) {
     const rng = createRng(mix(options.seed, stream, options.index, attempt));
-    const problem = GENERATORS[difficulty - 1](rng);
+    const problem = generate(rng);
     const inTest = fnv1a(problem.question) % PARTITION === 0;
     if (inTest === (options.split === 'test') || attempt >= 1000) return { ...problem, difficulty };
   }
@@ -233,6 +251,33 @@ const GENERATORS: Generator[] = [
     }
   },
 ];
+
+/**
+ * Equations for tiny models (`47+385=`), answered by the bare number. The difficulty sets the
+ * operators and the largest operand length:
+ *
+ * 1. `+`, one-digit operands; 2. `+`, 1–2 digits; 3. `+`, 1–3 digits; 4. `+` or `−`, 1–3 digits
+ *    (never negative); 5. `+`, `−` or `×`, 1–3 digits.
+ *
+ * An operand's digit count is drawn uniformly first, then the operand uniformly among numbers of that
+ * length (0–9 for one digit), so short operands are not swamped by long ones.
+ */
+function equationGenerator(difficulty: number): Generator {
+  const maxDigits = Math.min(3, difficulty);
+  const operators = difficulty <= 3 ? ['+'] : difficulty === 4 ? ['+', '-'] : ['+', '-', '*'];
+  const operand = (rng: Rng) => {
+    const digits = rng.int(1, maxDigits);
+    return rng.int(digits === 1 ? 0 : 10 ** (digits - 1), 10 ** digits - 1);
+  };
+  return (rng) => {
+    const op = operators.length === 1 ? operators[0] : rng.pick(operators);
+    let a = operand(rng);
+    let b = operand(rng);
+    if (op === '-' && a < b) [a, b] = [b, a];
+    const answer = op === '+' ? a + b : op === '-' ? a - b : a * b;
+    return { question: `${a}${op}${b}=`, answer: String(answer) };
+  };
+}
 
 /** `p/q` in lowest terms as LaTeX (`\frac{9}{2}`), or an integer string. */
 export function fraction(p: number, q: number): string {
