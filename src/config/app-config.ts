@@ -42,6 +42,8 @@ export const configSchema = z
     lease_seconds: z.coerce.number().min(1).max(3600).default(15),
     cancel_grace_seconds: z.coerce.number().min(0).max(600).default(5),
     body_limit_bytes: int(1024, 1024 ** 3).default(1024 * 1024),
+    /** Largest dataset upload (POST /v1/datasets streams to disk, so this bounds disk use, not memory). */
+    dataset_max_bytes: int(1024, 1024 ** 4).default(256 * 1024 * 1024),
     auth_failures_per_minute: int(1, 1_000_000).default(20),
     plugins_dir: z.string().min(1).optional(),
     log_level: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
