@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { JobsDataModule } from '../jobs/jobs-data.module';
 import { JobsModule } from '../jobs/jobs.module';
 import { SessionCallsRepository } from './session-calls.repository';
 import { SessionsController } from './sessions.controller';
@@ -6,7 +7,7 @@ import { SessionsService } from './sessions.service';
 
 /** The API side of client-driven training sessions (the worker side is SessionRelayService). */
 @Module({
-  imports: [JobsModule],
+  imports: [JobsModule, JobsDataModule],
   controllers: [SessionsController],
   providers: [SessionsService, SessionCallsRepository],
 })

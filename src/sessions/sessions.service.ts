@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { LocalBus } from '../core/local-bus';
 import { FINAL_STATES } from '../jobs/job.entity';
+import { JobsRepository } from '../jobs/jobs.repository';
 import { JobsService } from '../jobs/jobs.service';
 import { parseCallArgs } from './session-call-args';
 import { SessionCallEntity, SessionOp } from './session-call.entity';
@@ -18,6 +19,7 @@ const WAIT_POLL_MS = 250;
 export class SessionsService {
   constructor(
     private readonly jobs: JobsService,
+    private readonly jobRows: JobsRepository,
     private readonly calls: SessionCallsRepository,
     private readonly bus: LocalBus,
   ) {}
@@ -64,12 +66,24 @@ export class SessionsService {
     const deadline = Date.now() + waitSeconds * 1000;
     let current = call;
     while (current.state === 'pending' || current.state === 'running') {
+      if (await this.failIfSessionEnded(current)) current = (await this.calls.find(call.jobId, call.callId)) ?? current;
       const left = deadline - Date.now();
-      if (left <= 0) return current;
+      if (left <= 0 || (current.state !== 'pending' && current.state !== 'running')) return current;
       await this.nextSignal(call.jobId, Math.min(left, WAIT_POLL_MS));
       current = (await this.calls.find(call.jobId, call.callId)) ?? current;
     }
     return current;
+  }
+
+  /**
+   * A session that ended before a worker ever ran it (cancelled while queued) has no relay to fail its
+   * calls; whoever waits on one does it, so no call stays open forever.
+   */
+  private async failIfSessionEnded(call: SessionCallEntity): Promise<boolean> {
+    const job = await this.jobRows.findById(call.jobId);
+    if (!job || !FINAL_STATES.includes(job.state)) return false;
+    await this.calls.failOpen(call.jobId, `The session was ${job.state} before answering this call`);
+    return true;
   }
 
   private async nextSignal(jobId: string, ms: number): Promise<void> {
