@@ -1,20 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { configJsonSchema, parseConfig } from '@opentinker/env-sdk';
 import type { Environment } from '@opentinker/env-sdk';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { AppError, ErrorCode } from '../core/app-error';
 import { EpisodeStore } from './episode-store';
-import { discoverPlugins } from './plugin-discovery';
-import { loadPlugin, PluginRecord, SDK_PACKAGE } from './plugin-loader';
+import type { PluginRecord } from './plugin-loader';
+import { loadRegistry, type RegistryPaths } from './registry-loader';
 
 export const REGISTRY_PATHS = Symbol('RegistryPaths');
-
-export interface RegistryPaths {
-  /** Folder of the server package, whose declared dependencies are searched. */
-  hostRoot: string;
-  pluginsDir: string;
-}
 
 /**
  * The environments this server can run. Discovered and loaded once at boot: a broken first-party
@@ -91,41 +83,4 @@ export class EnvironmentRegistry implements OnModuleInit, OnModuleDestroy {
     }
     return { configSchema: configJsonSchema(env), defaults };
   }
-}
-
-/** Discovers and loads every candidate; throws for first-party failures and duplicate ids. */
-export async function loadRegistry(paths: RegistryPaths): Promise<PluginRecord[]> {
-  const sdkVersion = hostSdkVersion(paths.hostRoot);
-  const records: PluginRecord[] = [];
-  for (const candidate of discoverPlugins(paths.hostRoot, paths.pluginsDir)) {
-    const record = await loadPlugin(candidate, sdkVersion);
-    if (record.status === 'failed' && record.firstParty) {
-      throw new Error(`First-party environment package ${record.packageName ?? record.dir} failed to load: ${record.error}`);
-    }
-    records.push(record);
-  }
-  const byId = new Map<string, PluginRecord>();
-  for (const r of records) {
-    if (r.status !== 'loaded' || !r.id) continue;
-    const other = byId.get(r.id);
-    if (other) {
-      throw new Error(
-        `Two environment packages declare the id "${r.id}": ${other.packageName} (${other.dir}) and ${r.packageName} (${r.dir}). Remove or rename one.`,
-      );
-    }
-    byId.set(r.id, r);
-  }
-  return records;
-}
-
-/** The SDK version this server provides to plugins. */
-export function hostSdkVersion(hostRoot: string): string {
-  for (const file of [join(hostRoot, 'node_modules', SDK_PACKAGE, 'package.json'), join(hostRoot, 'libs', 'env-sdk', 'package.json')]) {
-    try {
-      return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-    } catch {
-      // try the next place
-    }
-  }
-  throw new Error(`Cannot find ${SDK_PACKAGE} from ${hostRoot}`);
 }

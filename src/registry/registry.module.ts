@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { EnvironmentRegistry, REGISTRY_PATHS, RegistryPaths } from './environment-registry.service';
+import { EnvironmentRegistry, REGISTRY_PATHS } from './environment-registry.service';
+import type { RegistryPaths } from './registry-loader';
 import { EnvironmentsController } from './environments.controller';
 
 /** Environment discovery at boot and the environments API. */

@@ -1,7 +1,7 @@
 import type { Environment } from '@opentinker/env-sdk';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { hostSdkVersion, loadRegistry } from './environment-registry.service';
+import { hostSdkVersion, loadRegistry } from './registry-loader';
 import { resolveEntry } from './plugin-discovery';
 import { loadPlugin } from './plugin-loader';
 import { pathToFileURL } from 'node:url';

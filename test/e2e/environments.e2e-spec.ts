@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadRegistry } from '../../src/registry/environment-registry.service';
+import { loadRegistry } from '../../src/registry/registry-loader';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures');

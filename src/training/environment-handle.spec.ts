@@ -1,0 +1,55 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { environmentSpec } from '../jobs/kinds/rl-spec';
+import type { RunnerPaths } from '../runner/runner-protocol';
+import { openEnvironment } from './environment-handle';
+
+const home = mkdtempSync(join(tmpdir(), 'ot-envh-'));
+const paths: RunnerPaths = { hostRoot: process.cwd(), pluginsDir: join(home, 'plugins'), home, jobsDir: join(home, 'jobs'), datasetsDir: join(home, 'datasets') };
+const ctx = { paths, workDir: join(home, 'work'), log: () => undefined };
+
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+describe('openEnvironment', () => {
+  it('opens an installed environment with its validated config and plays an episode', async () => {
+    const handle = await openEnvironment(environmentSpec.parse({ id: 'math', config: { test_size: 3 } }), ctx);
+    try {
+      expect(handle.meta).toMatchObject({ id: 'math', turnMode: 'single' });
+      expect(handle.env.tasks.size('test')).toBe(3);
+      const episode = handle.env.newEpisode();
+      const messages = await episode.reset(await handle.env.tasks.get('test', 0), 1);
+      expect(messages.at(-1)?.role).toBe('user');
+      const result = await episode.step('no idea');
+      expect(result.done).toBe(true);
+      await episode.close();
+    } finally {
+      await handle.close();
+      await handle.close();
+    }
+  });
+
+  it('names the known environments for an unknown id, and the config key at fault', async () => {
+    await expect(openEnvironment(environmentSpec.parse({ id: 'nope' }), ctx)).rejects.toThrow(/^environment\.id: unknown environment nope \(known: .*math/);
+    await expect(openEnvironment(environmentSpec.parse({ id: 'math', config: { difficulty: 'hard' } }), ctx)).rejects.toThrow(/^environment\.config\.difficulty: /);
+    await expect(openEnvironment(environmentSpec.parse({ id: 'math', config: { bogus: 1 } }), ctx)).rejects.toThrow(/^environment\.config\.bogus: /);
+  });
+
+  it('maps dataset ids to the train and test paths', async () => {
+    const id = '0b6c3f4e-1d2a-4c5b-8e9f-0a1b2c3d4e5f';
+    await expect(openEnvironment(environmentSpec.parse({ id: 'math', dataset: id }), ctx)).rejects.toThrow(/^environment\.dataset: dataset .* has no file/);
+    mkdirSync(join(paths.datasetsDir, id), { recursive: true });
+    const rows = [1, 2, 3, 4].map((n) => JSON.stringify({ prompt: [{ role: 'user', content: `${n}+${n}=` }], reward_model: { ground_truth: String(2 * n) } }));
+    writeFileSync(join(paths.datasetsDir, id, 'data.jsonl'), rows.join('\n') + '\n');
+    const handle = await openEnvironment(environmentSpec.parse({ id: 'math', dataset: id, val_dataset: id }), ctx);
+    try {
+      expect(handle.env.tasks.size('train')).toBe(4);
+      expect(handle.env.tasks.size('test')).toBe(4);
+    } finally {
+      await handle.close();
+    }
+    await expect(openEnvironment(environmentSpec.parse({ id: 'math', dataset: id, config: { train_path: '/x' } }), ctx)).rejects.toThrow(
+      /give either environment\.dataset or environment\.config\.train_path/,
+    );
+  });
+});
