@@ -4,11 +4,12 @@ import { registerAuthCommands } from './auth.commands';
 import { registerEnvsCommands } from './envs.commands';
 import { registerJobsCommands } from './jobs.commands';
 import { registerKeysCommands } from './keys.commands';
+import { registerTrainCommands } from './train.commands';
 import { registerUsersCommands } from './users.commands';
 
 /**
  * The commands that talk to a running server through `@opentinker/client` (never the server's own
- * modules): `login`, `logout`, `users`, `keys`, `envs`, `jobs`. Each group lives in its own file.
+ * modules): `login`, `logout`, `users`, `keys`, `envs`, `jobs`, `train`, `infer`. Each group lives in its own file.
  */
 export function registerClientCommands(program: Command): void {
   const before = new Set(program.commands);
@@ -17,6 +18,7 @@ export function registerClientCommands(program: Command): void {
   registerKeysCommands(program);
   registerEnvsCommands(program);
   registerJobsCommands(program);
+  registerTrainCommands(program);
   for (const command of program.commands) if (!before.has(command)) exitWithUsageCode(command);
 }
 

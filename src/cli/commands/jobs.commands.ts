@@ -220,7 +220,7 @@ export function registerJobsCommands(program: Command): void {
 }
 
 /** Submits a spec; a refusal that names the environment lists the ones the server knows. */
-async function submit(client: OpenTinkerClient, spec: Record<string, unknown>) {
+export async function submit(client: OpenTinkerClient, spec: Record<string, unknown>) {
   try {
     return await client.jobs.submit(spec as JobSpec);
   } catch (error) {
