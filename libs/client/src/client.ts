@@ -2,6 +2,7 @@ import type { Client } from 'openapi-fetch';
 import { DevicesApi } from './api/devices-api';
 import { EnvironmentsApi } from './api/environments-api';
 import { HealthApi } from './api/health-api';
+import { SessionsApi } from './api/sessions-api';
 import { JobsApi, WaitForJobOptions } from './api/jobs-api';
 import { KeysApi } from './api/keys-api';
 import { UsersApi } from './api/users-api';
@@ -40,6 +41,8 @@ export class OpenTinkerClient {
   readonly environments: EnvironmentsApi;
   readonly devices: DevicesApi;
   readonly health: HealthApi;
+  /** Client-driven training sessions (`start`, then `trainStep`, `validate`, `fit`, `sample`, `close`). */
+  readonly sessions: SessionsApi;
   /** The generated openapi-fetch client (typed paths, bodies and answers), sharing auth and retries. */
   readonly raw: Client<paths>;
   /** The server's root URL, without a trailing slash. */
@@ -57,6 +60,7 @@ export class OpenTinkerClient {
     this.environments = new EnvironmentsApi(this.transport);
     this.devices = new DevicesApi(this.transport);
     this.health = new HealthApi(this.transport);
+    this.sessions = new SessionsApi(this.transport);
   }
 
   /**

@@ -8,8 +8,9 @@ export type ServerErrorCode = components['schemas']['ErrorCode'];
  * - `OT_ERR_CONNECTION`: the server could not be reached (refused, DNS, TLS, reset); `status` is 0.
  * - `OT_ERR_BAD_RESPONSE`: something answered, but not with an OpenTinker error body or event stream
  *   (a proxy's HTML error page, a truncated body, an event that is not JSON).
+ * - `OT_ERR_SESSION_CALL_FAILED`: a training session's job runner answered a call with an error.
  */
-export type ClientErrorCode = 'OT_ERR_CONNECTION' | 'OT_ERR_BAD_RESPONSE';
+export type ClientErrorCode = 'OT_ERR_CONNECTION' | 'OT_ERR_BAD_RESPONSE' | 'OT_ERR_SESSION_CALL_FAILED';
 
 /** Every code an {@link OpenTinkerError} can carry. */
 export type OpenTinkerErrorCode = ServerErrorCode | ClientErrorCode;

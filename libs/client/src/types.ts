@@ -67,3 +67,10 @@ export type JobEvent =
 
 /** The event types this client version knows. */
 export const JOB_EVENT_TYPES = ['state', 'progress', 'metrics', 'log', 'artifact', 'end'] as const;
+
+/** One call of a training session (`SessionCallDto`). */
+export type SessionCall = Schemas['SessionCallDto'];
+/** The operations a session answers. */
+export type SessionOp = SessionCall['op'];
+/** The spec of a `session` job. */
+export type SessionSpec = Extract<JobSpec, { kind: 'session' }>;
