@@ -263,6 +263,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session’s calls, newest first */
+        get: operations["Sessions_list"];
+        put?: never;
+        /**
+         * Call a training session (train_step, validate, save_checkpoint, sample, close)
+         * @description Idempotent by call_id. Waits up to wait_seconds for the answer: 200 with the result, or 202 with the call still open.
+         */
+        post: operations["Sessions_call"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/calls/{call_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One call; waits up to wait_seconds for its answer */
+        get: operations["Sessions_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/cancel": {
         parameters: {
             query?: never;
@@ -601,7 +639,7 @@ export interface components {
             version: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_INTERNAL";
+        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE";
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
@@ -690,6 +728,483 @@ export interface components {
             cpu_slots: number;
             gpus: number;
         };
+        /** @description Run a policy against an environment on N tasks; results as JSONL */
+        JobSpec_inference: {
+            /**
+             * @description Episodes sampled together
+             * @default 32
+             */
+            batch_size?: number;
+            environment: {
+                /**
+                 * @description The environment's config (validated by its schema when the job starts)
+                 * @default {}
+                 */
+                config?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: uuid
+                 * @description An uploaded dataset (POST /v1/datasets) used as the train split
+                 */
+                dataset?: string;
+                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku */
+                id: string;
+                /** @description Bearer token of the remote environment server */
+                token?: string;
+                /**
+                 * Format: uri
+                 * @description Base URL of a remote environment server (opentinker env serve); default: the plugin in-process
+                 */
+                url?: string;
+                /**
+                 * Format: uuid
+                 * @description An uploaded dataset used as the test split
+                 */
+                val_dataset?: string;
+            };
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "inference";
+            /** @description Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1) */
+            max_attempts?: number;
+            model: {
+                /**
+                 * @description auto: the folder's template (ChatML for presets); plain: message contents joined, no role markers (tiny models)
+                 * @default auto
+                 * @enum {string}
+                 */
+                chat_template?: "auto" | "chatml" | "plain";
+                /** @description Train LoRA adapters with the base frozen (PEFT layout) */
+                lora?: {
+                    /** @default 16 */
+                    alpha?: number;
+                    /** @default 8 */
+                    rank?: number;
+                    /**
+                     * @default [
+                     *       "q_proj",
+                     *       "k_proj",
+                     *       "v_proj",
+                     *       "o_proj"
+                     *     ]
+                     */
+                    target_modules?: string[];
+                };
+                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                path?: string;
+                /** @description Built-in preset with random weights, e.g. tiny-char */
+                preset?: string;
+                /**
+                 * @description Seed of the random init of a preset
+                 * @default 0
+                 */
+                seed?: number;
+            };
+            /** @description A label for listings */
+            name?: string;
+            /**
+             * @description Tasks (or games); at most the split
+             * @default 100
+             */
+            num_tasks?: number;
+            /**
+             * @description Higher runs first; FIFO within a priority
+             * @default 0
+             */
+            priority?: number;
+            /**
+             * @default {
+             *       "cpu_slots": 1,
+             *       "gpus": 0
+             *     }
+             */
+            resources?: {
+                /**
+                 * @description CPU slots the job needs
+                 * @default 1
+                 */
+                cpu_slots?: number;
+                /**
+                 * @description GPUs the job needs (CUDA_VISIBLE_DEVICES)
+                 * @default 0
+                 */
+                gpus?: number;
+            };
+            /**
+             * @default {
+             *       "env_concurrency": 8,
+             *       "env_retries": 2,
+             *       "env_timeout_seconds": 30,
+             *       "max_new_tokens": 64,
+             *       "max_turns": 1,
+             *       "stop": [],
+             *       "temperature": 0,
+             *       "top_k": 0,
+             *       "top_p": 1
+             *     }
+             */
+            rollout?: {
+                /**
+                 * @description Environment calls in flight at once
+                 * @default 8
+                 */
+                env_concurrency?: number;
+                /**
+                 * @description Retries of a failed environment call before the episode counts as failed
+                 * @default 2
+                 */
+                env_retries?: number;
+                /**
+                 * @description Per environment call
+                 * @default 30
+                 */
+                env_timeout_seconds?: number;
+                /**
+                 * @description Token cap per turn
+                 * @default 64
+                 */
+                max_new_tokens?: number;
+                /** @description Total budget of generated + environment tokens after the prompt (default: the context left) */
+                max_response_tokens?: number;
+                /**
+                 * @description Most model turns per episode (multi-turn environments)
+                 * @default 1
+                 */
+                max_turns?: number;
+                /**
+                 * @description Stop strings (kept in the response)
+                 * @default []
+                 */
+                stop?: string[];
+                /** @default 1 */
+                temperature?: number;
+                /**
+                 * @description 0: off
+                 * @default 0
+                 */
+                top_k?: number;
+                /** @default 1 */
+                top_p?: number;
+            };
+            /** @default 1 */
+            samples_per_task?: number;
+            /** @default 0 */
+            seed?: number;
+            /**
+             * @default test
+             * @enum {string}
+             */
+            split?: "train" | "test";
+            /** @default 0 */
+            start_index?: number;
+        };
+        /** @description Client-driven training session: the server holds the policy and answers train_step / validate / sample calls */
+        JobSpec_session: {
+            /**
+             * @default {
+             *       "adv_estimator": "grpo",
+             *       "clip_ratio": 0.2,
+             *       "clip_ratio_c": 3,
+             *       "critic_lr": 0.0001,
+             *       "entropy_coeff": 0,
+             *       "filter_groups": false,
+             *       "gamma": 1,
+             *       "kl_loss_coef": 0,
+             *       "kl_loss_type": "low_var_kl",
+             *       "lam": 1,
+             *       "loss_agg_mode": "token-mean",
+             *       "loss_mode": "vanilla",
+             *       "norm_adv_by_std_in_grpo": true,
+             *       "ppo_epochs": 1,
+             *       "rollout_n": 8
+             *     }
+             */
+            algorithm?: {
+                /**
+                 * @default grpo
+                 * @enum {string}
+                 */
+                adv_estimator?: "grpo" | "grpo_per_step" | "grpo_passk" | "rloo" | "reinforce_plus_plus" | "reinforce_plus_plus_baseline" | "remax" | "opo" | "gpg" | "gae";
+                /** @default 0.2 */
+                clip_ratio?: number;
+                /**
+                 * @description Dual-clip bound for negative advantages
+                 * @default 3
+                 */
+                clip_ratio_c?: number;
+                /** @description Default: clip_ratio */
+                clip_ratio_high?: number;
+                /** @description Default: clip_ratio */
+                clip_ratio_low?: number;
+                /**
+                 * @description Learning rate of the value head (gae only)
+                 * @default 0.0001
+                 */
+                critic_lr?: number;
+                /** @default 0 */
+                entropy_coeff?: number;
+                /**
+                 * @description Drop groups whose rewards all agree (they carry no signal; DAPO dynamic sampling)
+                 * @default false
+                 */
+                filter_groups?: boolean;
+                /** @default 1 */
+                gamma?: number;
+                /**
+                 * @description KL to the reference policy in the loss (0: no reference model)
+                 * @default 0
+                 */
+                kl_loss_coef?: number;
+                /**
+                 * @default low_var_kl
+                 * @enum {string}
+                 */
+                kl_loss_type?: "kl" | "k1" | "abs" | "mse" | "k2" | "low_var_kl" | "k3";
+                /** @default 1 */
+                lam?: number;
+                /**
+                 * @default token-mean
+                 * @enum {string}
+                 */
+                loss_agg_mode?: "token-mean" | "seq-mean-token-sum" | "seq-mean-token-mean" | "seq-mean-token-sum-norm";
+                /**
+                 * @description verl's actor.policy_loss.loss_mode
+                 * @default vanilla
+                 * @enum {string}
+                 */
+                loss_mode?: "vanilla" | "gspo" | "cispo" | "gpg" | "clip_cov" | "kl_cov" | "geo_mean";
+                /** @default true */
+                norm_adv_by_std_in_grpo?: boolean;
+                /** @default 1 */
+                ppo_epochs?: number;
+                /** @description Sequences per forward/backward (gradient accumulation); default: the whole mini-batch */
+                ppo_micro_batch_size?: number;
+                /** @description Tasks per optimizer step (default: batch_size, one update per batch) */
+                ppo_mini_batch_size?: number;
+                /**
+                 * @description Episodes per task (the GRPO group)
+                 * @default 8
+                 */
+                rollout_n?: number;
+            };
+            /**
+             * @description Tasks per train_step when the call names none
+             * @default 16
+             */
+            batch_size?: number;
+            environment: {
+                /**
+                 * @description The environment's config (validated by its schema when the job starts)
+                 * @default {}
+                 */
+                config?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: uuid
+                 * @description An uploaded dataset (POST /v1/datasets) used as the train split
+                 */
+                dataset?: string;
+                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku */
+                id: string;
+                /** @description Bearer token of the remote environment server */
+                token?: string;
+                /**
+                 * Format: uri
+                 * @description Base URL of a remote environment server (opentinker env serve); default: the plugin in-process
+                 */
+                url?: string;
+                /**
+                 * Format: uuid
+                 * @description An uploaded dataset used as the test split
+                 */
+                val_dataset?: string;
+            };
+            /**
+             * @description The session closes itself (and frees its devices) after this long without a call
+             * @default 600
+             */
+            idle_timeout_seconds?: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "session";
+            /** @description Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1) */
+            max_attempts?: number;
+            /** @default 3 */
+            max_checkpoints?: number;
+            model: {
+                /**
+                 * @description auto: the folder's template (ChatML for presets); plain: message contents joined, no role markers (tiny models)
+                 * @default auto
+                 * @enum {string}
+                 */
+                chat_template?: "auto" | "chatml" | "plain";
+                /** @description Train LoRA adapters with the base frozen (PEFT layout) */
+                lora?: {
+                    /** @default 16 */
+                    alpha?: number;
+                    /** @default 8 */
+                    rank?: number;
+                    /**
+                     * @default [
+                     *       "q_proj",
+                     *       "k_proj",
+                     *       "v_proj",
+                     *       "o_proj"
+                     *     ]
+                     */
+                    target_modules?: string[];
+                };
+                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                path?: string;
+                /** @description Built-in preset with random weights, e.g. tiny-char */
+                preset?: string;
+                /**
+                 * @description Seed of the random init of a preset
+                 * @default 0
+                 */
+                seed?: number;
+            };
+            /** @description A label for listings */
+            name?: string;
+            /**
+             * @default {
+             *       "betas": [
+             *         0.9,
+             *         0.999
+             *       ],
+             *       "grad_clip": 1,
+             *       "lr": 0.00001,
+             *       "lr_schedule": "constant",
+             *       "min_lr_ratio": 0,
+             *       "warmup_steps": 0,
+             *       "weight_decay": 0.01
+             *     }
+             */
+            optim?: {
+                /**
+                 * @default [
+                 *       0.9,
+                 *       0.999
+                 *     ]
+                 */
+                betas?: (number)[];
+                /**
+                 * @description Global gradient-norm clip
+                 * @default 1
+                 */
+                grad_clip?: number;
+                /** @default 0.00001 */
+                lr?: number;
+                /**
+                 * @default constant
+                 * @enum {string}
+                 */
+                lr_schedule?: "constant" | "cosine";
+                /**
+                 * @description cosine: the floor as a fraction of lr
+                 * @default 0
+                 */
+                min_lr_ratio?: number;
+                /** @default 0 */
+                warmup_steps?: number;
+                /** @default 0.01 */
+                weight_decay?: number;
+            };
+            /**
+             * @description Higher runs first; FIFO within a priority
+             * @default 0
+             */
+            priority?: number;
+            /**
+             * @default {
+             *       "cpu_slots": 1,
+             *       "gpus": 0
+             *     }
+             */
+            resources?: {
+                /**
+                 * @description CPU slots the job needs
+                 * @default 1
+                 */
+                cpu_slots?: number;
+                /**
+                 * @description GPUs the job needs (CUDA_VISIBLE_DEVICES)
+                 * @default 0
+                 */
+                gpus?: number;
+            };
+            /**
+             * @default {
+             *       "env_concurrency": 8,
+             *       "env_retries": 2,
+             *       "env_timeout_seconds": 30,
+             *       "max_new_tokens": 64,
+             *       "max_turns": 1,
+             *       "stop": [],
+             *       "temperature": 1,
+             *       "top_k": 0,
+             *       "top_p": 1
+             *     }
+             */
+            rollout?: {
+                /**
+                 * @description Environment calls in flight at once
+                 * @default 8
+                 */
+                env_concurrency?: number;
+                /**
+                 * @description Retries of a failed environment call before the episode counts as failed
+                 * @default 2
+                 */
+                env_retries?: number;
+                /**
+                 * @description Per environment call
+                 * @default 30
+                 */
+                env_timeout_seconds?: number;
+                /**
+                 * @description Token cap per turn
+                 * @default 64
+                 */
+                max_new_tokens?: number;
+                /** @description Total budget of generated + environment tokens after the prompt (default: the context left) */
+                max_response_tokens?: number;
+                /**
+                 * @description Most model turns per episode (multi-turn environments)
+                 * @default 1
+                 */
+                max_turns?: number;
+                /**
+                 * @description Stop strings (kept in the response)
+                 * @default []
+                 */
+                stop?: string[];
+                /** @default 1 */
+                temperature?: number;
+                /**
+                 * @description 0: off
+                 * @default 0
+                 */
+                top_k?: number;
+                /** @default 1 */
+                top_p?: number;
+            };
+            /** @default 0 */
+            seed?: number;
+            /**
+             * @description Test tasks per validate when the call names none
+             * @default 64
+             */
+            val_batch_size?: number;
+            /** @default 0 */
+            val_temperature?: number;
+        };
         /** @description Diagnostic job: counts steps with a pause between them, reporting logs, metrics and an artifact */
         JobSpec_sleep: {
             /** @description Fail with an error at this step (tests failure handling) */
@@ -742,6 +1257,357 @@ export interface components {
              */
             steps?: number;
         };
+        /** @description Train a policy with RL (GRPO, PPO, …) against an environment */
+        JobSpec_train: {
+            /**
+             * @default {
+             *       "adv_estimator": "grpo",
+             *       "clip_ratio": 0.2,
+             *       "clip_ratio_c": 3,
+             *       "critic_lr": 0.0001,
+             *       "entropy_coeff": 0,
+             *       "filter_groups": false,
+             *       "gamma": 1,
+             *       "kl_loss_coef": 0,
+             *       "kl_loss_type": "low_var_kl",
+             *       "lam": 1,
+             *       "loss_agg_mode": "token-mean",
+             *       "loss_mode": "vanilla",
+             *       "norm_adv_by_std_in_grpo": true,
+             *       "ppo_epochs": 1,
+             *       "rollout_n": 8
+             *     }
+             */
+            algorithm?: {
+                /**
+                 * @default grpo
+                 * @enum {string}
+                 */
+                adv_estimator?: "grpo" | "grpo_per_step" | "grpo_passk" | "rloo" | "reinforce_plus_plus" | "reinforce_plus_plus_baseline" | "remax" | "opo" | "gpg" | "gae";
+                /** @default 0.2 */
+                clip_ratio?: number;
+                /**
+                 * @description Dual-clip bound for negative advantages
+                 * @default 3
+                 */
+                clip_ratio_c?: number;
+                /** @description Default: clip_ratio */
+                clip_ratio_high?: number;
+                /** @description Default: clip_ratio */
+                clip_ratio_low?: number;
+                /**
+                 * @description Learning rate of the value head (gae only)
+                 * @default 0.0001
+                 */
+                critic_lr?: number;
+                /** @default 0 */
+                entropy_coeff?: number;
+                /**
+                 * @description Drop groups whose rewards all agree (they carry no signal; DAPO dynamic sampling)
+                 * @default false
+                 */
+                filter_groups?: boolean;
+                /** @default 1 */
+                gamma?: number;
+                /**
+                 * @description KL to the reference policy in the loss (0: no reference model)
+                 * @default 0
+                 */
+                kl_loss_coef?: number;
+                /**
+                 * @default low_var_kl
+                 * @enum {string}
+                 */
+                kl_loss_type?: "kl" | "k1" | "abs" | "mse" | "k2" | "low_var_kl" | "k3";
+                /** @default 1 */
+                lam?: number;
+                /**
+                 * @default token-mean
+                 * @enum {string}
+                 */
+                loss_agg_mode?: "token-mean" | "seq-mean-token-sum" | "seq-mean-token-mean" | "seq-mean-token-sum-norm";
+                /**
+                 * @description verl's actor.policy_loss.loss_mode
+                 * @default vanilla
+                 * @enum {string}
+                 */
+                loss_mode?: "vanilla" | "gspo" | "cispo" | "gpg" | "clip_cov" | "kl_cov" | "geo_mean";
+                /** @default true */
+                norm_adv_by_std_in_grpo?: boolean;
+                /** @default 1 */
+                ppo_epochs?: number;
+                /** @description Sequences per forward/backward (gradient accumulation); default: the whole mini-batch */
+                ppo_micro_batch_size?: number;
+                /** @description Tasks per optimizer step (default: batch_size, one update per batch) */
+                ppo_mini_batch_size?: number;
+                /**
+                 * @description Episodes per task (the GRPO group)
+                 * @default 8
+                 */
+                rollout_n?: number;
+            };
+            /**
+             * @description Tasks per step (each rolled out rollout_n times)
+             * @default 16
+             */
+            batch_size?: number;
+            environment: {
+                /**
+                 * @description The environment's config (validated by its schema when the job starts)
+                 * @default {}
+                 */
+                config?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: uuid
+                 * @description An uploaded dataset (POST /v1/datasets) used as the train split
+                 */
+                dataset?: string;
+                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku */
+                id: string;
+                /** @description Bearer token of the remote environment server */
+                token?: string;
+                /**
+                 * Format: uri
+                 * @description Base URL of a remote environment server (opentinker env serve); default: the plugin in-process
+                 */
+                url?: string;
+                /**
+                 * Format: uuid
+                 * @description An uploaded dataset used as the test split
+                 */
+                val_dataset?: string;
+            };
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "train";
+            /** @description Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1) */
+            max_attempts?: number;
+            /**
+             * @description Checkpoints kept (oldest removed)
+             * @default 3
+             */
+            max_checkpoints?: number;
+            model: {
+                /**
+                 * @description auto: the folder's template (ChatML for presets); plain: message contents joined, no role markers (tiny models)
+                 * @default auto
+                 * @enum {string}
+                 */
+                chat_template?: "auto" | "chatml" | "plain";
+                /** @description Train LoRA adapters with the base frozen (PEFT layout) */
+                lora?: {
+                    /** @default 16 */
+                    alpha?: number;
+                    /** @default 8 */
+                    rank?: number;
+                    /**
+                     * @default [
+                     *       "q_proj",
+                     *       "k_proj",
+                     *       "v_proj",
+                     *       "o_proj"
+                     *     ]
+                     */
+                    target_modules?: string[];
+                };
+                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                path?: string;
+                /** @description Built-in preset with random weights, e.g. tiny-char */
+                preset?: string;
+                /**
+                 * @description Seed of the random init of a preset
+                 * @default 0
+                 */
+                seed?: number;
+            };
+            /** @description A label for listings */
+            name?: string;
+            /** @description Passes over a finite train split */
+            num_epochs?: number;
+            /**
+             * @default {
+             *       "betas": [
+             *         0.9,
+             *         0.999
+             *       ],
+             *       "grad_clip": 1,
+             *       "lr": 0.00001,
+             *       "lr_schedule": "constant",
+             *       "min_lr_ratio": 0,
+             *       "warmup_steps": 0,
+             *       "weight_decay": 0.01
+             *     }
+             */
+            optim?: {
+                /**
+                 * @default [
+                 *       0.9,
+                 *       0.999
+                 *     ]
+                 */
+                betas?: (number)[];
+                /**
+                 * @description Global gradient-norm clip
+                 * @default 1
+                 */
+                grad_clip?: number;
+                /** @default 0.00001 */
+                lr?: number;
+                /**
+                 * @default constant
+                 * @enum {string}
+                 */
+                lr_schedule?: "constant" | "cosine";
+                /**
+                 * @description cosine: the floor as a fraction of lr
+                 * @default 0
+                 */
+                min_lr_ratio?: number;
+                /** @default 0 */
+                warmup_steps?: number;
+                /** @default 0.01 */
+                weight_decay?: number;
+            };
+            /**
+             * @description Higher runs first; FIFO within a priority
+             * @default 0
+             */
+            priority?: number;
+            /**
+             * @default {
+             *       "cpu_slots": 1,
+             *       "gpus": 0
+             *     }
+             */
+            resources?: {
+                /**
+                 * @description CPU slots the job needs
+                 * @default 1
+                 */
+                cpu_slots?: number;
+                /**
+                 * @description GPUs the job needs (CUDA_VISIBLE_DEVICES)
+                 * @default 0
+                 */
+                gpus?: number;
+            };
+            /**
+             * @default {
+             *       "env_concurrency": 8,
+             *       "env_retries": 2,
+             *       "env_timeout_seconds": 30,
+             *       "max_new_tokens": 64,
+             *       "max_turns": 1,
+             *       "stop": [],
+             *       "temperature": 1,
+             *       "top_k": 0,
+             *       "top_p": 1
+             *     }
+             */
+            rollout?: {
+                /**
+                 * @description Environment calls in flight at once
+                 * @default 8
+                 */
+                env_concurrency?: number;
+                /**
+                 * @description Retries of a failed environment call before the episode counts as failed
+                 * @default 2
+                 */
+                env_retries?: number;
+                /**
+                 * @description Per environment call
+                 * @default 30
+                 */
+                env_timeout_seconds?: number;
+                /**
+                 * @description Token cap per turn
+                 * @default 64
+                 */
+                max_new_tokens?: number;
+                /** @description Total budget of generated + environment tokens after the prompt (default: the context left) */
+                max_response_tokens?: number;
+                /**
+                 * @description Most model turns per episode (multi-turn environments)
+                 * @default 1
+                 */
+                max_turns?: number;
+                /**
+                 * @description Stop strings (kept in the response)
+                 * @default []
+                 */
+                stop?: string[];
+                /** @default 1 */
+                temperature?: number;
+                /**
+                 * @description 0: off
+                 * @default 0
+                 */
+                top_k?: number;
+                /** @default 1 */
+                top_p?: number;
+            };
+            /**
+             * @description Checkpoint every N steps (0: only at the end)
+             * @default 0
+             */
+            save_freq?: number;
+            /** @default 0 */
+            seed?: number;
+            /**
+             * @default {
+             *       "batch_size": 32,
+             *       "examples": 0,
+             *       "lr": 0.001,
+             *       "steps": 0,
+             *       "target": "{ground_truth}"
+             *     }
+             */
+            sft?: {
+                /** @default 32 */
+                batch_size?: number;
+                /**
+                 * @description Fixed set of the first N train tasks (0: fresh tasks every step)
+                 * @default 0
+                 */
+                examples?: number;
+                /** @default 0.001 */
+                lr?: number;
+                /**
+                 * @description 0: no warm-up
+                 * @default 0
+                 */
+                steps?: number;
+                /**
+                 * @description The response to imitate; {field} is replaced by the task's field
+                 * @default {ground_truth}
+                 */
+                target?: string;
+            };
+            /**
+             * @description Validate every N steps (0: only before and after training)
+             * @default 0
+             */
+            test_freq?: number;
+            /** @description RL steps (default: num_epochs over a finite train split, else 100) */
+            total_steps?: number;
+            /**
+             * @description Test tasks per validation (at most the split)
+             * @default 64
+             */
+            val_batch_size?: number;
+            /** @default true */
+            val_before_train?: boolean;
+            /**
+             * @description 0: greedy validation
+             * @default 0
+             */
+            val_temperature?: number;
+        };
         LivenessDto: {
             /** @example ok */
             status: string;
@@ -759,6 +1625,42 @@ export interface components {
             /** @enum {string} */
             status: "ok" | "unavailable";
             workers: components["schemas"]["CheckDto"];
+        };
+        SessionCallDto: {
+            args: {
+                [key: string]: unknown;
+            };
+            call_id: string;
+            created_at: string;
+            error: string | null;
+            finished_at: string | null;
+            /** @enum {string} */
+            op: "train_step" | "validate" | "save_checkpoint" | "sample" | "close";
+            /** @description What the operation returned (metrics, checkpoint, text) */
+            result: {
+                [key: string]: unknown;
+            } | null;
+            started_at: string | null;
+            /** @enum {string} */
+            state: "pending" | "running" | "succeeded" | "failed";
+        };
+        SessionCallRequest: {
+            /**
+             * @description train_step: {tasks | indices | batch_size}; validate: {tasks | indices | size}; sample: {messages, max_tokens, temperature, top_p, seed}; save_checkpoint, close: {}
+             * @example {
+             *       "batch_size": 8
+             *     }
+             */
+            args?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Your id for this call, unique within the session: a retry with the same id returns the first call (never runs it twice)
+             * @example step-0001
+             */
+            call_id: string;
+            /** @enum {string} */
+            op: "train_step" | "validate" | "save_checkpoint" | "sample" | "close";
         };
         TaskCountsDto: {
             test: number | null;
@@ -1435,7 +2337,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["JobSpec_sleep"];
+                "application/json": components["schemas"]["JobSpec_sleep"] | components["schemas"]["JobSpec_train"] | components["schemas"]["JobSpec_inference"] | components["schemas"]["JobSpec_session"];
             };
         };
         responses: {
@@ -1662,6 +2564,218 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Sessions_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCallDto"][];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Sessions_call: {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait for the answer before replying 202 with the call still open */
+                wait_seconds?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionCallRequest"];
+            };
+        };
+        responses: {
+            /** @description Answered (state succeeded or failed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCallDto"];
+                };
+            };
+            /** @description Still pending or running */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCallDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Sessions_get: {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait for the answer before replying 202 with the call still open */
+                wait_seconds?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                call_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCallDto"];
+                };
+            };
+            /** @description Still pending or running */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCallDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
                 };
             };
         };
