@@ -1,0 +1,117 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestApp, TestApp } from '../support/test-app';
+
+const BIN = join(process.cwd(), 'bin', 'opentinker.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `opentinker train` / `infer` of the real binary (built by `npm run build`) against a server without a
+ * worker: what is submitted, from the seed's key=value overrides, and how bad tokens are refused.
+ */
+describe('opentinker train / infer', () => {
+  let t: TestApp;
+  let url: string;
+  let home: string;
+
+  function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const childEnv: NodeJS.ProcessEnv = { ...process.env, HOME: home, OPENTINKER_API_KEY: t.adminKey, ...env };
+      delete childEnv.OPENTINKER_URL;
+      const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd: home });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end();
+    });
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp({ worker: false });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
+    home = mkdtempSync(join(tmpdir(), 'cli-train-'));
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it("submits a train job from the seed's names, scheduler_url choosing the server", async () => {
+    const run = await cli([
+      'train',
+      'math',
+      'model.preset=tiny-char',
+      'model.chat_template=plain',
+      'environment.config.style=equation',
+      'environment.config.difficulty=3',
+      'batch_size=4',
+      'rollout_n=4',
+      'total_steps=2',
+      'test_freq=1',
+      'lr=2e-4',
+      'algorithm.filter_groups=true',
+      `scheduler_url=${url}`,
+      '--no-watch',
+      '--json',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const job = JSON.parse(run.stdout);
+    expect(job).toMatchObject({ kind: 'train', state: 'queued' });
+    const stored = await t.request('GET', `/v1/jobs/${job.id}`);
+    expect(stored.body.spec).toMatchObject({
+      kind: 'train',
+      environment: { id: 'math', config: { style: 'equation', difficulty: 3 } },
+      model: { preset: 'tiny-char', chat_template: 'plain' },
+      batch_size: 4,
+      total_steps: 2,
+      test_freq: 1,
+      algorithm: { rollout_n: 4, filter_groups: true },
+      optim: { lr: 2e-4 },
+    });
+    await t.request('POST', `/v1/jobs/${job.id}/cancel`);
+  });
+
+  it('submits an inference job over a --config file', async () => {
+    const file = join(home, 'infer.yaml');
+    writeFileSync(file, 'kind: inference\nenvironment:\n  id: math\n  config: { difficulty: 1 }\nmodel: { preset: tiny-char }\nnum_tasks: 5\n');
+    const run = await cli(['infer', '--config', file, 'val_batch_size=7', 'environment.config.style=equation', '--url', url, '--no-watch']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const id = /Submitted inference job ([0-9a-f-]{36})/.exec(run.stdout)![1];
+    expect((await t.request('GET', `/v1/jobs/${id}`)).body.spec).toMatchObject({
+      kind: 'inference',
+      environment: { id: 'math', config: { difficulty: 1, style: 'equation' } },
+      num_tasks: 7,
+    });
+    await t.request('POST', `/v1/jobs/${id}/cancel`);
+  });
+
+  it('refuses malformed and unknown overrides with exit code 2, naming the token, sending nothing', async () => {
+    const before = (await t.request('GET', '/v1/jobs')).body.total;
+    const malformed = await cli(['train', 'math', 'model.preset=tiny-char', 'batch_size', '--url', url]);
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain('Malformed override "batch_size"');
+    const unknown = await cli(['train', 'math', 'model.preset=tiny-char', 'algorithm.clip=0.2', '--url', url, '--json']);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stderr).error).toMatchObject({ field: 'algorithm.clip', exit_code: 2 });
+    expect(JSON.parse(unknown.stderr).error.message).toContain('"algorithm.clip=0.2"');
+    const flag = await cli(['train', 'math', '--epochs', '3', '--url', url]);
+    expect(flag.code).toBe(2);
+    const refused = await cli(['train', 'math', 'model.preset=tiny-char', 'rollout_n=0', '--url', url, '--no-watch']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('algorithm.rollout_n');
+    expect((await t.request('GET', '/v1/jobs')).body.total).toBe(before);
+  });
+});
