@@ -13,6 +13,7 @@ export interface DashboardApi {
   post(path: string, body?: unknown, opts?: { signal?: AbortSignal }): Promise<any>;
   del(path: string, opts?: { signal?: AbortSignal }): Promise<any>;
   text(path: string, opts?: { signal?: AbortSignal }): Promise<string>;
+  ndjson(path: string, opts?: { signal?: AbortSignal }): Promise<string>;
   blob(path: string, opts?: { signal?: AbortSignal }): Promise<Blob>;
 }
 export declare function createApi(options?: {

@@ -67,6 +67,8 @@ export function createApi({ key, baseUrl = '', fetch: fetchImpl = globalThis.fet
     post: async (path, body, opts) => (await request('POST', path, { ...opts, body })).json(),
     del: async (path, opts) => (await request('DELETE', path, opts)).json(),
     text: async (path, opts) => (await request('GET', path, { ...opts, accept: 'text/plain' })).text(),
+    /** JSON Lines as text (inference results). */
+    ndjson: async (path, opts) => (await request('GET', path, { ...opts, accept: 'application/x-ndjson' })).text(),
     blob: async (path, opts) => (await request('GET', path, { ...opts, accept: 'application/octet-stream' })).blob(),
   };
 }

@@ -9,6 +9,7 @@ import { alertBox, h, replace, showAlert } from './dom.mjs';
 import { followEventStream } from './event-stream.mjs';
 import { bytes, cancellable, dateTime, duration, environmentOf, FINAL_STATES, shortId } from './format.mjs';
 import { confirmCancel, jobLabel, progressView, stateBadge } from './jobs.view.mjs';
+import { checkpointsSection, resultsSection, saveBlob } from './results.view.mjs';
 
 const LOG_LINES = 200;
 const LOG_REFRESH_MS = 1000;
@@ -54,6 +55,9 @@ export function mountJob(ctx, main, [id]) {
   const log = h('pre', { class: 'log', tabindex: '0', 'aria-label': `Log, last ${LOG_LINES} lines` });
   const artifacts = h('ul', { class: 'artifacts' });
   const spec = h('pre', { class: 'spec', tabindex: '0', 'aria-label': 'Job spec (JSON)' });
+  const checkpoints = checkpointsSection({ api, jobId: id, error, signal: abort.signal });
+  const results = resultsSection({ api, jobId: id, error, signal: abort.signal });
+  const rlOutputs = h('div', {});
 
   replace(
     main,
@@ -65,6 +69,7 @@ export function mountJob(ctx, main, [id]) {
     streamStatus,
     h('section', { 'aria-labelledby': 'metrics-title' }, h('h2', { id: 'metrics-title' }, 'Metrics'), noMetrics, chartsBox),
     h('section', { 'aria-labelledby': 'log-title' }, h('h2', { id: 'log-title' }, `Log (last ${LOG_LINES} lines)`), log),
+    rlOutputs,
     h('section', { 'aria-labelledby': 'artifacts-title' }, h('h2', { id: 'artifacts-title' }, 'Artifacts'), artifacts),
     h('section', { 'aria-labelledby': 'spec-title' }, h('h2', { id: 'spec-title' }, 'Spec'), spec),
   );
@@ -149,13 +154,7 @@ export function mountJob(ctx, main, [id]) {
   async function download(name) {
     showAlert(error, '');
     try {
-      const blob = await api.blob(`/v1/jobs/${id}/artifacts/${encodeURIComponent(name)}`);
-      const url = URL.createObjectURL(blob);
-      const a = h('a', { href: url, download: name, hidden: true });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveBlob(await api.blob(`/v1/jobs/${id}/artifacts/${encodeURIComponent(name)}`), name);
     } catch (e) {
       showAlert(error, `Could not download ${name}: ${describeError(e)}`);
     }
@@ -199,12 +198,25 @@ export function mountJob(ctx, main, [id]) {
         break;
       case 'artifact':
         refreshArtifacts();
+        if (data?.name === 'results.jsonl') results.load();
         break;
       case 'end':
         loadJob();
         loadLog();
         loadArtifacts();
+        loadOutputs();
         break;
+    }
+  }
+
+  /** Train and session jobs save checkpoints; inference jobs write results. */
+  function loadOutputs() {
+    if (job.kind === 'inference') {
+      replace(rlOutputs, results.section);
+      results.load();
+    } else if (job.kind === 'train' || job.kind === 'session') {
+      replace(rlOutputs, checkpoints.section);
+      checkpoints.load();
     }
   }
 
@@ -212,6 +224,7 @@ export function mountJob(ctx, main, [id]) {
     if (!(await loadJob())) return;
     loadLog();
     loadArtifacts();
+    loadOutputs();
     try {
       await followEventStream(`/v1/jobs/${id}/events`, {
         headers: api.headers(),
