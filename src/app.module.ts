@@ -9,6 +9,7 @@ import { JobsModule } from './jobs/jobs.module';
 import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
+import { ServingModule } from './inference/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
 import { SessionsModule } from './sessions/sessions.module';
 
@@ -28,6 +29,7 @@ export class AppModule {
     if (roles.api) {
       const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
+      imports.push(ServingModule.forRoot({ hostRoot: roles.hostRoot }));
       imports.push(SessionsModule, DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
     }
     if (roles.worker) {

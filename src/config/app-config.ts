@@ -47,6 +47,10 @@ export const configSchema = z
     auth_failures_per_minute: int(1, 1_000_000).default(20),
     plugins_dir: z.string().min(1).optional(),
     log_level: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+    /** Checkpoints held in model server processes at once for chat completions (each is one process). */
+    serving_max_models: int(1, 64).default(2),
+    serving_idle_seconds: z.coerce.number().min(1).max(86_400).default(600),
+    serving_request_timeout_seconds: z.coerce.number().min(1).max(3600).default(300),
   })
   .strict();
 

@@ -1,0 +1,105 @@
+import { randomInt } from 'node:crypto';
+import { z } from 'zod';
+import { AppError, ErrorCode } from '../core/app-error';
+import { zodToAppError } from '../core/zod-error';
+import type { GenerateRequest } from './model-protocol';
+
+/**
+ * The body of `POST /v1/chat/completions`, as OpenAI defines it, minus what a plain language model
+ * checkpoint cannot do (tools, response formats, penalties). Keys OpenAI clients send with neutral
+ * values (`presence_penalty: 0`, `user`, `stream_options`) are accepted; anything else unknown is
+ * refused with its name, so a request never silently means less than it says.
+ */
+const textPart = z.object({ type: z.literal('text'), text: z.string() }).strict();
+const message = z
+  .object({
+    role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
+    content: z.union([z.string(), z.array(textPart).max(256)]).nullable(),
+    name: z.string().max(256).optional(),
+    tool_call_id: z.string().max(256).optional(),
+  })
+  .strict();
+
+const zeroOnly = (what: string) =>
+  z
+    .number()
+    .optional()
+    .refine((v) => v === undefined || v === 0, { message: `${what} is not supported (only 0)` });
+
+export const chatCompletionRequest = z
+  .object({
+    model: z.string().min(1).max(300),
+    messages: z.array(message).min(1).max(1024),
+    stream: z.boolean().nullable().optional(),
+    stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullable().optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    top_p: z.number().gt(0).max(1).nullable().optional(),
+    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    max_completion_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    stop: z.union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).max(16)]).nullable().optional(),
+    seed: z.number().int().min(-(2 ** 31)).max(2 ** 32 - 1).nullable().optional(),
+    n: z.number().int().min(1).max(8).nullable().optional(),
+    logprobs: z.boolean().nullable().optional(),
+    top_logprobs: z
+      .number()
+      .int()
+      .min(0)
+      .max(20)
+      .nullable()
+      .optional()
+      .refine((v) => !v, { message: 'top_logprobs is not supported: the sampler reports the chosen token’s log-prob only (use logprobs: true)' }),
+    presence_penalty: zeroOnly('presence_penalty'),
+    frequency_penalty: zeroOnly('frequency_penalty'),
+    user: z.string().max(256).optional(),
+  })
+  .strict();
+
+export type ChatCompletionRequest = z.output<typeof chatCompletionRequest>;
+
+export interface ParsedChat {
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+  generate: GenerateRequest;
+}
+
+/** Validates a chat request and maps it to what the model server takes. Errors name the field. */
+export function parseChatRequest(body: unknown): ParsedChat {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new AppError(ErrorCode.VALIDATION, 'The body must be a JSON object', { field: 'body' });
+  }
+  const parsed = chatCompletionRequest.safeParse(body);
+  if (!parsed.success) throw zodToAppError(parsed.error);
+  const r = parsed.data;
+  if (r.max_tokens != null && r.max_completion_tokens != null && r.max_tokens !== r.max_completion_tokens) {
+    throw new AppError(ErrorCode.VALIDATION, 'max_tokens and max_completion_tokens disagree; give one', { field: 'max_completion_tokens' });
+  }
+  const maxTokens = r.max_completion_tokens ?? r.max_tokens ?? undefined;
+  const messages = r.messages.map((m, i) => {
+    const content = m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
+    if (m.content === null && m.role !== 'assistant') {
+      throw new AppError(ErrorCode.VALIDATION, `messages.${i}.content may be null only for an assistant message`, { field: `messages.${i}.content` });
+    }
+    // `developer` is OpenAI's newer name for the system role.
+    return { role: m.role === 'developer' ? ('system' as const) : m.role, content };
+  });
+  const stop = r.stop == null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop;
+  const stream = r.stream === true;
+  return {
+    model: r.model,
+    stream,
+    includeUsage: stream && r.stream_options?.include_usage === true,
+    generate: {
+      messages,
+      n: r.n ?? 1,
+      temperature: r.temperature ?? 1,
+      topP: r.top_p ?? 1,
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
+      stop,
+      // Without a seed the draws differ per request, as with OpenAI's API; with one they repeat.
+      seed: r.seed == null ? randomInt(0, 2 ** 31) : r.seed >>> 0,
+      logprobs: r.logprobs === true,
+      stream,
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { Body, Controller, Get, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { CurrentUser } from '../auth/auth.decorators';
+import type { Principal } from '../auth/principal';
+import { ApiErrors, ErrorDto } from '../core/api-errors.decorator';
+import { mapError } from '../core/error.filter';
+import { ChatCompletionChunkDto, ChatCompletionDto, ChatCompletionRequestDto, ModelListDto } from './chat.dto';
+import { ChatService } from './chat.service';
+import { openAiErrorBody, OpenAiErrorFilter } from './openai-error.filter';
+
+@ApiTags('serving')
+@ApiBearerAuth()
+@ApiExtraModels(ChatCompletionChunkDto)
+@UseFilters(OpenAiErrorFilter)
+@Controller('v1')
+export class ChatController {
+  constructor(private readonly chat: ChatService) {}
+
+  @Post('chat/completions')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Chat with a job’s checkpoint (OpenAI-compatible)',
+    description:
+      'OpenAI’s chat completions API over a checkpoint of one of your jobs, so any OpenAI client can use a trained model ' +
+      '(base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: ' +
+      '`data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and ' +
+      'OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first ' +
+      'request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.',
+  })
+  @ApiBody({ type: ChatCompletionRequestDto })
+  @ApiResponse({
+    status: 200,
+    description: 'The completion, or (stream) an event stream of chunks',
+    content: {
+      'application/json': { schema: { $ref: getSchemaPath(ChatCompletionDto) } },
+      'text/event-stream': { schema: { type: 'string', description: `data: lines, each a ${'ChatCompletionChunkDto'}, then data: [DONE]` } },
+    },
+  })
+  @ApiExtraModels(ChatCompletionDto)
+  @ApiErrors(400, 401, 404)
+  @ApiResponse({ status: 422, description: 'The checkpoint cannot be loaded (OT_ERR_MODEL_LOAD_FAILED)', type: ErrorDto })
+  @ApiResponse({ status: 503, description: 'The model process stopped or timed out (OT_ERR_MODEL_UNAVAILABLE); retry', type: ErrorDto })
+  async completions(@CurrentUser() caller: Principal, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+    const prepared = await this.chat.prepare(caller, body);
+    if (!prepared.chat.stream) {
+      await reply.header('content-type', 'application/json; charset=utf-8').send(await this.chat.complete(prepared));
+      return;
+    }
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    let closed = false;
+    raw.on('close', () => (closed = true));
+    const write = (data: string) => {
+      if (!closed) raw.write(`data: ${data}\n\n`);
+    };
+    try {
+      await this.chat.stream(prepared, (chunk) => write(JSON.stringify(chunk)));
+    } catch (error) {
+      // Headers are gone: the error travels as an event, the way OpenAI-compatible servers send it.
+      write(JSON.stringify(openAiErrorBody(mapError(error).body)));
+    }
+    write('[DONE]');
+    raw.end();
+  }
+
+  @Get('models')
+  @ApiOperation({
+    summary: 'Checkpoints you can chat with (OpenAI-compatible model list)',
+    description: 'One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first. `id` is what `model` may name.',
+  })
+  @ApiResponse({ status: 200, type: ModelListDto })
+  @ApiErrors(401)
+  async models(@CurrentUser() caller: Principal): Promise<ModelListDto> {
+    return this.chat.models(caller);
+  }
+}

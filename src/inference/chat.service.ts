@@ -1,0 +1,170 @@
+import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Principal } from '../auth/principal';
+import { AppError, ErrorCode } from '../core/app-error';
+import { JobsService } from '../jobs/jobs.service';
+import { checkpointsDir, listCheckpointSteps } from './checkpoint-store';
+import { CheckpointsService } from './checkpoints.service';
+import { parseChatRequest, ParsedChat } from './chat-request';
+import { ModelJobsRepository } from './model-jobs.repository';
+import { checkpointModelId, parseModelName } from './model-names';
+import { ModelPoolService } from './model-pool.service';
+import type { GenerateResult, TokenLogprob } from './model-protocol';
+
+/** One checkpoint a request may use. */
+export interface ServedModel {
+  /** `<job id>/step-<n>`. */
+  id: string;
+  jobId: string;
+  step: number;
+  /** The Hugging Face folder to load. */
+  dir: string;
+}
+
+/** A validated request bound to its checkpoint: everything checked before any answer is sent. */
+export interface PreparedChat {
+  chat: ParsedChat;
+  model: ServedModel;
+  id: string;
+  created: number;
+}
+
+/** OpenAI's `chat.completion.chunk`. */
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: { index: number; delta: { role?: 'assistant'; content?: string }; logprobs: { content: TokenLogprob[] } | null; finish_reason: 'stop' | 'length' | null }[];
+  usage?: Usage | null;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+const MODELS_SCANNED = 200;
+
+/** OpenAI-compatible chat completions served from jobs' checkpoints, in model server processes. */
+@Injectable()
+export class ChatService {
+  constructor(
+    private readonly jobs: JobsService,
+    private readonly checkpoints: CheckpointsService,
+    private readonly repo: ModelJobsRepository,
+    private readonly pool: ModelPoolService,
+  ) {}
+
+  /** The checkpoint a model name means for this caller; another user's job is "not found". */
+  async resolve(caller: Principal, model: string): Promise<ServedModel> {
+    const name = parseModelName(model);
+    const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field: 'model' });
+    if (!name) throw notFound('expected <job id>, <job id>/step-<n> or a job name');
+    let jobId: string;
+    if (name.by === 'id') {
+      try {
+        jobId = (await this.jobs.get(caller, name.ref)).id;
+      } catch (error) {
+        if (error instanceof AppError && error.code === ErrorCode.NOT_FOUND) throw notFound('no such job');
+        throw error;
+      }
+    } else {
+      const matches = await this.repo.byName(caller.userId, name.ref, 10);
+      if (matches.length === 0) throw notFound('none of your jobs has that name or id');
+      if (matches.length > 1) {
+        throw new AppError(ErrorCode.MODEL_AMBIGUOUS, `Several of your jobs are named ${JSON.stringify(name.ref)} (${matches.map((j) => j.id).join(', ')}); name one by id`, {
+          field: 'model',
+        });
+      }
+      jobId = matches[0].id;
+    }
+    const steps = await listCheckpointSteps(this.checkpoints.jobsDir, jobId);
+    if (steps.length === 0) throw notFound(`job ${jobId} has no checkpoint yet`);
+    const step = name.step ?? steps[steps.length - 1];
+    if (!steps.includes(step)) throw notFound(`job ${jobId} has no checkpoint at step ${step} (it has ${steps.map((s) => `step-${s}`).join(', ')})`);
+    const dir = join(checkpointsDir(this.checkpoints.jobsDir, jobId), `step-${step}`, 'model');
+    if (!existsSync(join(dir, 'config.json'))) throw notFound(`checkpoint step-${step} of job ${jobId} has no model folder`);
+    return { id: checkpointModelId(jobId, step), jobId, step, dir };
+  }
+
+  /** Checks the body and finds the checkpoint (errors here are plain HTTP errors, before any stream starts). */
+  async prepare(caller: Principal, body: unknown): Promise<PreparedChat> {
+    const chat = parseChatRequest(body);
+    const model = await this.resolve(caller, chat.model);
+    return { chat, model, id: `chatcmpl-${randomBytes(12).toString('hex')}`, created: Math.floor(Date.now() / 1000) };
+  }
+
+  /** OpenAI's `chat.completion`. */
+  async complete(p: PreparedChat) {
+    const result = await this.pool.generate(p.model.dir, p.chat.generate);
+    return {
+      id: p.id,
+      object: 'chat.completion' as const,
+      created: p.created,
+      model: p.model.id,
+      choices: result.choices.map((c, index) => ({
+        index,
+        message: { role: 'assistant' as const, content: c.text },
+        logprobs: c.logprobs ? { content: c.logprobs.map(withTop) } : null,
+        finish_reason: c.finishReason,
+      })),
+      usage: usageOf(result),
+    };
+  }
+
+  /**
+   * Streams OpenAI's `chat.completion.chunk`s: a role chunk per choice, content as the model produces
+   * it, a finishing chunk per choice, and a usage chunk when `stream_options.include_usage` asked.
+   */
+  async stream(p: PreparedChat, emit: (chunk: ChatChunk) => void): Promise<void> {
+    const chunk = (choices: ChatChunk['choices'], usage?: Usage | null): ChatChunk => ({
+      id: p.id,
+      object: 'chat.completion.chunk',
+      created: p.created,
+      model: p.model.id,
+      choices,
+      ...(p.chat.includeUsage ? { usage: usage ?? null } : {}),
+    });
+    for (let index = 0; index < p.chat.generate.n; index++) emit(chunk([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
+    const result = await this.pool.generate(p.model.dir, p.chat.generate, (index, text, logprobs) =>
+      emit(chunk([{ index, delta: { content: text }, logprobs: logprobs ? { content: logprobs.map(withTop) } : null, finish_reason: null }])),
+    );
+    result.choices.forEach((c, index) => emit(chunk([{ index, delta: {}, logprobs: null, finish_reason: c.finishReason }])));
+    if (p.chat.includeUsage) emit(chunk([], usageOf(result)));
+  }
+
+  /** The caller's servable checkpoints (of their newest jobs), as OpenAI's model list. */
+  async models(caller: Principal) {
+    const jobs = await this.repo.recent(caller.userId, MODELS_SCANNED);
+    const data: { id: string; object: 'model'; created: number; owned_by: string; job_id: string; job_name: string | null; step: number }[] = [];
+    for (const job of jobs) {
+      for (const step of (await listCheckpointSteps(this.checkpoints.jobsDir, job.id)).reverse()) {
+        if (!existsSync(join(checkpointsDir(this.checkpoints.jobsDir, job.id), `step-${step}`, 'model', 'config.json'))) continue;
+        data.push({
+          id: checkpointModelId(job.id, step),
+          object: 'model',
+          created: Math.floor(job.createdAt / 1000),
+          owned_by: caller.name,
+          job_id: job.id,
+          job_name: job.name,
+          step,
+        });
+      }
+    }
+    return { object: 'list' as const, data };
+  }
+}
+
+/** OpenAI clients expect `top_logprobs` on every entry; the sampler reports only the chosen token. */
+function withTop(t: TokenLogprob) {
+  return { token: t.token, logprob: t.logprob, bytes: t.bytes, top_logprobs: [] as never[] };
+}
+
+function usageOf(result: GenerateResult): Usage {
+  const completion = result.choices.reduce((a, c) => a + c.completionTokens, 0);
+  return { prompt_tokens: result.promptTokens, completion_tokens: completion, total_tokens: result.promptTokens + completion };
+}

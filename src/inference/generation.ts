@@ -1,0 +1,133 @@
+import { sample, StopStringScanner, unicodeToByte } from '@opentinker/engine';
+import type { Tokenizer } from '@opentinker/engine';
+import type { Policy } from '../training/policy';
+import type { GeneratedChoice, GenerateErrorKind, GenerateRequest, GenerateResult, TokenLogprob } from './model-protocol';
+
+/** A request the model cannot serve as asked; `kind` says whose fault it is. */
+export class GenerationError extends Error {
+  constructor(
+    readonly kind: GenerateErrorKind,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Receives text as it becomes final, per choice. */
+export type DeltaSink = (index: number, text: string, logprobs: TokenLogprob[] | null) => void;
+
+const encoder = new TextEncoder();
+
+/** The token's bytes: byte-level vocabularies spell them one character per byte; others via UTF-8 of the text. */
+function tokenBytes(tokenizer: Tokenizer, id: number, text: string): number[] {
+  const raw = tokenizer.tokenToString(id);
+  const bytes: number[] = [];
+  for (const ch of raw) {
+    const b = unicodeToByte(ch);
+    if (b === undefined) return [...encoder.encode(text)];
+    bytes.push(b);
+  }
+  return bytes;
+}
+
+function logprobEntries(tokenizer: Tokenizer, ids: readonly number[], logProbs: readonly number[], from: number, to: number): TokenLogprob[] {
+  const out: TokenLogprob[] = [];
+  for (let i = from; i < to; i++) {
+    const token = tokenizer.decode([ids[i]]);
+    out.push({ token, logprob: logProbs[i], bytes: tokenBytes(tokenizer, ids[i], token) });
+  }
+  return out;
+}
+
+/** Length of the longest end of `text` that starts some stop string (text that may yet become one). */
+function pendingStopPrefix(text: string, stops: readonly string[]): number {
+  let best = 0;
+  for (const stop of stops) {
+    for (let k = Math.min(stop.length - 1, text.length); k > best; k--) {
+      if (text.endsWith(stop.slice(0, k))) {
+        best = k;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+/**
+ * Answers a chat: renders the messages with the policy's chat template, samples `n` choices in one
+ * batch with the engine's KV-cache sampler, cuts each at its stop token or the first stop string, and
+ * reports per-token log-probs under the model (temperature 1, unfiltered: the `logProbs` the trainer
+ * uses). With `stream`, `onDelta` gets text as soon as it can no longer be part of a stop string or
+ * of an unfinished character; the deltas of a choice concatenate to its final text, and its log-probs
+ * come whole with its last delta.
+ */
+export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: DeltaSink): GenerateResult {
+  const { tokenizer } = policy;
+  const prompt = policy.renderPrompt(req.messages);
+  if (prompt.length === 0) throw new GenerationError('invalid', 'the messages render to no tokens', 'messages');
+  const room = policy.contextLength - prompt.length;
+  if (room < 1) {
+    throw new GenerationError('context_length', `the messages take ${prompt.length} tokens; this model's context is ${policy.contextLength}`, 'messages');
+  }
+  if (req.maxTokens !== undefined && req.maxTokens > room) {
+    throw new GenerationError(
+      'context_length',
+      `max_tokens ${req.maxTokens} + ${prompt.length} prompt tokens exceed this model's context of ${policy.contextLength} (at most ${room} here)`,
+      'max_tokens',
+    );
+  }
+  const stopIds = new Set(policy.stopTokenIds);
+  const rows = Array.from({ length: req.n }, () => ({
+    scanner: new StopStringScanner(tokenizer, req.stop, { skipSpecial: true }),
+    scanned: 0,
+    emitted: '',
+  }));
+  const streaming = req.stream && onDelta !== undefined;
+  const needHook = streaming || req.stop.length > 0;
+
+  const release = (row: number, generated: readonly number[]) => {
+    const r = rows[row];
+    let text = tokenizer.decode(generated, { skipSpecial: true });
+    // An unfinished multi-byte character decodes as U+FFFD until its last byte arrives.
+    while (text.endsWith('\uFFFD')) text = text.slice(0, -1);
+    const safe = text.slice(0, text.length - pendingStopPrefix(text, req.stop));
+    if (safe.length <= r.emitted.length || !safe.startsWith(r.emitted)) return;
+    onDelta!(row, safe.slice(r.emitted.length), null);
+    r.emitted = safe;
+  };
+
+  const seqs = sample(policy.model, rows.map(() => prompt), {
+    maxNewTokens: req.maxTokens ?? room,
+    temperature: req.temperature,
+    topP: req.topP,
+    seed: req.seed,
+    stopTokenIds: policy.stopTokenIds,
+    stopCheck: needHook
+      ? (row, generated) => {
+          const r = rows[row];
+          let match = null;
+          while (r.scanned < generated.length) match = r.scanner.push(generated[r.scanned++]);
+          if (match) return true;
+          if (streaming) release(row, generated);
+          return false;
+        }
+      : undefined,
+  });
+
+  const choices: GeneratedChoice[] = seqs.map((seq, row) => {
+    const r = rows[row];
+    const match = r.scanner.match;
+    let kept = match ? seq.tokens.slice(0, match.tokenCount) : seq.tokens;
+    if (!match && seq.finishReason === 'stop' && stopIds.has(kept[kept.length - 1])) kept = kept.slice(0, -1);
+    const text = match ? match.text : tokenizer.decode(kept, { skipSpecial: true });
+    const logprobs = req.logprobs ? logprobEntries(tokenizer, kept, seq.logProbs, 0, kept.length) : null;
+    if (streaming) {
+      // The sampler's hook sees tokens but not their log-probs, so a choice's log-probs all come with its last delta.
+      const rest = text.startsWith(r.emitted) ? text.slice(r.emitted.length) : '';
+      if (rest.length > 0 || (logprobs && logprobs.length > 0)) onDelta!(row, rest, logprobs);
+    }
+    return { text, finishReason: match ? 'stop' : seq.finishReason, completionTokens: seq.tokens.length, logprobs };
+  });
+  return { promptTokens: prompt.length, choices };
+}

@@ -1,0 +1,241 @@
+import { ChildProcess, fork } from 'node:child_process';
+import { AppError, ErrorCode } from '../core/app-error';
+import type { FromModelServer, GenerateRequest, GenerateResult, TokenLogprob, ToModelServer } from './model-protocol';
+
+export interface ModelPoolOptions {
+  /** The model server entry (`dist/inference/model-server.main.js`). */
+  entry: string;
+  /** Most models loaded at once; the least recently used one is stopped to make room. */
+  maxModels: number;
+  /** A model unused this long is stopped. */
+  idleMs: number;
+  /** Longest a load may take before the process is killed. */
+  loadTimeoutMs: number;
+  /** Longest one request may take; sampling cannot be interrupted, so the process is killed. */
+  requestTimeoutMs: number;
+  /** Sent to each model server with the folder to load. */
+  home: string;
+  jobsDir: string;
+  /** Diagnostics (process start and exit, its stderr). */
+  log?: (line: string) => void;
+}
+
+export type DeltaHandler = (index: number, text: string, logprobs: TokenLogprob[] | null) => void;
+
+interface Pending {
+  resolve(result: GenerateResult): void;
+  reject(error: Error): void;
+  onDelta?: DeltaHandler;
+  timer: NodeJS.Timeout;
+}
+
+const STDERR_KEEP = 4000;
+const KILL_GRACE_MS = 2000;
+
+/** One child process holding one checkpoint; requests run one at a time, in arrival order. */
+class ModelProcess {
+  readonly ready: Promise<void>;
+  lastUsed = Date.now();
+  /** Requests accepted and not yet answered (queued or running). */
+  inFlight = 0;
+  exited = false;
+  private readonly child: ChildProcess;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private queue: Promise<unknown> = Promise.resolve();
+  private stderr = '';
+  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly exitedPromise: Promise<void>;
+
+  constructor(
+    readonly dir: string,
+    private readonly opts: ModelPoolOptions,
+    private readonly onGone: (p: ModelProcess) => void,
+  ) {
+    this.child = fork(opts.entry, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [], serialization: 'json' });
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stderr!.on('data', (chunk: string) => {
+      this.stderr = (this.stderr + chunk).slice(-STDERR_KEEP);
+      for (const line of chunk.split('\n')) if (line.trim()) opts.log?.(`model ${dir}: ${line}`);
+    });
+    this.exitedPromise = new Promise((resolve) => this.child.once('exit', () => resolve()));
+    let loaded: { resolve(): void; reject(e: Error): void };
+    this.ready = new Promise<void>((resolve, reject) => (loaded = { resolve, reject }));
+    // A failed load is reported to the request that waits for it; nobody else needs to hear about it.
+    this.ready.catch(() => undefined);
+    const loadTimer = setTimeout(() => {
+      loaded.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `Loading the model ${dir} took longer than ${opts.loadTimeoutMs / 1000} s`, { field: 'model', retryAfter: 5 }));
+      this.kill();
+    }, opts.loadTimeoutMs);
+    this.child.on('message', (m: FromModelServer) => {
+      if (m.type === 'ready') {
+        clearTimeout(loadTimer);
+        opts.log?.(`model ${dir}: loaded (${m.source}, context ${m.contextLength}) in process ${this.child.pid}`);
+        loaded.resolve();
+      } else if (m.type === 'load_failed') {
+        clearTimeout(loadTimer);
+        loaded.reject(new AppError(ErrorCode.MODEL_LOAD_FAILED, `The checkpoint cannot be served: ${m.message}`, { field: 'model' }));
+        this.kill();
+      } else if (m.type === 'delta') {
+        this.pending.get(m.id)?.onDelta?.(m.index, m.text, m.logprobs);
+      } else if (m.type === 'result' || m.type === 'error') {
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        clearTimeout(p.timer);
+        if (m.type === 'result') p.resolve(m.result);
+        else if (m.kind === 'context_length') p.reject(new AppError(ErrorCode.CONTEXT_LENGTH_EXCEEDED, m.message, { field: m.field ?? 'messages' }));
+        else if (m.kind === 'invalid') p.reject(new AppError(ErrorCode.VALIDATION, m.message, { field: m.field }));
+        else p.reject(new AppError(ErrorCode.INTERNAL, `The model failed: ${m.message}`));
+      }
+    });
+    this.child.once('exit', (code, signal) => {
+      this.exited = true;
+      clearTimeout(loadTimer);
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      const how = signal ? `signal ${signal}` : `code ${code}`;
+      const tail = this.stderr.trim().split('\n').slice(-3).join(' | ');
+      const error = new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${dir} exited (${how})${tail ? `: ${tail}` : ''}; the next request starts it again`, {
+        field: 'model',
+        retryAfter: 1,
+      });
+      loaded.reject(error);
+      for (const p of this.pending.values()) {
+        clearTimeout(p.timer);
+        p.reject(error);
+      }
+      this.pending.clear();
+      this.onGone(this);
+    });
+    this.child.on('error', (error) => opts.log?.(`model ${dir}: ${error.message}`));
+    this.post({ type: 'load', dir, jobsDir: opts.jobsDir, home: opts.home });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Queues a request behind the ones already accepted. */
+  run(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+    this.inFlight++;
+    this.lastUsed = Date.now();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    const result = this.queue.then(async () => {
+      await this.ready;
+      return this.send(request, onDelta);
+    });
+    this.queue = result.catch(() => undefined);
+    return result.finally(() => {
+      this.inFlight--;
+      this.lastUsed = Date.now();
+      if (this.inFlight === 0 && !this.exited) this.idleTimer = setTimeout(() => void this.stop(), this.opts.idleMs).unref();
+    });
+  }
+
+  private send(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+    if (this.exited) return Promise.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${this.dir} has stopped`, { field: 'model', retryAfter: 1 }));
+    const id = this.nextId++;
+    return new Promise<GenerateResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model took longer than ${this.opts.requestTimeoutMs / 1000} s; its process was stopped`, { field: 'model' }));
+        this.kill();
+      }, this.opts.requestTimeoutMs);
+      this.pending.set(id, { resolve, reject, onDelta, timer });
+      this.post({ type: 'generate', id, request });
+    });
+  }
+
+  private post(message: ToModelServer): void {
+    if (this.exited || !this.child.connected) return;
+    this.child.send(message, (error) => {
+      if (error) this.opts.log?.(`model ${this.dir}: send failed: ${error.message}`);
+    });
+  }
+
+  /** Stops once the requests already accepted are answered. */
+  async retire(): Promise<void> {
+    await this.queue;
+    await this.stop();
+  }
+
+  /** Asks the process to exit (closing its IPC channel), killing it if it does not. */
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    if (this.child.connected) this.child.disconnect();
+    const timer = setTimeout(() => this.kill(), KILL_GRACE_MS);
+    await this.exitedPromise;
+    clearTimeout(timer);
+  }
+
+  kill(): void {
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+
+  waitExit(): Promise<void> {
+    return this.exitedPromise;
+  }
+}
+
+/**
+ * Model server child processes, one per checkpoint, at most `maxModels` at once. A request for a
+ * checkpoint that is not loaded starts a process (the least recently used one is retired when the pool
+ * is full, after its accepted requests); each process answers one request at a time; a crashed process
+ * fails the requests it held with `OT_ERR_MODEL_UNAVAILABLE` (503) and is started again by the next
+ * request; an idle one is stopped after `idleMs`.
+ *
+ * @example
+ * ```ts
+ * const pool = new ModelPool({ entry: 'dist/inference/model-server.main.js', maxModels: 2, idleMs: 600_000, ... });
+ * const result = await pool.generate('/data/jobs/<id>/work/checkpoints/step-3/model', request, (i, text) => process.stdout.write(text));
+ * await pool.close();
+ * ```
+ */
+export class ModelPool {
+  private readonly models = new Map<string, ModelProcess>();
+  private readonly retiring = new Set<ModelProcess>();
+  private closed = false;
+
+  constructor(private readonly opts: ModelPoolOptions) {}
+
+  /** Folders loaded now, least recently used first. */
+  loaded(): string[] {
+    return [...this.models.values()].sort((a, b) => a.lastUsed - b.lastUsed).map((p) => p.dir);
+  }
+
+  /** Process ids by folder (for diagnostics and tests). */
+  pids(): Map<string, number | undefined> {
+    return new Map([...this.models].map(([dir, p]) => [dir, p.pid]));
+  }
+
+  generate(dir: string, request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+    if (this.closed) return Promise.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, 'The server is shutting down', { field: 'model' }));
+    return this.processFor(dir).run(request, onDelta);
+  }
+
+  private processFor(dir: string): ModelProcess {
+    const existing = this.models.get(dir);
+    if (existing && !existing.exited) return existing;
+    while (this.models.size >= this.opts.maxModels) {
+      const lru = [...this.models.values()].sort((a, b) => a.inFlight - b.inFlight || a.lastUsed - b.lastUsed)[0];
+      this.models.delete(lru.dir);
+      this.retiring.add(lru);
+      this.opts.log?.(`model ${lru.dir}: evicted (pool holds ${this.opts.maxModels})`);
+      void lru.retire().finally(() => this.retiring.delete(lru));
+    }
+    const created = new ModelProcess(dir, this.opts, (gone) => {
+      if (this.models.get(gone.dir) === gone) this.models.delete(gone.dir);
+    });
+    this.models.set(dir, created);
+    return created;
+  }
+
+  /** Stops every model process (requests still running fail with 503). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.models.values(), ...this.retiring];
+    this.models.clear();
+    await Promise.all(all.map((p) => p.stop()));
+  }
+}

@@ -1,0 +1,50 @@
+import { isEngineError } from '@opentinker/engine';
+import { join } from 'node:path';
+import { loadPolicy, type Policy } from '../training/policy';
+import { generateChat, GenerationError } from './generation';
+import type { FromModelServer, ToModelServer } from './model-protocol';
+
+/**
+ * A model server: a child process of the API that holds one checkpoint and answers chat requests over
+ * IPC, so sampling (synchronous TensorFlow.js work) never blocks the API's event loop. It exits when
+ * its parent goes away. Messages: {@link ToModelServer} in, {@link FromModelServer} out.
+ */
+
+let policy: Policy | null = null;
+
+function send(message: FromModelServer): void {
+  process.send?.(message);
+}
+
+async function handle(message: ToModelServer): Promise<void> {
+  if (message.type === 'load') {
+    try {
+      const paths = { hostRoot: process.cwd(), pluginsDir: '', home: message.home, jobsDir: message.jobsDir, datasetsDir: join(message.home, 'datasets') };
+      policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) });
+      send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });
+    } catch (error) {
+      send({ type: 'load_failed', message: (error as Error).message });
+    }
+    return;
+  }
+  const { id, request } = message;
+  if (!policy) {
+    send({ type: 'error', id, kind: 'internal', message: 'no model loaded' });
+    return;
+  }
+  try {
+    const result = generateChat(policy, request, (index, text, logprobs) => send({ type: 'delta', id, index, text, logprobs }));
+    send({ type: 'result', id, result });
+  } catch (error) {
+    const e = error as Error;
+    if (e instanceof GenerationError) send({ type: 'error', id, kind: e.kind, message: e.message, field: e.field });
+    else send({ type: 'error', id, kind: isEngineError(e) ? 'invalid' : 'internal', message: e.message });
+  }
+}
+
+let chain: Promise<void> = Promise.resolve();
+process.on('message', (message: ToModelServer) => {
+  chain = chain.then(() => handle(message));
+});
+// The parent closed the channel (shut down or crashed): nothing will ask for more.
+process.on('disconnect', () => process.exit(0));
