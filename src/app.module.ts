@@ -4,6 +4,7 @@ import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
 import { CoreModule } from './core/core.module';
 import { DashboardModule } from './dashboard/dashboard.module';
+import { DatasetsModule } from './datasets/datasets.module';
 import { HealthModule } from './health/health.module';
 import { JobsModule } from './jobs/jobs.module';
 import { RegistryModule } from './registry/registry.module';
@@ -30,7 +31,7 @@ export class AppModule {
       const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
       imports.push(ServingModule.forRoot({ hostRoot: roles.hostRoot }));
-      imports.push(SessionsModule, DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
+      imports.push(SessionsModule, DatasetsModule, DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
     }
     if (roles.worker) {
       if (!roles.runnerEntry) throw new Error('The worker role needs the job runner entry point');

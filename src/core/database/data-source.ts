@@ -7,15 +7,17 @@ import { JobArtifactEntity } from '../../jobs/job-artifact.entity';
 import { JobEventEntity } from '../../jobs/job-event.entity';
 import { JobMetricEntity } from '../../jobs/job-metric.entity';
 import { JobEntity } from '../../jobs/job.entity';
+import { DatasetEntity } from '../../datasets/dataset.entity';
 import { WorkerEntity } from '../../scheduler/worker.entity';
 import { SessionCallEntity } from '../../sessions/session-call.entity';
 import type { AppConfig } from '../../config/app-config';
 import { Initial1764700000000 } from './1764700000000-initial.migration';
 import { JobListIndexes1764800000000 } from './1764800000000-job-list-indexes.migration';
 import { SessionCalls1765000000000 } from './1765000000000-session-calls.migration';
+import { Datasets1765100000000 } from './1765100000000-datasets.migration';
 
-export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity];
-export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000];
+export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity];
+export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000, Datasets1765100000000];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   const common = { entities: ENTITIES, migrations: MIGRATIONS, migrationsRun: false, synchronize: false, logging: false } as const;

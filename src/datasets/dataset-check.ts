@@ -1,0 +1,48 @@
+import type { DatasetFormat } from './dataset-files';
+import { parquetInfo, readDatasetRows } from './dataset-rows';
+
+export interface BadRow {
+  /** 1-based: the line number for JSONL, the position for parquet. */
+  row: number;
+  reason: string;
+}
+
+/** What the upload check found in a file. */
+export interface DatasetReport {
+  rows: number;
+  valid_rows: number;
+  invalid_rows: number;
+  /** The first bad rows (at most {@link MAX_BAD_ROWS}), in file order. */
+  bad_rows: BadRow[];
+  /** Top-level column names: the parquet schema's, or the keys seen in JSONL objects (first seen first). */
+  columns: string[];
+}
+
+export const MAX_BAD_ROWS = 20;
+/** JSONL rows may each have other keys; past this many the list stops growing (it is descriptive only). */
+const MAX_COLUMNS = 200;
+
+/**
+ * Reads a dataset file once and checks every row with `check` (null: usable, else the reason). Throws
+ * `DatasetFormatError` when the file is not readable at all in its format.
+ */
+export async function checkDatasetFile(path: string, format: DatasetFormat, check: (row: unknown) => string | null): Promise<DatasetReport> {
+  const report: DatasetReport = { rows: 0, valid_rows: 0, invalid_rows: 0, bad_rows: [], columns: [] };
+  const seen = new Set<string>();
+  if (format === 'parquet') for (const c of (await parquetInfo(path)).columns) seen.add(c);
+  for await (const { row, value, error } of readDatasetRows(path, format)) {
+    report.rows += 1;
+    if (format === 'jsonl' && seen.size < MAX_COLUMNS && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      for (const key of Object.keys(value)) if (seen.size < MAX_COLUMNS) seen.add(key);
+    }
+    const reason = error ?? check(value);
+    if (reason === null) {
+      report.valid_rows += 1;
+      continue;
+    }
+    report.invalid_rows += 1;
+    if (report.bad_rows.length < MAX_BAD_ROWS) report.bad_rows.push({ row, reason });
+  }
+  report.columns = [...seen];
+  return report;
+}

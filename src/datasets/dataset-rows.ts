@@ -1,0 +1,134 @@
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { DatasetFormat } from './dataset-files';
+
+/** One row of a dataset file: 1-based `row` (the line number for JSONL), its value, or why it is not JSON. */
+export interface DatasetRow {
+  row: number;
+  value: unknown;
+  error?: string;
+}
+
+/** Parquet row groups are decoded a few thousand rows at a time so a large file never sits in memory whole. */
+const PARQUET_CHUNK_ROWS = 4096;
+
+/**
+ * The rows of a stored dataset file, streamed. Numbering and value conversion follow the math
+ * environment's loader (`readRows` in @opentinker/env-math), so a row the upload check reports as row 7
+ * is row 7 in a job's log too: JSONL rows are numbered by line (blank lines skipped), parquet rows by
+ * position.
+ */
+export async function* readDatasetRows(path: string, format: DatasetFormat): AsyncGenerator<DatasetRow> {
+  if (format === 'jsonl') yield* readJsonlRows(path);
+  else yield* readParquetRows(path);
+}
+
+async function* readJsonlRows(path: string): AsyncGenerator<DatasetRow> {
+  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+  let n = 0;
+  try {
+    for await (const raw of lines) {
+      n += 1;
+      const line = (n === 1 ? raw.replace(/^\uFEFF/, '') : raw).trim();
+      if (line === '') continue;
+      try {
+        yield { row: n, value: JSON.parse(line) };
+      } catch (e) {
+        yield { row: n, value: null, error: `line ${n} is not JSON (${(e as Error).message})` };
+      }
+    }
+  } finally {
+    lines.close();
+  }
+}
+
+/** Thrown when a file is not readable parquet (bad magic, corrupt footer or pages). */
+export class DatasetFormatError extends Error {}
+
+/** Top-level column names and row count of a parquet file, from its footer. */
+export async function parquetInfo(path: string): Promise<{ rows: number; columns: string[] }> {
+  const { metadata } = await openParquet(path);
+  return {
+    rows: Number(metadata.num_rows),
+    columns: topLevelColumns(metadata.schema),
+  };
+}
+
+async function* readParquetRows(path: string): AsyncGenerator<DatasetRow> {
+  const { hyparquet, file, metadata } = await openParquet(path);
+  const total = Number(metadata.num_rows);
+  for (let start = 0; start < total; start += PARQUET_CHUNK_ROWS) {
+    const end = Math.min(total, start + PARQUET_CHUNK_ROWS);
+    let objects: Record<string, unknown>[];
+    try {
+      objects = await hyparquet.parquetReadObjects({ file, metadata, rowStart: start, rowEnd: end });
+    } catch (error) {
+      throw new DatasetFormatError(`parquet rows ${start + 1}-${end} cannot be decoded: ${(error as Error).message}`);
+    }
+    for (let i = 0; i < objects.length; i++) yield { row: start + i + 1, value: parquetValueToJson(objects[i]) };
+  }
+}
+
+async function openParquet(path: string) {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    const magic = Buffer.alloc(4);
+    const tail = Buffer.alloc(4);
+    if (size >= 12) {
+      await handle.read(magic, 0, 4, 0);
+      await handle.read(tail, 0, 4, size - 4);
+    }
+    if (magic.toString('latin1') !== 'PAR1' || tail.toString('latin1') !== 'PAR1') {
+      throw new DatasetFormatError('not a parquet file (it must start and end with PAR1)');
+    }
+  } finally {
+    await handle.close();
+  }
+  const hyparquet = await import('hyparquet');
+  const file = await hyparquet.asyncBufferFromFile(path);
+  try {
+    const metadata = await hyparquet.parquetMetadataAsync(file);
+    return { hyparquet, file, metadata };
+  } catch (error) {
+    throw new DatasetFormatError(`the parquet footer cannot be read: ${(error as Error).message}`);
+  }
+}
+
+/** The schema's root is element 0; its `num_children` direct children follow, each with its own subtree. */
+function topLevelColumns(schema: ReadonlyArray<{ name: string; num_children?: number }>): string[] {
+  const names: string[] = [];
+  let i = 1;
+  const skip = (): void => {
+    const children = schema[i]?.num_children ?? 0;
+    i += 1;
+    for (let c = 0; c < children; c++) skip();
+  };
+  const count = schema[0]?.num_children ?? 0;
+  for (let c = 0; c < count && i < schema.length; c++) {
+    names.push(schema[i].name);
+    skip();
+  }
+  return names;
+}
+
+/**
+ * Parquet values as plain JSON, the way the math environment's loader converts them: int64 to a number
+ * (a string when beyond 2^53), bytes to UTF-8 text, dates to ISO strings.
+ */
+export function parquetValueToJson(value: unknown, depth = 0): unknown {
+  if (depth > 64 || value === null || value === undefined) return null;
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+  if (Array.isArray(value) || ArrayBuffer.isView(value)) return Array.from(value as ArrayLike<unknown>, (v) => parquetValueToJson(v, depth + 1));
+  if (typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = parquetValueToJson(v, depth + 1);
+    return out;
+  }
+  return null;
+}

@@ -1,0 +1,24 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { registerDatasetUploadParser } from './dataset-upload-parser';
+import { DatasetsController } from './datasets.controller';
+import { DatasetsRepository } from './datasets.repository';
+import { DatasetsService } from './datasets.service';
+
+/**
+ * Dataset upload, check, listing and preview (API role). Exports {@link DatasetsService} for the
+ * submit-time check that a job's `environment.dataset` is the caller's.
+ */
+@Module({
+  controllers: [DatasetsController],
+  providers: [DatasetsRepository, DatasetsService],
+  exports: [DatasetsService],
+})
+export class DatasetsModule implements OnModuleInit {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  onModuleInit(): void {
+    registerDatasetUploadParser(this.adapterHost.httpAdapter.getInstance<FastifyInstance>());
+  }
+}
