@@ -81,3 +81,13 @@ describe('the summary', () => {
     ]);
   });
 });
+
+describe('progressLine with preferred metrics', () => {
+  it('shows the preferred metrics the job reports, in that order, else the first ones', () => {
+    const s = initialSnapshot();
+    s.state = 'running';
+    for (const [k, v] of [['sft/loss', 1.5], ['actor/kl_loss', 0.01], ['val/accuracy', 0.25], ['reward/mean', 0.5]] as const) s.metrics.set(k, v);
+    expect(progressLine(s, 200, ['reward/mean', 'val/accuracy', 'val/win_rate'])).toBe('running  reward/mean 0.5 · val/accuracy 0.25');
+    expect(progressLine(s, 200, ['val/win_rate'])).toBe('running  sft/loss 1.5 · actor/kl_loss 0.01 · val/accuracy 0.25 · reward/mean 0.5');
+  });
+});

@@ -72,8 +72,10 @@ export function etaMs(s: WatchSnapshot): number | undefined {
  * ```ts
  * progressLine(snapshot, 80); // 'running  ███████░░░░░░░░░░░░░  37/100 37%  ETA 1m05s  reward 0.52 · loss 0.12'
  * ```
+ *
+ * `prefer` names the metrics to show first, when the job reports them (a train job reports dozens).
  */
-export function progressLine(s: WatchSnapshot, width = 80): string {
+export function progressLine(s: WatchSnapshot, width = 80, prefer: readonly string[] = []): string {
   const parts: string[] = [s.state];
   if (s.step !== undefined) {
     if (s.total) {
@@ -88,7 +90,9 @@ export function progressLine(s: WatchSnapshot, width = 80): string {
   const eta = etaMs(s);
   if (eta !== undefined && s.state === 'running') parts.push(`ETA ${formatDuration(eta)}`);
   if (s.metrics.size) {
-    parts.push([...s.metrics].slice(0, LINE_METRICS).map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · '));
+    const preferred = prefer.filter((k) => s.metrics.has(k)).map((k): [string, number] => [k, s.metrics.get(k)!]);
+    const shown = preferred.length ? preferred : [...s.metrics];
+    parts.push(shown.slice(0, LINE_METRICS).map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · '));
   }
   const line = parts.join('  ');
   return line.length > width - 1 ? `${line.slice(0, Math.max(0, width - 2))}…` : line;

@@ -8,6 +8,8 @@ export interface WatchFlags {
   json: boolean;
   /** Print the job's log lines too. */
   logs: boolean;
+  /** Metrics the progress line shows first when the job reports them (e.g. reward and accuracy). */
+  metrics?: readonly string[];
 }
 
 class StoppedWatching extends Error {}
@@ -30,7 +32,7 @@ export async function watchJobUntilEnd(client: OpenTinkerClient, id: string, fla
     if (tty) process.stdout.write('\r\x1b[K');
   };
   const render = () => {
-    if (tty && !prompting) process.stdout.write(`\r\x1b[K${progressLine(snapshot, process.stdout.columns || 80)}`);
+    if (tty && !prompting) process.stdout.write(`\r\x1b[K${progressLine(snapshot, process.stdout.columns || 80, flags.metrics)}`);
   };
   const note = (text: string) => {
     clearLine();

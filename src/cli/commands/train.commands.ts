@@ -8,6 +8,12 @@ import { watchJobUntilEnd } from './job-watch';
 import { submit } from './jobs.commands';
 import { printJson, printLine } from './output';
 
+/** What the progress line shows first: reward and accuracy or win rate (the contract's metric names). */
+export const LINE_METRICS: Record<OverrideKind, readonly string[]> = {
+  train: ['reward/mean', 'val/accuracy', 'val/win_rate', 'sft/loss', 'val/reward_mean'],
+  inference: ['accuracy', 'win_rate', 'reward/mean', 'response_length/mean'],
+};
+
 /**
  * `train <env> [key=value …]` and `infer <env> [key=value …]`: a train or inference job from the
  * seed's command-line overrides (so an OpenTinker command carries over), optionally on top of
@@ -47,7 +53,7 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
     const job = await submit(client, built.spec);
     if (options.watch) {
       if (!json) printLine(`Submitted ${kind} job ${job.id}${job.name ? ` "${job.name}"` : ''}.`);
-      const code = await watchJobUntilEnd(client, job.id, { json, logs: options.logs === true }, connection.url);
+      const code = await watchJobUntilEnd(client, job.id, { json, logs: options.logs === true, metrics: LINE_METRICS[kind] }, connection.url);
       if (!json && code === 0) printNextSteps(kind, job.id);
       return code;
     }
