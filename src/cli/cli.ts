@@ -8,6 +8,7 @@ import { createEnvServer } from '../registry/env-server';
 import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-environment';
 import { registerModelCommands } from '@opentinker/engine/cli';
 import { registerClientCommands } from './commands/client-commands';
+import { registerQuickstartCommand } from './commands/quickstart.command';
 
 type PrepareDataset = (input: string, output: string, options: { format: string; split: string }) => Promise<{ rows: number; skipped: number }>;
 
@@ -119,6 +120,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       }
     });
 
+  registerQuickstartCommand(program, context);
   registerClientCommands(program);
   registerModelCommands(program);
 
