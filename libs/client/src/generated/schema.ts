@@ -55,6 +55,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Chat with a job’s checkpoint (OpenAI-compatible)
+         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs, so any OpenAI client can use a trained model (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
+         */
+        post: operations["Chat_completions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List datasets, newest first (yours; all for admins) */
+        get: operations["Datasets_list"];
+        put?: never;
+        /**
+         * Upload a dataset (JSONL or parquet) as the raw request body
+         * @description The body is the file itself, streamed to disk (limit: setting dataset_max_bytes, 256 MiB by default; over it: 413 OT_ERR_DATASET_TOO_LARGE). Every row is checked with the environment’s row check (math: a prompt and a ground truth, verl layout or question/answer columns; environments without a check accept any JSON object). No usable row, or strict=true with a bad row: 400 OT_ERR_DATASET_INVALID with the report in `details`, and nothing is kept. Name the returned id in a job spec as environment.dataset or environment.val_dataset.
+         */
+        post: operations["Datasets_upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/datasets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One dataset */
+        get: operations["Datasets_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a dataset and its file (owner or admin)
+         * @description Refused with 409 OT_ERR_DATASET_IN_USE while a queued or running job names it (its runner reads the file at start and on resume).
+         */
+        delete: operations["Datasets_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/datasets/{id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The first rows as JSON (bad rows included, as stored) */
+        get: operations["Datasets_preview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/devices": {
         parameters: {
             query?: never;
@@ -321,6 +400,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The job’s complete checkpoints, oldest first
+         * @description Folders `step-<n>/` under the job’s work folder; ones still being written are not listed. Empty for a job that saved none.
+         */
+        get: operations["Checkpoints_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/checkpoints/{step}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a checkpoint as a tar stream
+         * @description An uncompressed tar of the folder, entries under `step-<n>/` (`model/` is a Hugging Face folder any tool loads). Streamed as it is read, so no length is sent. Errors: `OT_ERR_CHECKPOINT_NOT_FOUND` when the step does not exist (or was pruned).
+         */
+        get: operations["Checkpoints_download"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/events": {
         parameters: {
             query?: never;
@@ -413,6 +532,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Checkpoints you can chat with (OpenAI-compatible model list)
+         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first. `id` is what `model` may name.
+         */
+        get: operations["Chat_models"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users": {
         parameters: {
             query?: never;
@@ -479,9 +618,156 @@ export interface components {
             size: number;
             worker_id: string | null;
         };
+        AssistantMessageDto: {
+            content: string;
+            /** @enum {string} */
+            role: "assistant";
+        };
+        BadRowDto: {
+            /** @example no ground truth (reward_model.ground_truth, ground_truth, extra_info.ground_truth or answer) */
+            reason: string;
+            /** @description Line number (JSONL) or 1-based position (parquet) */
+            row: number;
+        };
+        ChatChoiceDto: {
+            /**
+             * @description stop: a stop token or stop string; length: max_tokens or the context reached
+             * @enum {string}
+             */
+            finish_reason: "stop" | "length";
+            index: number;
+            logprobs: components["schemas"]["ChoiceLogprobsDto"] | null;
+            message: components["schemas"]["AssistantMessageDto"];
+        };
+        ChatCompletionChunkDto: {
+            choices: components["schemas"]["ChunkChoiceDto"][];
+            created: number;
+            id: string;
+            model: string;
+            /** @enum {string} */
+            object: "chat.completion.chunk";
+            usage?: components["schemas"]["UsageDto"] | null;
+        };
+        ChatCompletionDto: {
+            choices: components["schemas"]["ChatChoiceDto"][];
+            /** @description Unix seconds */
+            created: number;
+            /** @example chatcmpl-3f9a… */
+            id: string;
+            /** @description The checkpoint that answered: `<job id>/step-<n>` */
+            model: string;
+            /** @enum {string} */
+            object: "chat.completion";
+            usage: components["schemas"]["UsageDto"];
+        };
+        ChatCompletionRequestDto: {
+            /** @description Only 0 */
+            frequency_penalty?: number;
+            /**
+             * @description Per-token log-probs (under the model at temperature 1)
+             * @default false
+             */
+            logprobs?: boolean;
+            /** @description Same as max_tokens (OpenAI’s newer name) */
+            max_completion_tokens?: number;
+            /** @description Default: what the context leaves after the prompt */
+            max_tokens?: number;
+            /** @description Rendered with the checkpoint’s chat template */
+            messages: components["schemas"]["ChatMessageDto"][];
+            /**
+             * @description A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`)
+             * @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20
+             */
+            model: string;
+            /**
+             * @description Choices to sample
+             * @default 1
+             */
+            n?: number;
+            /** @description Only 0 */
+            presence_penalty?: number;
+            /** @description Same seed, same request, same checkpoint: same answer */
+            seed?: number;
+            /** @description Stop strings (not included in the answer) */
+            stop?: string | string[];
+            /**
+             * @description Server-Sent Events of `chat.completion.chunk`, ended by `data: [DONE]`
+             * @default false
+             */
+            stream?: boolean;
+            stream_options?: components["schemas"]["StreamOptionsDto"];
+            /**
+             * @description 0 = greedy
+             * @default 1
+             */
+            temperature?: number;
+            /** @description Not supported: only 0 or absent */
+            top_logprobs?: number;
+            /** @default 1 */
+            top_p?: number;
+            /** @description Accepted and ignored */
+            user?: string;
+        };
+        ChatMessageDto: {
+            /** @description Text, or text parts (joined) */
+            content: (string | {
+                text?: string;
+                /** @enum {string} */
+                type?: "text";
+            }[]) | null;
+            name?: string;
+            /** @enum {string} */
+            role: "system" | "developer" | "user" | "assistant" | "tool";
+        };
         CheckDto: {
             detail: string;
             ok: boolean;
+        };
+        CheckpointDto: {
+            /**
+             * Format: date-time
+             * @description When it was written (trainer_state.json, else the folder time)
+             */
+            created_at: string;
+            files: components["schemas"]["CheckpointFileDto"][];
+            /** @description Has a PEFT LoRA adapter (`adapter/`) */
+            has_adapter: boolean;
+            /** @description Has a Hugging Face model folder (`model/`), which chat completions serve */
+            has_model: boolean;
+            /**
+             * @description What a job spec’s model.path may name to start from it
+             * @example job:4f0c8b1e-0000-4000-8000-000000000000/step-100
+             */
+            model_path: string;
+            /** @description Bytes of all its files */
+            size_bytes: number;
+            /** @example 100 */
+            step: number;
+        };
+        CheckpointFileDto: {
+            /**
+             * @description Path inside the checkpoint folder
+             * @example model/model.safetensors
+             */
+            path: string;
+            /** @description Bytes */
+            size: number;
+        };
+        ChoiceLogprobsDto: {
+            content: components["schemas"]["TokenLogprobDto"][];
+        };
+        ChunkChoiceDto: {
+            delta: components["schemas"]["ChunkDeltaDto"];
+            /** @enum {string|null} */
+            finish_reason: "stop" | "length" | null;
+            index: number;
+            /** @description A choice’s log-probs come whole with its last content chunk */
+            logprobs: components["schemas"]["ChoiceLogprobsDto"] | null;
+        };
+        ChunkDeltaDto: {
+            content?: string;
+            /** @enum {string} */
+            role?: "assistant";
         };
         CreateKeyDto: {
             /**
@@ -505,6 +791,49 @@ export interface components {
         CreatedUserDto: {
             api_key: components["schemas"]["IssuedKeyDto"];
             user: components["schemas"]["UserDto"];
+        };
+        DatasetDto: {
+            /** @description The first 20 bad rows found at upload */
+            bad_rows: components["schemas"]["BadRowDto"][];
+            /** @description Size of the stored file */
+            bytes: number;
+            columns: string[];
+            /** Format: date-time */
+            created_at: string;
+            /** @example math */
+            environment: string;
+            /** @enum {string} */
+            format: "jsonl" | "parquet";
+            /**
+             * Format: uuid
+             * @description Name it in a job spec as environment.dataset or environment.val_dataset
+             */
+            id: string;
+            /** @description Rows the environment will skip */
+            invalid_rows: number;
+            name: string;
+            /** Format: uuid */
+            owner_id: string;
+            rows: number;
+        };
+        DatasetPageDto: {
+            items: components["schemas"]["DatasetDto"][];
+            limit: number;
+            page: number;
+            total: number;
+        };
+        DatasetPreviewDto: {
+            dataset: components["schemas"]["DatasetDto"];
+            rows: components["schemas"]["PreviewRowDto"][];
+        };
+        DatasetReportDto: {
+            /** @description The first 20 bad rows */
+            bad_rows: components["schemas"]["BadRowDto"][];
+            /** @description Top-level columns (parquet schema, or keys seen in JSONL rows) */
+            columns: string[];
+            invalid_rows: number;
+            rows: number;
+            valid_rows: number;
         };
         DeviceDto: {
             /**
@@ -1619,6 +1948,33 @@ export interface components {
             time: string;
             value: number;
         };
+        ModelDto: {
+            /** @description Unix seconds (the job’s creation) */
+            created: number;
+            /** @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20 */
+            id: string;
+            job_id: string;
+            job_name: string | null;
+            /** @enum {string} */
+            object: "model";
+            owned_by: string;
+            step: number;
+        };
+        ModelListDto: {
+            data: components["schemas"]["ModelDto"][];
+            /** @enum {string} */
+            object: "list";
+        };
+        PreviewRowDto: {
+            /** @description Why the line is not JSON */
+            error?: string;
+            /** @description Line number (JSONL) or 1-based position (parquet) */
+            row: number;
+            /** @description The row as JSON (null when the line is not JSON) */
+            value: {
+                [key: string]: unknown;
+            } | null;
+        };
         ReadinessDto: {
             database: components["schemas"]["CheckDto"];
             queue: components["schemas"]["CheckDto"];
@@ -1662,10 +2018,32 @@ export interface components {
             /** @enum {string} */
             op: "train_step" | "validate" | "save_checkpoint" | "sample" | "close";
         };
+        StreamOptionsDto: {
+            /** @description Send a last chunk with `usage` (and `usage: null` on the others) */
+            include_usage?: boolean;
+        };
         TaskCountsDto: {
             test: number | null;
             /** @description null: endless generator */
             train: number | null;
+        };
+        TokenLogprobDto: {
+            /** @description UTF-8 bytes of the token */
+            bytes: number[];
+            logprob: number;
+            token: string;
+            /** @description Always empty (top_logprobs is not supported) */
+            top_logprobs: Record<string, never>[];
+        };
+        UploadedDatasetDto: {
+            dataset: components["schemas"]["DatasetDto"];
+            report: components["schemas"]["DatasetReportDto"];
+        };
+        UsageDto: {
+            /** @description Sampled tokens over all choices (stop tokens included) */
+            completion_tokens: number;
+            prompt_tokens: number;
+            total_tokens: number;
         };
         UserDto: {
             /** Format: date-time */
@@ -1753,6 +2131,395 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    Chat_completions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequestDto"];
+            };
+        };
+        responses: {
+            /** @description The completion, or (stream) an event stream of chunks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletionDto"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The checkpoint cannot be loaded (OT_ERR_MODEL_LOAD_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The model process stopped or timed out (OT_ERR_MODEL_UNAVAILABLE); retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Datasets_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetPageDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Datasets_upload: {
+        parameters: {
+            query: {
+                /** @description Environment whose row check the file must pass (GET /v1/environments) */
+                environment: string;
+                /** @description A name for you to recognise it by */
+                name: string;
+                /** @description Needed with `application/octet-stream`; otherwise the content type decides (and must agree) */
+                format?: "jsonl" | "parquet";
+                /** @description Refuse the file when any row is bad (default: keep it when some rows are usable) */
+                strict?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The file */
+        requestBody: {
+            content: {
+                "application/jsonl": string;
+                "application/octet-stream": string;
+                "application/vnd.apache.parquet": string;
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadedDatasetDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Datasets_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Datasets_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Datasets_preview: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetPreviewDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
                 };
             };
         };
@@ -2846,6 +3613,122 @@ export interface operations {
             };
         };
     };
+    Checkpoints_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointDto"][];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Checkpoints_download: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A step number, or `latest` */
+                step: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
     Jobs_events: {
         parameters: {
             query?: {
@@ -3158,6 +4041,43 @@ export interface operations {
             };
             /** @description Not found (or not yours) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Chat_models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelListDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
