@@ -30,12 +30,14 @@ interface Pending {
 }
 
 const STDERR_KEEP = 4000;
+/** Orders uses: two within one millisecond still rank. */
+let useCounter = 0;
 const KILL_GRACE_MS = 2000;
 
 /** One child process holding one checkpoint; requests run one at a time, in arrival order. */
 class ModelProcess {
   readonly ready: Promise<void>;
-  lastUsed = Date.now();
+  lastUsed = ++useCounter;
   /** Requests accepted and not yet answered (queued or running). */
   inFlight = 0;
   exited = false;
@@ -118,7 +120,7 @@ class ModelProcess {
   /** Queues a request behind the ones already accepted. */
   run(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
     this.inFlight++;
-    this.lastUsed = Date.now();
+    this.lastUsed = ++useCounter;
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     const result = this.queue.then(async () => {
@@ -128,7 +130,7 @@ class ModelProcess {
     this.queue = result.catch(() => undefined);
     return result.finally(() => {
       this.inFlight--;
-      this.lastUsed = Date.now();
+      this.lastUsed = ++useCounter;
       if (this.inFlight === 0 && !this.exited) this.idleTimer = setTimeout(() => void this.stop(), this.opts.idleMs).unref();
     });
   }
