@@ -1,4 +1,6 @@
 import type { Client } from 'openapi-fetch';
+import { DatasetsApi } from './api/datasets-api';
+import type { DatasetSource, UploadDatasetOptions } from './api/datasets-api';
 import { DevicesApi } from './api/devices-api';
 import { EnvironmentsApi } from './api/environments-api';
 import { HealthApi } from './api/health-api';
@@ -9,7 +11,7 @@ import { UsersApi } from './api/users-api';
 import type { paths } from './generated/schema';
 import type { WatchJobOptions } from './job-watcher';
 import { Transport, TransportOptions } from './transport';
-import type { Job, JobEvent } from './types';
+import type { Job, JobEvent, UploadedDataset } from './types';
 
 /** Options of {@link OpenTinkerClient}. */
 export type OpenTinkerClientOptions = TransportOptions;
@@ -19,7 +21,7 @@ export type OpenTinkerClientOptions = TransportOptions;
  * server's OpenAPI document, errors as {@link OpenTinkerError} with the server's stable `code` and
  * `field`, retries for idempotent requests only, and job event streams that survive dropped connections.
  *
- * Methods are grouped by resource: `users`, `keys`, `jobs`, `environments`, `devices`, `health`.
+ * Methods are grouped by resource: `users`, `keys`, `jobs`, `datasets`, `environments`, `devices`, `health`.
  * `raw` is the generated client itself, for any route not wrapped here.
  *
  * @example
@@ -43,6 +45,8 @@ export class OpenTinkerClient {
   readonly health: HealthApi;
   /** Client-driven training sessions (`start`, then `trainStep`, `validate`, `fit`, `sample`, `close`). */
   readonly sessions: SessionsApi;
+  /** Uploaded datasets (`upload` streams a file, `list`, `get`, `preview`, `delete`). */
+  readonly datasets: DatasetsApi;
   /** The generated openapi-fetch client (typed paths, bodies and answers), sharing auth and retries. */
   readonly raw: Client<paths>;
   /** The server's root URL, without a trailing slash. */
@@ -61,6 +65,7 @@ export class OpenTinkerClient {
     this.devices = new DevicesApi(this.transport);
     this.health = new HealthApi(this.transport);
     this.sessions = new SessionsApi(this.transport);
+    this.datasets = new DatasetsApi(this.transport);
   }
 
   /**
@@ -74,6 +79,20 @@ export class OpenTinkerClient {
    */
   watchJob(id: string, options: WatchJobOptions = {}): AsyncGenerator<JobEvent, void, undefined> {
     return this.jobs.watch(id, options);
+  }
+
+  /**
+   * Streams a dataset file to the server (same as `datasets.upload`): a path in Node, a `Blob`/`File`
+   * in browsers, or any stream of bytes. Resolves with the dataset and the server's row report.
+   *
+   * @example
+   * ```ts
+   * const { dataset, report } = await client.uploadDataset('train.jsonl', { environment: 'math' });
+   * if (report.invalid_rows) console.warn(report.bad_rows);
+   * ```
+   */
+  uploadDataset(source: DatasetSource, options: UploadDatasetOptions): Promise<UploadedDataset> {
+    return this.datasets.upload(source, options);
   }
 
   /**

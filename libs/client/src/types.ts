@@ -41,6 +41,16 @@ export type ApiKey = Schemas['ApiKeyDto'];
 /** A new API key with its secret (shown once). */
 export type IssuedKey = Schemas['IssuedKeyDto'];
 
+/** An uploaded dataset; name its `id` in a job spec as `environment.dataset` or `environment.val_dataset`. */
+export type Dataset = Schemas['DatasetDto'];
+export type DatasetFormat = Dataset['format'];
+export type DatasetPage = Schemas['DatasetPageDto'];
+/** What the upload check found: rows, valid rows, the first 20 bad rows (line and reason), columns. */
+export type DatasetReport = Schemas['DatasetReportDto'];
+/** The answer to an upload: the stored dataset and its report. */
+export type UploadedDataset = Schemas['UploadedDatasetDto'];
+export type DatasetPreview = Schemas['DatasetPreviewDto'];
+
 export type EnvironmentSummary = Schemas['EnvironmentSummaryDto'];
 export type EnvironmentDetail = Schemas['EnvironmentDetailDto'];
 /** One live worker and its devices. */
