@@ -9,6 +9,7 @@ import type { CallInbox, CallMessage, KindRunner, RunContext, RunnerMessage, Run
 
 const RUNNERS: Record<string, () => Promise<KindRunner>> = {
   sleep: async () => (await import('./sleep.runner.js')).runSleep,
+  train: async () => (await import('../training/train.runner.js')).runTrain,
 };
 
 const controller = new AbortController();

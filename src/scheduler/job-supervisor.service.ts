@@ -196,6 +196,19 @@ export class JobSupervisor {
       await this.jobs.finish(job.id, workerId, 'succeeded', { exitCode: 0 });
       return;
     }
+    // A runner killed from outside (the OOM killer, an operator) is lost work like a lost worker: a
+    // resumable job continues from its checkpoint while it has attempts left.
+    if (signal !== null && !entry.failure) {
+      const kind = findJobKind(job.kind);
+      const fresh = (await this.jobs.findById(job.id)) ?? job;
+      if (kind?.resumable && !fresh.cancelRequestedAt && fresh.attempts < fresh.maxAttempts) {
+        const reason = `The job runner ${how}; re-queued (attempt ${fresh.attempts + 1} of ${fresh.maxAttempts})`;
+        if (await this.jobs.requeue(fresh, reason, { countAttempt: true })) {
+          await this.queue.enqueue(fresh);
+          return;
+        }
+      }
+    }
     const error = entry.failure ?? `The job runner ${how}${stderrTail.length ? `: ${stderrTail.slice(-3).join(' | ')}` : ''}`;
     await this.jobs.finish(job.id, workerId, 'failed', { error, exitCode: code });
   }
