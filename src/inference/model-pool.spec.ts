@@ -94,7 +94,7 @@ describe('ModelPool', () => {
     const queued = pool.generate('/m/a', request('x'));
     await expect(crash).rejects.toMatchObject({ code: 'OT_ERR_MODEL_UNAVAILABLE', status: 503 });
     await expect(queued).rejects.toBeInstanceOf(AppError);
-    expect((await crash.catch((e: Error) => e)).message).toMatch(/exited \(code 3\)/);
+    expect(((await crash.catch((e: Error) => e)) as Error).message).toMatch(/exited \(code 3\)/);
     const [pid2] = await answer('/m/a', 'x');
     expect(pid2).not.toBe(pid);
   });
