@@ -19,6 +19,8 @@ import { LINE_METRICS } from './train.commands';
 export interface QuickstartSummary {
   train_job: string;
   state: string;
+  /** The admin's API key when this run created the admin user of the data folder (shown once), else null. */
+  admin_key: string | null;
   accuracy_sft: number | null;
   accuracy_rl: number | null;
   gain_points: number | null;
@@ -141,6 +143,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
     const summary: QuickstartSummary = {
       train_job: train.id,
       state: finished.state,
+      admin_key: server.newAdminKey ?? null,
       accuracy_sft: accSft,
       accuracy_rl: accRl,
       gain_points: accSft !== null && accRl !== null ? round1((accRl - accSft) * 100) : null,

@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const BIN = join(process.cwd(), 'bin', 'opentinker.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `opentinker quickstart --quick` of the real binary (built by `npm run build`): every phase of the
+ * quickstart (in-process server, SFT, GRPO, inference with the SFT-only and final checkpoints) in a
+ * fresh data folder, sized to take seconds. It learns nothing at this size; the full run is measured by
+ * test/bench/quickstart.bench.js.
+ */
+describe('opentinker quickstart --quick', () => {
+  let home: string;
+
+  function quickstart(args: string[]): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, OPENTINKER_HOME: home };
+      for (const k of ['OPENTINKER_URL', 'OPENTINKER_API_KEY', 'OPENTINKER_ADMIN_KEY', 'OPENTINKER_DATABASE_URL', 'OPENTINKER_REDIS_URL']) delete env[k];
+      const child = spawn(process.execPath, [BIN, 'quickstart', '--quick', ...args], { env, cwd: home });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end();
+    });
+  }
+
+  beforeAll(() => {
+    home = mkdtempSync(join(tmpdir(), 'quickstart-'));
+  });
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('trains, evaluates both checkpoints on held-out problems and reports them as JSON', async () => {
+    const run = await quickstart(['--json']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const summary = JSON.parse(lines[0]);
+    expect(summary).toMatchObject({ state: 'succeeded', eval_tasks: 20, size: { rlSteps: 2, sftSteps: 10 } });
+    expect(summary.admin_key).toMatch(/^otk_/);
+    for (const acc of [summary.accuracy_sft, summary.accuracy_rl]) {
+      expect(acc).toBeGreaterThanOrEqual(0);
+      expect(acc).toBeLessThanOrEqual(1);
+    }
+    expect(summary.checkpoint_sft).toBe(join(home, 'jobs', summary.train_job, 'work', 'checkpoints', 'step-0', 'model'));
+    expect(summary.checkpoint).toBe(join(home, 'jobs', summary.train_job, 'work', 'checkpoints', 'step-2', 'model'));
+    expect(JSON.parse(readFileSync(join(summary.checkpoint, 'config.json'), 'utf8'))).toMatchObject({ model_type: 'llama', hidden_size: 128 });
+    expect(summary.seconds.sft).toBeGreaterThan(0);
+    expect(summary.seconds.rl).toBeGreaterThan(0);
+    expect(summary.seconds.total).toBeLessThan(120);
+  }, 180_000);
+
+  it('runs again on the same data folder with a key of its own, printing the before/after table', async () => {
+    const run = await quickstart(['--steps', '1']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain('Created the admin user');
+    expect(run.stdout).toMatch(/after SFT only\s+\d+\.\d%\s+\(job:[0-9a-f-]{36}\/step-0\)/);
+    expect(run.stdout).toMatch(/after SFT \+ GRPO\s+\d+\.\d%\s+\(job:[0-9a-f-]{36}\)/);
+    expect(run.stdout).toMatch(/RL gain\s+[+-]\d+\.\d points/);
+    const dir = /Checkpoint \(a Hugging Face model folder\): (\S+)/.exec(run.stdout)![1];
+    expect(existsSync(join(dir, 'model.safetensors'))).toBe(true);
+    expect(dir).toContain(join('checkpoints', 'step-1', 'model'));
+  }, 180_000);
+});
