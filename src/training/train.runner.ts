@@ -448,6 +448,13 @@ class TrainRun {
     if (trajectories.length > 0 && trajectories.every((t) => t.finish === 'env_error')) {
       throw new Error(`Environment ${this.envId} failed every episode of ${where}: ${trajectories[0].error ?? 'unknown error'}`);
     }
+    if (trajectories.length > 0 && trajectories.every((t) => t.generatedTokens === 0 && t.finish === 'length')) {
+      const lengths = trajectories.map((t) => t.promptIds.length);
+      throw new Error(
+        `No episode of ${where} could generate a token: the prompts (${Math.min(...lengths)}–${Math.max(...lengths)} tokens) ` +
+          `fill the model's context of ${this.policy.contextLength} tokens. Use a model with a longer context or shorter prompts.`,
+      );
+    }
   }
 
   /** Validation on the test split; false when cancelled. */
