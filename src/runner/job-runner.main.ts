@@ -10,6 +10,7 @@ import type { CallInbox, CallMessage, KindRunner, RunContext, RunnerMessage, Run
 const RUNNERS: Record<string, () => Promise<KindRunner>> = {
   sleep: async () => (await import('./sleep.runner.js')).runSleep,
   train: async () => (await import('../training/train.runner.js')).runTrain,
+  inference: async () => (await import('../inference/inference.runner.js')).runInference,
 };
 
 const controller = new AbortController();
