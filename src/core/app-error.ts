@@ -31,6 +31,7 @@ export enum ErrorCode {
   DATASET_INVALID = 'OT_ERR_DATASET_INVALID',
   DATASET_TOO_LARGE = 'OT_ERR_DATASET_TOO_LARGE',
   DATASET_IN_USE = 'OT_ERR_DATASET_IN_USE',
+  RESULTS_NOT_FOUND = 'OT_ERR_RESULTS_NOT_FOUND',
 }
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -62,6 +63,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.DATASET_INVALID]: 400,
   [ErrorCode.DATASET_TOO_LARGE]: 413,
   [ErrorCode.DATASET_IN_USE]: 409,
+  [ErrorCode.RESULTS_NOT_FOUND]: 404,
 };
 
 export interface AppErrorOptions {
