@@ -10,9 +10,6 @@ export interface DatasetRow {
   error?: string;
 }
 
-/** Parquet row groups are decoded a few thousand rows at a time so a large file never sits in memory whole. */
-const PARQUET_CHUNK_ROWS = 4096;
-
 /**
  * The rows of a stored dataset file, streamed. Numbering and value conversion follow the math
  * environment's loader (`readRows` in @opentinker/env-math), so a row the upload check reports as row 7
@@ -55,11 +52,15 @@ export async function parquetInfo(path: string): Promise<{ rows: number; columns
   };
 }
 
+/**
+ * One row group at a time: hyparquet decodes whole column chunks, so reading a group in smaller slices
+ * would decode it again for every slice; a group is what the writer chose to hold in memory at once.
+ */
 async function* readParquetRows(path: string): AsyncGenerator<DatasetRow> {
   const { hyparquet, file, metadata } = await openParquet(path);
-  const total = Number(metadata.num_rows);
-  for (let start = 0; start < total; start += PARQUET_CHUNK_ROWS) {
-    const end = Math.min(total, start + PARQUET_CHUNK_ROWS);
+  let start = 0;
+  for (const group of metadata.row_groups) {
+    const end = start + Number(group.num_rows);
     let objects: Record<string, unknown>[];
     try {
       objects = await hyparquet.parquetReadObjects({ file, metadata, rowStart: start, rowEnd: end });
@@ -67,6 +68,7 @@ async function* readParquetRows(path: string): AsyncGenerator<DatasetRow> {
       throw new DatasetFormatError(`parquet rows ${start + 1}-${end} cannot be decoded: ${(error as Error).message}`);
     }
     for (let i = 0; i < objects.length; i++) yield { row: start + i + 1, value: parquetValueToJson(objects[i]) };
+    start = end;
   }
 }
 

@@ -129,9 +129,17 @@ export class DatasetsService {
 
   /**
    * For submit-time checks of job specs: the dataset exists, its file is here and the caller may use it
-   * (it is theirs, or the caller is an admin). Otherwise a 400 naming `field` (`environment.dataset`).
+   * (it is theirs, or the caller is an admin), and, given the job's `environment` id, its rows passed
+   * that environment's row check (the same check: math and math-tool share theirs; a dataset checked for
+   * an environment without a check fits only environments without one). Otherwise a 400 naming `field`
+   * (`environment.dataset` or `environment.val_dataset`).
+   *
+   * @example
+   * ```ts
+   * if (spec.environment.dataset) await datasets.assertUsable(caller, spec.environment.dataset, 'environment.dataset', spec.environment.id);
+   * ```
    */
-  async assertUsable(caller: Principal, id: string, field: string): Promise<DatasetEntity> {
+  async assertUsable(caller: Principal, id: string, field: string, environment?: string): Promise<DatasetEntity> {
     const dataset = isDatasetId(id) ? await this.datasets.findById(id) : null;
     if (!dataset || (dataset.ownerId !== caller.userId && !isAdmin(caller))) {
       throw new AppError(ErrorCode.VALIDATION, `${field}: no dataset ${id} of yours (upload one with POST /v1/datasets)`, { field });
@@ -141,7 +149,22 @@ export class DatasetsService {
     } catch (error) {
       throw new AppError(ErrorCode.VALIDATION, `${field}: ${(error as Error).message}`, { field });
     }
+    if (environment !== undefined && environment !== dataset.environmentId && !this.sameRowCheck(environment, dataset.environmentId)) {
+      throw new AppError(
+        ErrorCode.VALIDATION,
+        `${field}: dataset ${id} was checked for environment ${dataset.environmentId}, whose rows ${environment} does not read; upload it for ${environment}`,
+        { field },
+      );
+    }
     return dataset;
+  }
+
+  /** Whether two environments check rows alike. An environment not loaded here (a remote one) is not judged. */
+  private sameRowCheck(jobEnvironment: string, datasetEnvironment: string): boolean {
+    const loaded = (id: string) => this.registry.list().find((r) => r.id === id && r.status === 'loaded')?.environment;
+    const job = loaded(jobEnvironment);
+    if (!job) return true;
+    return (job.validateRow ?? null) === (loaded(datasetEnvironment)?.validateRow ?? null);
   }
 
   private file(dataset: DatasetEntity): string {
