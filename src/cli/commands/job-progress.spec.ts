@@ -91,3 +91,13 @@ describe('progressLine with preferred metrics', () => {
     expect(progressLine(s, 200, ['val/win_rate'])).toBe('running  sft/loss 1.5 · actor/kl_loss 0.01 · val/accuracy 0.25 · reward/mean 0.5');
   });
 });
+
+describe('summaryLines with preferred metrics', () => {
+  it('lists the preferred metrics and counts the others', () => {
+    const s = initialSnapshot();
+    for (const [k, v] of [['sft/loss', 1.5], ['val/accuracy', 0.25], ['reward/mean', 0.5]] as const) s.metrics.set(k, v);
+    const job = { id: 'j1', name: null, state: 'succeeded', started_at: null, finished_at: null, error: null } as unknown as Job;
+    expect(summaryLines(job, s, ['reward/mean', 'val/accuracy'])[1]).toBe('  metrics    reward/mean 0.5 · val/accuracy 0.25 (and 1 more: opentinker jobs metrics j1)');
+    expect(summaryLines(job, s)[1]).toBe('  metrics    sft/loss 1.5 · val/accuracy 0.25 · reward/mean 0.5');
+  });
+});

@@ -133,11 +133,16 @@ export function plainEventLine(e: JobEvent): string | undefined {
  * // ['Job 4f0c… succeeded in 5.1s (10/10 steps)', '  metrics    value 10', '  artifacts  result.json (120 B)']
  * ```
  */
-export function summaryLines(job: Job, s: WatchSnapshot): string[] {
+export function summaryLines(job: Job, s: WatchSnapshot, prefer: readonly string[] = []): string[] {
   const took = job.started_at && job.finished_at ? ` in ${formatDuration(Date.parse(job.finished_at) - Date.parse(job.started_at))}` : '';
   const steps = s.step !== undefined ? ` (${s.step}${s.total ? `/${s.total}` : ''} steps)` : '';
   const lines = [`Job ${job.id}${job.name ? ` "${job.name}"` : ''} ${job.state}${took}${steps}`];
-  if (s.metrics.size) lines.push(`  metrics    ${[...s.metrics].map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · ')}`);
+  // With preferred metrics, those (and a count of the rest) rather than a line of dozens.
+  const preferred = prefer.filter((k) => s.metrics.has(k));
+  if (preferred.length) {
+    const rest = s.metrics.size - preferred.length;
+    lines.push(`  metrics    ${preferred.map((k) => `${k} ${formatNumber(s.metrics.get(k)!)}`).join(' · ')}${rest ? ` (and ${rest} more: opentinker jobs metrics ${job.id})` : ''}`);
+  } else if (s.metrics.size) lines.push(`  metrics    ${[...s.metrics].map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · ')}`);
   if (s.artifacts.length) lines.push(`  artifacts  ${s.artifacts.map((a) => `${a.name} (${formatBytes(a.size)})`).join(', ')}`);
   if (job.error) lines.push(`  error      ${job.error}`);
   return lines;

@@ -105,6 +105,6 @@ export async function watchJobUntilEnd(client: OpenTinkerClient, id: string, fla
   clearLine();
   const job = await client.jobs.get(id);
   if (flags.json) process.stdout.write(JSON.stringify({ type: 'summary', job }) + '\n');
-  else for (const line of summaryLines(job, snapshot)) printLine(line);
+  else for (const line of summaryLines(job, snapshot, flags.metrics)) printLine(line);
   return job.state === 'succeeded' ? EXIT.OK : EXIT.FAILED;
 }
