@@ -12,7 +12,7 @@ describe('@opentinker/client datasets', () => {
   let t: TestApp;
   let client: OpenTinkerClient;
   let dir: string;
-  const LIMIT = 64 * 1024;
+  const LIMIT = 2 * 1024 * 1024;
 
   beforeAll(async () => {
     t = await startTestApp({ worker: false, config: { dataset_max_bytes: LIMIT } });
@@ -46,6 +46,15 @@ describe('@opentinker/client datasets', () => {
     await expect(client.datasets.get(dataset.id)).rejects.toMatchObject({ code: 'OT_ERR_NOT_FOUND', status: 404 });
   });
 
+  it('takes files larger than the JSON body limit (body_limit_bytes does not apply to uploads)', async () => {
+    const path = join(dir, 'large.jsonl');
+    const rows = Array.from({ length: 1500 }, (_, i) => ({ ...row(i), pad: 'x'.repeat(1000) }));
+    writeFileSync(path, jsonl(rows));
+    const { dataset } = await client.uploadDataset(path, { environment: 'math' });
+    expect(dataset.bytes).toBeGreaterThan(1024 * 1024);
+    expect(dataset.rows).toBe(1500);
+  });
+
   it('streams a Node read stream and uploads a Blob', async () => {
     const path = join(dir, 'stream.data');
     writeFileSync(path, jsonl([row(3)]));
@@ -68,7 +77,7 @@ describe('@opentinker/client datasets', () => {
 
   it('gets the 413 answer for a streamed file past the limit, and nothing stays on the server', async () => {
     const path = join(dir, 'big.jsonl');
-    writeFileSync(path, jsonl(Array.from({ length: 4000 }, (_, i) => row(i))));
+    writeFileSync(path, jsonl(Array.from({ length: 40_000 }, (_, i) => row(i))));
     const before = existsSync(join(t.home, 'datasets')) ? readdirSync(join(t.home, 'datasets')).length : 0;
     await expect(client.uploadDataset(path, { environment: 'math' })).rejects.toMatchObject({ code: 'OT_ERR_DATASET_TOO_LARGE', status: 413 });
     expect(readdirSync(join(t.home, 'datasets')).length).toBe(before);
