@@ -10,6 +10,7 @@ import { JobsModule } from './jobs/jobs.module';
 import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
+import { InferenceModule } from './inference/inference.module';
 import { ServingModule } from './inference/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
 import { SessionsModule } from './sessions/sessions.module';
@@ -30,7 +31,7 @@ export class AppModule {
     if (roles.api) {
       const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
-      imports.push(ServingModule.forRoot({ hostRoot: roles.hostRoot }));
+      imports.push(ServingModule.forRoot({ hostRoot: roles.hostRoot }), InferenceModule);
       imports.push(SessionsModule, DatasetsModule, DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
     }
     if (roles.worker) {

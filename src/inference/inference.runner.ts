@@ -3,14 +3,12 @@ import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InferenceSpec } from '../jobs/kinds/inference.kind';
 import type { RunContext } from '../runner/runner-protocol';
+import { RESULTS_FILE, SUMMARY_FILE } from './inference-files';
 import { type EpisodeItem, mixSeed, runEpisodes } from '../training/agent-loop';
 import { openEnvironment } from '../training/environment-handle';
 import { type EpisodeSummary, summarizeEpisodes } from '../training/episode-metrics';
 import { loadPolicy } from '../training/policy';
 import type { Trajectory } from '../training/trajectory';
-
-export const RESULTS_FILE = 'results.jsonl';
-export const SUMMARY_FILE = 'summary.json';
 
 /** One line of `results.jsonl`: an episode, readable without the tokenizer. */
 export interface InferenceResultLine {

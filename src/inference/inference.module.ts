@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { JobsModule } from '../jobs/jobs.module';
+import { InferenceController } from './inference.controller';
+import { InferenceResultsService } from './inference-results.service';
+
+/** Results of inference jobs. API role only. */
+@Module({
+  imports: [JobsModule],
+  controllers: [InferenceController],
+  providers: [InferenceResultsService],
+})
+export class InferenceModule {}
