@@ -1,10 +1,27 @@
 import { ByteTokenizer, CHATML_TEMPLATE, initWeights, modelPreset, saveHfModelDir } from '@opentinker/engine';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { OpenTinkerClient } from '@opentinker/client';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { extract } from 'tar-stream';
 import { startTestApp, TestApp, waitForState } from '../support/test-app';
+
+async function tarEntries(source: Readable): Promise<{ name: string; size: number }[]> {
+  const entries: { name: string; size: number }[] = [];
+  const ex = extract();
+  ex.on('entry', (h, body, next) => {
+    if (h.type === 'file') entries.push({ name: h.name, size: h.size ?? 0 });
+    body.on('end', next);
+    body.resume();
+  });
+  await pipeline(source, ex as unknown as Writable);
+  return entries;
+}
+
+const BIN = join(process.cwd(), 'bin', 'opentinker.js');
 
 /**
  * Serving without training: a finished sleep job gets a tiny-char checkpoint written where a train job
@@ -51,14 +68,7 @@ describe('serving checkpoints (e2e)', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('application/x-tar');
     expect(res.headers['content-disposition']).toBe(`attachment; filename="job-${jobId}-step-1.tar"`);
-    const entries: { name: string; size: number }[] = [];
-    const ex = extract();
-    ex.on('entry', (h, body, next) => {
-      if (h.type === 'file') entries.push({ name: h.name, size: h.size ?? 0 });
-      body.on('end', next);
-      body.resume();
-    });
-    await pipeline(Readable.from([res.rawPayload]), ex as unknown as Writable);
+    const entries = await tarEntries(Readable.from([res.rawPayload]));
     expect(entries).toEqual(list.files.map((f: { path: string; size: number }) => ({ name: `step-1/${f.path}`, size: f.size })));
     const byNumber = await t.request('GET', `/v1/jobs/${jobId}/checkpoints/1/download`, { key: alice });
     expect(byNumber.status).toBe(200);
@@ -165,5 +175,83 @@ describe('serving checkpoints (e2e)', () => {
       expect(chat.body).toMatchObject({ code: 'OT_ERR_MODEL_NOT_FOUND', error: { type: 'not_found_error', param: 'model' } });
     }
     expect((await t.request('GET', '/v1/models', { key: bob })).body.data).toEqual([]);
+  });
+
+  describe('through @opentinker/client and the CLI', () => {
+    let url: string;
+    let client: OpenTinkerClient;
+    let work: string;
+
+    function cli(args: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+      return new Promise((resolve, reject) => {
+        const env: NodeJS.ProcessEnv = { ...process.env, HOME: work, OPENTINKER_URL: url, OPENTINKER_API_KEY: alice };
+        const child = spawn(process.execPath, [BIN, ...args], { env, cwd: work });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+        child.stdin.end(input);
+      });
+    }
+
+    beforeAll(async () => {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
+      client = new OpenTinkerClient({ baseUrl: url, apiKey: alice });
+      work = mkdtempSync(join(tmpdir(), 'serving-cli-'));
+    });
+    afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+    it('lists and downloads checkpoints, and chats whole and streamed', async () => {
+      const [c] = await client.jobs.checkpoints(jobId);
+      expect(c.step).toBe(1);
+      const download = await client.jobs.downloadCheckpoint(jobId);
+      expect(download.step).toBe(1);
+      const entries = await tarEntries(Readable.fromWeb(download.stream as never));
+      expect(entries.map((e) => e.name)).toEqual(c.files.map((f) => `step-1/${f.path}`));
+
+      const request = { model: 'tiny-chat', messages: [{ role: 'user' as const, content: 'hey' }], max_tokens: 6, seed: 2 };
+      const whole = await client.chat(request);
+      let text = '';
+      for await (const chunk of client.chat({ ...request, stream: true })) text += chunk.choices[0]?.delta.content ?? '';
+      expect(text).toBe(whole.choices[0].message.content);
+      expect((await client.models()).data.map((m) => m.id)).toEqual([`${jobId}/step-1`]);
+      await expect(client.chat({ ...request, model: 'nope' })).rejects.toMatchObject({ code: 'OT_ERR_MODEL_NOT_FOUND', field: 'model', status: 404 });
+    });
+
+    it('opentinker jobs checkpoints, jobs download --step, chat --message and chat from stdin', async () => {
+      const list = await cli(['jobs', 'checkpoints', jobId.slice(0, 8)]);
+      expect(list.stderr).toBe('');
+      expect(list.code).toBe(0);
+      expect(list.stdout).toMatch(/STEP\s+SIZE\s+LORA/);
+      expect(list.stdout).toContain(`job:${jobId}/step-1`);
+
+      const got = await cli(['jobs', 'download', jobId, '--step', '1', '-o', 'ckpt.tar', '--json']);
+      expect(got.code).toBe(0);
+      expect(JSON.parse(got.stdout)).toMatchObject({ id: jobId, step: 1 });
+      const names = (await tarEntries(Readable.from([readFileSync(join(work, 'ckpt.tar'))]))).map((e) => e.name);
+      expect(names).toContain('step-1/model/config.json');
+      const fallback = await cli(['jobs', 'download', jobId]);
+      expect(fallback.code).toBe(0);
+      expect(fallback.stdout).toContain(`job-${jobId}-step-1.tar`);
+      const missing = await cli(['jobs', 'download', jobId, '--step', '7']);
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain('no checkpoint at step 7');
+
+      const asJson = await cli(['chat', jobId, '--message', 'hey', '--max-tokens', '6', '--seed', '2', '--json']);
+      expect(asJson.code).toBe(0);
+      const completion = JSON.parse(asJson.stdout);
+      const direct = await client.chat({ model: jobId, messages: [{ role: 'user', content: 'hey' }], max_tokens: 6, seed: 2 });
+      expect(completion.choices[0].message.content).toBe(direct.choices[0].message.content);
+
+      const piped = await cli(['chat', `${jobId.slice(0, 6)}/step-1`, '--max-tokens', '6', '--seed', '2'], 'hey\n');
+      expect(piped.code).toBe(0);
+      expect(piped.stdout).toBe(`${direct.choices[0].message.content}\n`);
+      const bad = await cli(['chat', jobId, '--message', 'x', '--temperature', 'hot']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--temperature must be a number from 0 to 2, got "hot"');
+    });
   });
 });

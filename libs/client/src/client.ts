@@ -1,6 +1,7 @@
 import type { Client } from 'openapi-fetch';
 import { DatasetsApi } from './api/datasets-api';
 import type { DatasetSource, UploadDatasetOptions } from './api/datasets-api';
+import { ChatApi } from './api/chat-api';
 import { DevicesApi } from './api/devices-api';
 import { EnvironmentsApi } from './api/environments-api';
 import { HealthApi } from './api/health-api';
@@ -11,7 +12,8 @@ import { UsersApi } from './api/users-api';
 import type { paths } from './generated/schema';
 import type { WatchJobOptions } from './job-watcher';
 import { Transport, TransportOptions } from './transport';
-import type { Job, JobEvent, UploadedDataset } from './types';
+import type { RequestOptions } from './api/request-options';
+import type { ChatChunk, ChatCompletion, ChatRequest, Job, JobEvent, ModelList, UploadedDataset } from './types';
 
 /** Options of {@link OpenTinkerClient}. */
 export type OpenTinkerClientOptions = TransportOptions;
@@ -43,6 +45,8 @@ export class OpenTinkerClient {
   readonly environments: EnvironmentsApi;
   readonly devices: DevicesApi;
   readonly health: HealthApi;
+  /** Chat completions over checkpoints (`create`, `stream`, `models`); {@link chat} is the short form. */
+  readonly chatApi: ChatApi;
   /** Client-driven training sessions (`start`, then `trainStep`, `validate`, `fit`, `sample`, `close`). */
   readonly sessions: SessionsApi;
   /** Uploaded datasets (`upload` streams a file, `list`, `get`, `preview`, `delete`). */
@@ -64,6 +68,7 @@ export class OpenTinkerClient {
     this.environments = new EnvironmentsApi(this.transport);
     this.devices = new DevicesApi(this.transport);
     this.health = new HealthApi(this.transport);
+    this.chatApi = new ChatApi(this.transport);
     this.sessions = new SessionsApi(this.transport);
     this.datasets = new DatasetsApi(this.transport);
   }
@@ -106,5 +111,29 @@ export class OpenTinkerClient {
    */
   waitForJob(id: string, options: WaitForJobOptions = {}): Promise<Job> {
     return this.jobs.wait(id, options);
+  }
+
+  /**
+   * Chat with a job's checkpoint, OpenAI style (`model`: `<job id>`, `<job id>/step-<n>` or a job
+   * name). With `stream: true`, an async iterator of `chat.completion.chunk`s whose `delta.content`
+   * pieces add up to the answer; otherwise the whole `chat.completion`.
+   *
+   * @example
+   * ```ts
+   * const done = await client.chat({ model: jobId, messages: [{ role: 'user', content: '2+2=' }], temperature: 0 });
+   * for await (const chunk of client.chat({ model: jobId, messages, stream: true })) {
+   *   process.stdout.write(chunk.choices[0]?.delta.content ?? '');
+   * }
+   * ```
+   */
+  chat(request: ChatRequest & { stream: true }, options?: RequestOptions): AsyncGenerator<ChatChunk, void, undefined>;
+  chat(request: ChatRequest & { stream?: false }, options?: RequestOptions): Promise<ChatCompletion>;
+  chat(request: ChatRequest, options: RequestOptions = {}): AsyncGenerator<ChatChunk, void, undefined> | Promise<ChatCompletion> {
+    return request.stream ? this.chatApi.stream(request, options) : this.chatApi.create(request, options);
+  }
+
+  /** The checkpoints the caller can chat with (OpenAI's model list). */
+  models(options: RequestOptions = {}): Promise<ModelList> {
+    return this.chatApi.models(options);
   }
 }

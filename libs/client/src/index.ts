@@ -4,6 +4,7 @@ export { OpenTinkerError, isOpenTinkerError, isAbortError } from './errors';
 export type { ClientErrorCode, ErrorBody, OpenTinkerErrorCode, ServerErrorCode } from './errors';
 export { DatasetsApi } from './api/datasets-api';
 export type { DatasetSource, UploadDatasetOptions } from './api/datasets-api';
+export { ChatApi } from './api/chat-api';
 export { DevicesApi } from './api/devices-api';
 export { EnvironmentsApi } from './api/environments-api';
 export { HealthApi } from './api/health-api';

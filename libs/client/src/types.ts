@@ -31,6 +31,19 @@ export type MetricPoint = Schemas['MetricPointDto'];
 export type MetricsQuery = NonNullable<operations['Jobs_metrics']['parameters']['query']>;
 /** A file a job published. */
 export type Artifact = Schemas['ArtifactDto'];
+/** A saved checkpoint of a job (`GET /v1/jobs/:id/checkpoints`). */
+export type Checkpoint = Schemas['CheckpointDto'];
+
+/** The body of `POST /v1/chat/completions` (OpenAI's chat completion request). */
+export type ChatRequest = Schemas['ChatCompletionRequestDto'];
+/** One chat message of a {@link ChatRequest}. */
+export type ChatMessage = Schemas['ChatMessageDto'];
+/** OpenAI's `chat.completion`. */
+export type ChatCompletion = Schemas['ChatCompletionDto'];
+/** OpenAI's `chat.completion.chunk`: one event of a streamed answer. */
+export type ChatChunk = Schemas['ChatCompletionChunkDto'];
+/** `GET /v1/models`: the checkpoints a user can chat with. */
+export type ModelList = Schemas['ModelListDto'];
 
 export type User = Schemas['UserDto'];
 export type CreateUser = Schemas['CreateUserDto'];

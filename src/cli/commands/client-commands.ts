@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT } from './cli-error';
 import { registerAuthCommands } from './auth.commands';
+import { registerChatCommands } from './chat.commands';
 import { registerDataCommands } from './data.commands';
 import { registerEnvsCommands } from './envs.commands';
 import { registerJobsCommands } from './jobs.commands';
@@ -10,7 +11,7 @@ import { registerUsersCommands } from './users.commands';
 
 /**
  * The commands that talk to a running server through `@opentinker/client` (never the server's own
- * modules): `login`, `logout`, `users`, `keys`, `envs`, `jobs`, `train`, `infer`, `data upload|list|preview|delete`. Each group lives in its own file.
+ * modules): `login`, `logout`, `users`, `keys`, `envs`, `jobs`, `train`, `infer`, `chat`, `data upload|list|preview|delete`. Each group lives in its own file.
  */
 export function registerClientCommands(program: Command): void {
   const before = new Set(program.commands);
@@ -20,6 +21,7 @@ export function registerClientCommands(program: Command): void {
   registerEnvsCommands(program);
   registerJobsCommands(program);
   registerTrainCommands(program);
+  registerChatCommands(program);
   // `data` already exists (`data prepare` runs locally), so its new subcommands are marked one by one.
   for (const command of registerDataCommands(program)) exitWithUsageCode(command);
   for (const command of program.commands) if (!before.has(command)) exitWithUsageCode(command);

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { CliError, EXIT } from './cli-error';
+import { downloadCheckpoint, registerCheckpointsCommand } from './checkpoints.commands';
 import { clientAction, intOption, withCommonOptions } from './command-kit';
 import { knownEnvironments } from './envs.commands';
 import { resolveJobId } from './job-ref';
@@ -16,7 +17,7 @@ import { formatAge, formatBytes, formatNumber, printJson, printLine, table } fro
 const STATES: readonly JobState[] = ['queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled'];
 
 /**
- * `jobs submit|list|show|watch|logs|cancel|metrics|artifacts|download`.
+ * `jobs submit|list|show|watch|logs|cancel|metrics|artifacts|checkpoints|download`.
  *
  * @example
  * ```bash
@@ -25,6 +26,7 @@ const STATES: readonly JobState[] = ['queued', 'starting', 'running', 'succeeded
  * opentinker jobs watch 4f0c            # a unique prefix of the id is enough
  * opentinker jobs logs 4f0c --follow
  * opentinker jobs download 4f0c result.json -o out/result.json
+ * opentinker jobs download 4f0c --step 20          # checkpoint step-20 as job-<id>-step-20.tar
  * ```
  */
 export function registerJobsCommands(program: Command): void {
@@ -185,14 +187,25 @@ export function registerJobsCommands(program: Command): void {
     }),
   );
 
+  registerCheckpointsCommand(jobs);
+
   withCommonOptions(
-    jobs.command('download').description('Download an artifact').argument('<id>', 'job id or a unique prefix').argument('<name>', 'artifact name (see `jobs artifacts`)'),
+    jobs
+      .command('download')
+      .description('Download an artifact by name, or (without a name) a checkpoint as a tar')
+      .argument('<id>', 'job id or a unique prefix')
+      .argument('[name]', 'artifact name (see `jobs artifacts`); leave out for a checkpoint'),
   )
-    .option('-o, --output <path>', 'where to write it (default: ./<name>; - for stdout)')
+    .option('--step <n>', 'checkpoint step (see `jobs checkpoints`), or latest (the default)')
+    .option('-o, --output <path>', 'where to write it (default: ./<name>, or ./job-<id>-step-<n>.tar; - for stdout)')
     .option('--force', 'overwrite an existing file')
     .action(
-      clientAction<{ output?: string; force?: boolean }, [string, string]>(async ({ client, json, options }, ref, name) => {
+      clientAction<{ step?: string; output?: string; force?: boolean }, [string, string | undefined]>(async ({ client, json, options }, ref, name) => {
         const id = await resolveJobId(client, ref);
+        if (name === undefined) return downloadCheckpoint(client, id, options, json);
+        if (options.step !== undefined) {
+          throw new CliError('--step downloads a checkpoint: leave out the artifact name, or --step', EXIT.USAGE, undefined, '--step');
+        }
         const target = options.output ?? basename(name);
         if (target !== '-' && existsSync(target) && !options.force) {
           throw new CliError(`${target} exists; pass --force to overwrite it, or -o to choose another path`, EXIT.USAGE, undefined, '--output');

@@ -1,7 +1,7 @@
 import { isOpenTinkerError, OpenTinkerError } from '../errors';
 import { watchJobEvents, WatchJobOptions } from '../job-watcher';
 import type { Transport } from '../transport';
-import type { Artifact, Job, JobEvent, JobPage, JobSpec, ListJobsQuery, MetricPoint, MetricsQuery } from '../types';
+import type { Artifact, Checkpoint, Job, JobEvent, JobPage, JobSpec, ListJobsQuery, MetricPoint, MetricsQuery } from '../types';
 import type { RequestOptions } from './request-options';
 
 /** Options of {@link JobsApi.wait}. */
@@ -102,6 +102,31 @@ export class JobsApi {
     );
     if (!stream) throw new OpenTinkerError('OT_ERR_BAD_RESPONSE', `Artifact ${name} of job ${id} came back without a body`, 200);
     return stream as ReadableStream<Uint8Array>;
+  }
+
+  /** The job's complete checkpoints, oldest first (step, size, files, whether it has a LoRA adapter). */
+  checkpoints(id: string, options: RequestOptions = {}): Promise<Checkpoint[]> {
+    return this.t.call(this.t.api.GET('/v1/jobs/{id}/checkpoints', { params: { path: { id } }, signal: options.signal }), options.signal);
+  }
+
+  /**
+   * A checkpoint as an uncompressed tar stream (entries under `step-<n>/`), `step` a number or
+   * `'latest'`. `step` is the step that was sent, read from the `x-checkpoint-step` header.
+   *
+   * @example
+   * ```ts
+   * const { step, stream } = await client.jobs.downloadCheckpoint(id, 'latest');
+   * await pipeline(Readable.fromWeb(stream), createWriteStream(`step-${step}.tar`));
+   * ```
+   */
+  async downloadCheckpoint(id: string, step: number | 'latest' = 'latest', options: RequestOptions = {}): Promise<{ step: number; stream: ReadableStream<Uint8Array> }> {
+    const { data, response } = await this.t.send(
+      this.t.api.GET('/v1/jobs/{id}/checkpoints/{step}/download', { params: { path: { id, step: String(step) } }, parseAs: 'stream', signal: options.signal }),
+      options.signal,
+    );
+    if (!data) throw new OpenTinkerError('OT_ERR_BAD_RESPONSE', `Checkpoint ${step} of job ${id} came back without a body`, 200);
+    const sent = Number(response.headers.get('x-checkpoint-step'));
+    return { step: Number.isInteger(sent) ? sent : Number(step), stream: data as ReadableStream<Uint8Array> };
   }
 
   /** An artifact's content, whole. */
