@@ -55,11 +55,13 @@ describe('@opentinker/client datasets', () => {
     expect(dataset.rows).toBe(1500);
   });
 
-  it('streams a Node read stream and uploads a Blob', async () => {
+  it('streams a Node read stream and a web stream, and uploads a Blob', async () => {
     const path = join(dir, 'stream.data');
     writeFileSync(path, jsonl([row(3)]));
     const streamed = await client.datasets.upload(createReadStream(path), { environment: 'math', name: 'streamed', format: 'jsonl' });
     expect(streamed.dataset).toMatchObject({ name: 'streamed', rows: 1 });
+    const web = await client.datasets.upload(new Blob([jsonl([row(6)])]).stream(), { environment: 'math', name: 'web-stream', format: 'jsonl' });
+    expect(web.dataset).toMatchObject({ name: 'web-stream', rows: 1 });
     const blob = await client.uploadDataset(new Blob([jsonl([row(4), row(5)])]), { environment: 'math', name: 'blob', format: 'jsonl' });
     expect(blob.dataset).toMatchObject({ name: 'blob', rows: 2 });
   });

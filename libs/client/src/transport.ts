@@ -35,9 +35,12 @@ export class Transport {
   readonly idempotentFetch: FetchLike;
   /** Tries once: for everything else (submitting a job twice is worse than an error). */
   readonly onceFetch: FetchLike;
+  /** The `Authorization` header value, for requests made outside openapi-fetch (streamed uploads in Node). */
+  readonly authorization: string | undefined;
 
   constructor(options: TransportOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.authorization = options.apiKey ? `Bearer ${options.apiKey}` : undefined;
     // Late-bound: a browser's fetch must be called unbound, and tests may replace the global.
     const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.onceFetch = base;
@@ -47,7 +50,7 @@ export class Transport {
     this.api = createClient<paths>({
       baseUrl: this.baseUrl,
       fetch: byMethod as (input: Request) => Promise<Response>,
-      headers: options.apiKey ? { Authorization: `Bearer ${options.apiKey}` } : undefined,
+      headers: this.authorization ? { Authorization: this.authorization } : undefined,
     });
   }
 

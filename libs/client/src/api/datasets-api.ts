@@ -1,4 +1,5 @@
 import { OpenTinkerError } from '../errors';
+import { checkFile, isNode, nodePost, nodeReadable } from '../node-upload';
 import type { Transport } from '../transport';
 import type { Dataset, DatasetFormat, DatasetPage, DatasetPreview, UploadedDataset } from '../types';
 import type { RequestOptions } from './request-options';
@@ -50,20 +51,50 @@ export class DatasetsApi {
     const format = options.format ?? formatOf(fileName ?? name);
     if (!format) throw invalid('format', `Cannot tell the format of ${fileName ?? name}: give options.format ('jsonl' or 'parquet')`);
 
+    const query: Record<string, string> = { environment: options.environment, name, format };
+    if (options.strict) query.strict = 'true';
+    if (isNode() && !isBlob(source) && !(source instanceof Uint8Array)) return this.uploadFromNode(source, query, format, options.signal);
     const body = await requestBody(source);
-    const query = { environment: options.environment, name, format, ...(options.strict ? { strict: true } : {}) };
     return this.t.call(
       this.t.api.POST('/v1/datasets', {
-        params: { query },
+        params: { query: query as never },
         body: body as never,
         bodySerializer: (b: unknown) => b as BodyInit,
         headers: { 'content-type': CONTENT_TYPES[format] },
-        // A streamed request body must be declared half-duplex (fetch in Node and Chromium).
+        // A streamed request body must be declared half-duplex (fetch in Chromium).
         ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
         signal: options.signal,
       }),
       options.signal,
     );
+  }
+
+  /** Paths and streams in Node go through `node:http`, whose backpressure keeps memory flat (see node-upload.ts). */
+  private async uploadFromNode(
+    source: string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+    query: Record<string, string>,
+    format: DatasetFormat,
+    signal?: AbortSignal,
+  ): Promise<UploadedDataset> {
+    if (typeof source === 'string') await checkFile(source, (message) => invalid('source', message));
+    const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[format] };
+    if (this.t.authorization) headers.authorization = this.t.authorization;
+    let response: Response;
+    try {
+      response = await nodePost(`${this.t.baseUrl}/v1/datasets?${new URLSearchParams(query)}`, headers, await nodeReadable(source), signal);
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw OpenTinkerError.connection(this.t.baseUrl, error);
+    }
+    const text = await response.text();
+    let answer: unknown = text;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      // not JSON: fromResponse quotes the text
+    }
+    if (!response.ok) throw OpenTinkerError.fromResponse(response, answer);
+    return answer as UploadedDataset;
   }
 
   /** Datasets, newest first (yours; everyone's for an admin). */
@@ -109,7 +140,7 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
 }
 
 async function requestBody(source: DatasetSource): Promise<BodyInit> {
-  if (typeof source === 'string') return iterableStream(await openFile(source));
+  if (typeof source === 'string') throw invalid('source', 'File paths can be uploaded from Node only; pass a Blob or File in a browser');
   if (isBlob(source) || source instanceof Uint8Array) return source as BodyInit;
   if (source instanceof ReadableStream) return source;
   if (isAsyncIterable(source)) return iterableStream(source);
@@ -129,22 +160,4 @@ function iterableStream(source: AsyncIterable<Uint8Array>): ReadableStream<Uint8
       await iterator.return?.(reason);
     },
   });
-}
-
-interface NodeFs {
-  createReadStream(path: string): AsyncIterable<Uint8Array>;
-  promises: { stat(path: string): Promise<{ isFile(): boolean }> };
-}
-
-/** A file read as it is sent. Node only; the module name is a variable so browser bundles never pull in `fs`. */
-async function openFile(path: string): Promise<AsyncIterable<Uint8Array>> {
-  const runtime = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  if (!runtime?.versions?.node) throw invalid('source', 'File paths can be uploaded from Node only; pass a Blob or File in a browser');
-  const fsModule = 'node:fs';
-  const fs = (await import(fsModule)) as NodeFs;
-  const info = await fs.promises.stat(path).catch((error: Error) => {
-    throw invalid('source', `Cannot read ${path}: ${error.message}`);
-  });
-  if (!info.isFile()) throw invalid('source', `${path} is not a file`);
-  return fs.createReadStream(path);
 }
