@@ -3,12 +3,13 @@ import { QueueModule } from '../scheduler/queue.module';
 import { JobsDataModule } from './jobs-data.module';
 import { JobsController } from './jobs.controller';
 import { JobsService } from './jobs.service';
+import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobStreamService } from './job-stream.service';
 
 @Module({
   imports: [JobsDataModule, QueueModule],
   controllers: [JobsController],
-  providers: [JobsService, JobStreamService],
+  providers: [JobsService, JobStreamService, JobSpecChecksService],
   exports: [JobsService],
 })
 export class JobsModule {}

@@ -8,6 +8,7 @@ import { JOB_QUEUE } from '../scheduler/job-queue';
 import type { JobQueue } from '../scheduler/job-queue';
 import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventsRepository } from './job-events.repository';
+import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobMetricEntity } from './job-metric.entity';
 import { FINAL_STATES, JobEntity, JobState } from './job.entity';
 import { JobsRepository } from './jobs.repository';
@@ -22,10 +23,12 @@ export class JobsService {
     private readonly events: JobEventsRepository,
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
+    private readonly checks: JobSpecChecksService,
   ) {}
 
   async submit(caller: Principal, body: unknown): Promise<JobEntity> {
     const { kind, spec } = parseJobSpec(body);
+    await this.checks.check(spec, (id) => this.get(caller, id));
     const now = Date.now();
     const job = Object.assign(new JobEntity(), {
       id: randomUUID(),
