@@ -11,6 +11,7 @@ const RUNNERS: Record<string, () => Promise<KindRunner>> = {
   sleep: async () => (await import('./sleep.runner.js')).runSleep,
   train: async () => (await import('../training/train.runner.js')).runTrain,
   inference: async () => (await import('../inference/inference.runner.js')).runInference,
+  session: async () => (await import('../training/session.runner.js')).runSession,
 };
 
 const controller = new AbortController();
