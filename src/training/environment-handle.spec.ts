@@ -2,6 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { environmentSpec } from '../jobs/kinds/rl-spec';
+import { createEnvServer } from '../registry/env-server';
+import { loadRegistry } from '../registry/registry-loader';
 import type { RunnerPaths } from '../runner/runner-protocol';
 import { openEnvironment } from './environment-handle';
 
@@ -51,5 +53,29 @@ describe('openEnvironment', () => {
     await expect(openEnvironment(environmentSpec.parse({ id: 'math', dataset: id, config: { train_path: '/x' } }), ctx)).rejects.toThrow(
       /give either environment\.dataset or environment\.config\.train_path/,
     );
+  });
+
+  it('connects to a remote environment server when url is set, and checks it serves that id', async () => {
+    const math = (await loadRegistry({ hostRoot: process.cwd(), pluginsDir: paths.pluginsDir })).find((r) => r.id === 'math')!.environment!;
+    const { app } = await createEnvServer(math, { token: 'secret' });
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const handle = await openEnvironment(environmentSpec.parse({ id: 'math', url, token: 'secret', config: { format_penalty: -1 } }), ctx);
+      try {
+        expect(handle.meta).toMatchObject({ id: 'math', turnMode: 'single' });
+        const episode = handle.env.newEpisode();
+        const messages = await episode.reset(await handle.env.tasks.get('test', 0), 1);
+        expect(messages.at(-1)?.role).toBe('user');
+        // The episode runs under the job's config: an answerless response gets its format penalty.
+        expect((await episode.step('no answer here')).reward).toBe(-1);
+        await episode.close();
+      } finally {
+        await handle.close();
+      }
+      await expect(openEnvironment(environmentSpec.parse({ id: 'gomoku', url, token: 'secret' }), ctx)).rejects.toThrow(/^environment\.id: the server at .* serves environment math, not gomoku/);
+      await expect(openEnvironment(environmentSpec.parse({ id: 'math', url, dataset: '0b6c3f4e-1d2a-4c5b-8e9f-0a1b2c3d4e5f' }), ctx)).rejects.toThrow(/^environment\.dataset: /);
+    } finally {
+      await app.close();
+    }
   });
 });

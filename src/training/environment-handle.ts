@@ -29,8 +29,9 @@ const DATASET_KEYS = { dataset: 'train_path', val_dataset: 'test_path' } as cons
 
 /**
  * Opens the environment a spec names: the installed plugin `id` in-process (discovered the way the
- * server discovers them, without Nest), or the server at `url`. The config is validated by the
- * environment's own schema; `dataset` / `val_dataset` ids become `config.train_path` / `test_path`.
+ * server discovers them, without Nest), or the server at `url`. A local config is validated by the
+ * environment's own schema (a remote server validates the config sent with each episode; its task
+ * list is the one of its own config); `dataset` / `val_dataset` ids become `config.train_path` / `test_path`.
  * Errors name the spec field at fault (`environment.id`, `environment.config.<key>`, …).
  */
 export async function openEnvironment(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
