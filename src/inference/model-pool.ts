@@ -41,6 +41,8 @@ class ModelProcess {
   /** Requests accepted and not yet answered (queued or running). */
   inFlight = 0;
   exited = false;
+  /** Asked to exit: takes no new requests (a request arriving now starts a fresh process). */
+  stopping = false;
   private readonly child: ChildProcess;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -164,6 +166,7 @@ class ModelProcess {
 
   /** Asks the process to exit (closing its IPC channel), killing it if it does not. */
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.exited) return;
     if (this.child.connected) this.child.disconnect();
     const timer = setTimeout(() => this.kill(), KILL_GRACE_MS);
@@ -172,6 +175,7 @@ class ModelProcess {
   }
 
   kill(): void {
+    this.stopping = true;
     if (!this.exited) this.child.kill('SIGKILL');
   }
 
@@ -218,7 +222,9 @@ export class ModelPool {
 
   private processFor(dir: string): ModelProcess {
     const existing = this.models.get(dir);
-    if (existing && !existing.exited) return existing;
+    if (existing && !existing.exited && !existing.stopping) return existing;
+    // An idle process on its way out is left to exit; a fresh one takes its place.
+    if (existing) this.models.delete(dir);
     while (this.models.size >= this.opts.maxModels) {
       const lru = [...this.models.values()].sort((a, b) => a.inFlight - b.inFlight || a.lastUsed - b.lastUsed)[0];
       this.models.delete(lru.dir);
