@@ -13,27 +13,29 @@ describe('DatasetsService.assertUsable (submit-time check of environment.dataset
   const alice: Principal = { userId: 'alice', name: 'alice', role: 'user', keyId: 'k1' };
   const bob: Principal = { userId: 'bob', name: 'bob', role: 'user', keyId: 'k2' };
   const admin: Principal = { userId: 'root', name: 'admin', role: 'admin', keyId: 'k3' };
-  const mathCheck = () => null;
-  const env = (envId: string, validateRow?: () => string | null) => ({ id: envId, status: 'loaded', environment: { id: envId, validateRow } });
+  const mathCheck = (row: object) => ('prompt' in row ? null : 'no prompt');
+  const env = (envId: string, validateRow?: (row: object) => string | null) => ({ id: envId, status: 'loaded', environment: { id: envId, validateRow } });
   let home: string;
   let service: DatasetsService;
 
   beforeEach(() => {
     home = mkdtempSync(join(tmpdir(), 'ot-ds-svc-'));
-    const dataset = { id, ownerId: 'alice', environmentId: 'math' } as DatasetEntity;
+    const dataset = { id, ownerId: 'alice', environmentId: 'math', format: 'jsonl' } as DatasetEntity;
     const repo = { findById: async (x: string) => (x === id ? dataset : null) } as unknown as DatasetsRepository;
-    const registry = { list: () => [env('math', mathCheck), env('math-tool', mathCheck), env('gomoku')] } as unknown as EnvironmentRegistry;
+    const registry = { list: () => [env('math', mathCheck), env('math-tool', (row) => mathCheck(row)), env('gomoku'), env('board', () => 'needs a board')] } as unknown as EnvironmentRegistry;
     service = new DatasetsService(repo, registry, new AppConfig({ home } as AppConfig['values']));
     mkdirSync(join(home, 'datasets', id), { recursive: true });
-    writeFileSync(join(home, 'datasets', id, 'data.jsonl'), '{}\n');
+    writeFileSync(join(home, 'datasets', id, 'data.jsonl'), '{"prompt":"2+2?"}\n{"prompt":"3+3?"}\n');
   });
   afterEach(() => rmSync(home, { recursive: true, force: true }));
 
   const field = 'environment.dataset';
 
-  it('lets the owner and admins use it, for environments that check rows the same way', async () => {
+  it('lets the owner and admins use it, with environments whose row check its rows pass', async () => {
     await expect(service.assertUsable(alice, id, field, 'math')).resolves.toMatchObject({ id });
     await expect(service.assertUsable(alice, id, field, 'math-tool')).resolves.toMatchObject({ id });
+    await expect(service.assertUsable(alice, id, field, 'gomoku')).resolves.toMatchObject({ id });
+    await expect(service.assertUsable(alice, id, field, 'remote-only')).resolves.toMatchObject({ id });
     await expect(service.assertUsable(admin, id, field)).resolves.toMatchObject({ id });
   });
 
@@ -47,10 +49,10 @@ describe('DatasetsService.assertUsable (submit-time check of environment.dataset
     }
   });
 
-  it('refuses a dataset whose file is gone, and one checked for an environment that reads other rows', async () => {
-    await expect(service.assertUsable(alice, id, 'environment.val_dataset', 'gomoku')).rejects.toMatchObject({
+  it('refuses a dataset whose file is gone, and one whose rows the job’s environment cannot use', async () => {
+    await expect(service.assertUsable(alice, id, 'environment.val_dataset', 'board')).rejects.toMatchObject({
       field: 'environment.val_dataset',
-      message: expect.stringContaining('was checked for environment math'),
+      message: expect.stringContaining('was checked for environment math; board cannot use its rows (none of its first 2 rows is usable: needs a board)'),
     });
     rmSync(join(home, 'datasets', id), { recursive: true });
     await expect(service.assertUsable(alice, id, field, 'math')).rejects.toMatchObject({ field, message: expect.stringContaining('has no file') });

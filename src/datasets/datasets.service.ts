@@ -129,9 +129,8 @@ export class DatasetsService {
 
   /**
    * For submit-time checks of job specs: the dataset exists, its file is here and the caller may use it
-   * (it is theirs, or the caller is an admin), and, given the job's `environment` id, its rows passed
-   * that environment's row check (the same check: math and math-tool share theirs; a dataset checked for
-   * an environment without a check fits only environments without one). Otherwise a 400 naming `field`
+   * (it is theirs, or the caller is an admin), and, given the job's `environment` id, that environment
+   * can use its rows (see {@link unreadableBy}: math and math-tool read the same rows). Otherwise a 400 naming `field`
    * (`environment.dataset` or `environment.val_dataset`).
    *
    * @example
@@ -149,22 +148,36 @@ export class DatasetsService {
     } catch (error) {
       throw new AppError(ErrorCode.VALIDATION, `${field}: ${(error as Error).message}`, { field });
     }
-    if (environment !== undefined && environment !== dataset.environmentId && !this.sameRowCheck(environment, dataset.environmentId)) {
-      throw new AppError(
-        ErrorCode.VALIDATION,
-        `${field}: dataset ${id} was checked for environment ${dataset.environmentId}, whose rows ${environment} does not read; upload it for ${environment}`,
-        { field },
-      );
+    if (environment !== undefined && environment !== dataset.environmentId) {
+      const reason = await this.unreadableBy(environment, dataset);
+      if (reason !== null) {
+        throw new AppError(
+          ErrorCode.VALIDATION,
+          `${field}: dataset ${id} was checked for environment ${dataset.environmentId}; ${environment} cannot use its rows (${reason}). Upload it for ${environment}`,
+          { field },
+        );
+      }
     }
     return dataset;
   }
 
-  /** Whether two environments check rows alike. An environment not loaded here (a remote one) is not judged. */
-  private sameRowCheck(jobEnvironment: string, datasetEnvironment: string): boolean {
-    const loaded = (id: string) => this.registry.list().find((r) => r.id === id && r.status === 'loaded')?.environment;
-    const job = loaded(jobEnvironment);
-    if (!job) return true;
-    return (job.validateRow ?? null) === (loaded(datasetEnvironment)?.validateRow ?? null);
+  /**
+   * Why a dataset checked for another environment is of no use to `environment`, or null when it is: its
+   * first rows are checked again with this environment's row check (an environment not loaded here, a
+   * remote one, is not judged). A sample, since a submit must stay quick; the job skips bad rows anyway.
+   */
+  private async unreadableBy(environment: string, dataset: DatasetEntity): Promise<string | null> {
+    const env = this.registry.list().find((r) => r.id === environment && r.status === 'loaded')?.environment;
+    if (!env) return null;
+    let firstReason: string | null = null;
+    let seen = 0;
+    for await (const { value, error } of readDatasetRows(this.file(dataset), dataset.format)) {
+      const reason = error ?? checkDatasetRow(env, value);
+      if (reason === null) return null;
+      firstReason ??= reason;
+      if (++seen >= COMPATIBILITY_SAMPLE) break;
+    }
+    return `none of its first ${seen} rows is usable: ${firstReason ?? 'no rows'}`;
   }
 
   private file(dataset: DatasetEntity): string {
@@ -199,6 +212,9 @@ export class DatasetsService {
     }
   }
 }
+
+/** Rows of a dataset re-checked when a job uses it with an environment other than the one it was checked for. */
+const COMPATIBILITY_SAMPLE = 100;
 
 function tooLarge(limit: number): AppError {
   return new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset larger than ${limit} bytes (setting dataset_max_bytes)`, {

@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { MODEL_PRESETS } from '@opentinker/engine';
 import { isEnvironmentError, parseConfig } from '@opentinker/env-sdk';
+import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
+import { DatasetsService } from '../datasets/datasets.service';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
 import type { JobEntity } from './job.entity';
 
@@ -11,7 +13,7 @@ const CHECKPOINTING_KINDS = new Set(['train', 'session']);
 const JOB_PATH = /^job:([0-9a-fA-F-]{36})(?:\/step-\d+)?$/;
 
 interface RlSpecParts {
-  environment?: { id: string; url?: string; config?: Record<string, unknown> };
+  environment?: { id: string; url?: string; config?: Record<string, unknown>; dataset?: string; val_dataset?: string };
   model?: { preset?: string; path?: string };
 }
 
@@ -25,9 +27,10 @@ export class JobSpecChecksService {
   constructor(private readonly modules: ModuleRef) {}
 
   /** `visibleJob` is the caller's access check (JobsService.get): someone else's job is not found. */
-  async check(spec: Record<string, unknown>, visibleJob: (id: string) => Promise<JobEntity>): Promise<void> {
+  async check(spec: Record<string, unknown>, visibleJob: (id: string) => Promise<JobEntity>, caller?: Principal): Promise<void> {
     const { environment, model } = spec as RlSpecParts;
     if (environment && environment.url === undefined) this.checkEnvironment(environment);
+    if (environment && caller) await this.checkDatasets(environment, caller);
     if (model?.preset !== undefined && !Object.prototype.hasOwnProperty.call(MODEL_PRESETS, model.preset)) {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
@@ -51,6 +54,19 @@ export class JobSpecChecksService {
     }
   }
 
+  /** `environment.dataset` / `val_dataset`: the caller's own uploads, checked for rows this environment reads. */
+  private async checkDatasets(environment: NonNullable<RlSpecParts['environment']>, caller: Principal): Promise<void> {
+    for (const key of ['dataset', 'val_dataset'] as const) {
+      const id = environment[key];
+      if (id === undefined) continue;
+      if (environment.url !== undefined) {
+        throw invalid(`environment.${key}`, `environment.${key}: uploaded datasets live on this server; a remote environment (environment.url) cannot read them`);
+      }
+      const datasets = this.optional(DatasetsService);
+      if (datasets) await datasets.assertUsable(caller, id, `environment.${key}`, environment.id);
+    }
+  }
+
   private async checkJobPath(path: string, visibleJob: (id: string) => Promise<JobEntity>): Promise<void> {
     const m = JOB_PATH.exec(path);
     if (!m) throw invalid('model.path', `model.path ${path} must be job:<job id> or job:<job id>/step-<n>`);
@@ -65,8 +81,13 @@ export class JobSpecChecksService {
   }
 
   private registry(): EnvironmentRegistry | null {
+    return this.optional(EnvironmentRegistry);
+  }
+
+  /** A provider of another module, or null where this process does not have it (a worker-only one). */
+  private optional<T>(token: new (...args: never[]) => T): T | null {
     try {
-      return this.modules.get(EnvironmentRegistry, { strict: false });
+      return this.modules.get(token, { strict: false });
     } catch {
       return null;
     }

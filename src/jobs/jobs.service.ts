@@ -28,7 +28,7 @@ export class JobsService {
 
   async submit(caller: Principal, body: unknown): Promise<JobEntity> {
     const { kind, spec } = parseJobSpec(body);
-    await this.checks.check(spec, (id) => this.get(caller, id));
+    await this.checks.check(spec, (id) => this.get(caller, id), caller);
     const now = Date.now();
     const job = Object.assign(new JobEntity(), {
       id: randomUUID(),

@@ -200,6 +200,25 @@ describe('datasets (e2e)', () => {
     expect(existsSync(join(datasetsDir(), id))).toBe(true);
   });
 
+  it('refuses at submit a job naming a dataset that is not the caller’s, not there, or checked for other rows', async () => {
+    const mine = (await upload(jsonl([verlRow(1)]), 'environment=math&name=for-jobs')).body.dataset.id;
+    const free = (await upload(jsonl([{ board: 1 }]), 'environment=gomoku&name=free')).body.dataset.id;
+    const submit = (key: string, environment: object) =>
+      t.request('POST', '/v1/jobs', { key, body: { kind: 'inference', environment, model: { preset: 'tiny-test' } } });
+    const notBobs = await submit(bob, { id: 'math', dataset: mine });
+    expect(notBobs.status).toBe(400);
+    expect(notBobs.body).toMatchObject({ code: 'OT_ERR_VALIDATION', field: 'environment.dataset' });
+    const missing = await submit(alice, { id: 'math', val_dataset: '1b4e28ba-2fa1-41d2-883f-0016d3cca427' });
+    expect(missing.body).toMatchObject({ code: 'OT_ERR_VALIDATION', field: 'environment.val_dataset' });
+    const otherRows = await submit(alice, { id: 'math', dataset: free });
+    expect(otherRows.body).toMatchObject({ field: 'environment.dataset', message: expect.stringContaining('was checked for environment gomoku') });
+    const remote = await submit(alice, { id: 'math', url: 'http://127.0.0.1:9/', dataset: mine });
+    expect(remote.body).toMatchObject({ field: 'environment.dataset', message: expect.stringContaining('remote environment') });
+    const tool = await submit(alice, { id: 'math-tool', dataset: mine, val_dataset: mine });
+    expect(tool.body).toMatchObject({ state: 'queued' });
+    await t.request('POST', `/v1/jobs/${tool.body.id}/cancel`, { key: alice });
+  });
+
   it('deletes a dataset and its file; refuses with 409 while a queued job names it', async () => {
     const id = (await upload(jsonl([verlRow(1), verlRow(2)]), 'environment=math&name=used')).body.dataset.id;
     const job = await t.request('POST', '/v1/jobs', {
