@@ -159,6 +159,13 @@ describe('serving checkpoints (e2e)', () => {
     const long = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: jobId, messages: [{ role: 'user', content: 'x' }], max_tokens: 500 } });
     expect(long.status).toBe(400);
     expect(long.body).toMatchObject({ code: 'OT_ERR_CONTEXT_LENGTH_EXCEEDED', field: 'max_tokens' });
+    for (let i = 0; i < 2; i++) await t.request('POST', '/v1/jobs', { key: alice, body: { kind: 'sleep', name: 'twin', steps: 1, step_seconds: 0 } });
+    const twin = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: 'twin', messages: [{ role: 'user', content: 'x' }] } });
+    expect(twin.status).toBe(400);
+    expect(twin.body).toMatchObject({ code: 'OT_ERR_MODEL_AMBIGUOUS', field: 'model' });
+    const noCheckpoint = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: `${jobId}/step-7`, messages: [{ role: 'user', content: 'x' }] } });
+    expect(noCheckpoint.status).toBe(404);
+    expect(noCheckpoint.body.message).toContain('no checkpoint at step 7 (it has step-1)');
     const noKey = await t.request('POST', '/v1/chat/completions', { key: null, body: { model: jobId, messages: [{ role: 'user', content: 'x' }] } });
     expect(noKey.status).toBe(401);
     expect(noKey.body.error.type).toBe('authentication_error');
