@@ -47,6 +47,7 @@ export class ChatController {
       await reply.header('content-type', 'application/json; charset=utf-8').send(await this.chat.complete(prepared));
       return;
     }
+    await this.chat.load(prepared);
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, {

@@ -117,6 +117,14 @@ export class ChatService {
   }
 
   /**
+   * Waits until the checkpoint is loaded, so a stream answers load failures with a real HTTP status
+   * before its headers go out.
+   */
+  async load(p: PreparedChat): Promise<void> {
+    await this.pool.load(p.model.dir);
+  }
+
+  /**
    * Streams OpenAI's `chat.completion.chunk`s: a role chunk per choice, content as the model produces
    * it, a finishing chunk per choice, and a usage chunk when `stream_options.include_usage` asked.
    */

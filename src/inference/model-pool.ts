@@ -220,6 +220,12 @@ export class ModelPool {
     return this.processFor(dir).run(request, onDelta);
   }
 
+  /** Starts (or finds) the model's process and waits until it has loaded; rejects as a request would. */
+  async load(dir: string): Promise<void> {
+    if (this.closed) throw new AppError(ErrorCode.MODEL_UNAVAILABLE, 'The server is shutting down', { field: 'model' });
+    await this.processFor(dir).ready;
+  }
+
   private processFor(dir: string): ModelProcess {
     const existing = this.models.get(dir);
     if (existing && !existing.exited && !existing.stopping) return existing;

@@ -166,6 +166,16 @@ describe('serving checkpoints (e2e)', () => {
     const noCheckpoint = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: `${jobId}/step-7`, messages: [{ role: 'user', content: 'x' }] } });
     expect(noCheckpoint.status).toBe(404);
     expect(noCheckpoint.body.message).toContain('no checkpoint at step 7 (it has step-1)');
+    // A folder that is no model: the stream is refused with a status before any event is sent.
+    const broken = (await t.request('POST', '/v1/jobs', { key: alice, body: { kind: 'sleep', steps: 1, step_seconds: 0 } })).body.id;
+    await waitForState(t, broken, ['succeeded']);
+    const brokenDir = join(t.home, 'jobs', broken, 'work', 'checkpoints', 'step-1');
+    mkdirSync(join(brokenDir, 'model'), { recursive: true });
+    writeFileSync(join(brokenDir, 'model', 'config.json'), '{"model_type":"gpt-neo"}');
+    const refused = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: broken, messages: [{ role: 'user', content: 'x' }], stream: true } });
+    rmSync(brokenDir, { recursive: true, force: true });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ code: 'OT_ERR_MODEL_LOAD_FAILED', error: { type: 'invalid_request_error', param: 'model' } });
     const noKey = await t.request('POST', '/v1/chat/completions', { key: null, body: { model: jobId, messages: [{ role: 'user', content: 'x' }] } });
     expect(noKey.status).toBe(401);
     expect(noKey.body.error.type).toBe('authentication_error');
