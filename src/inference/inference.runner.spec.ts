@@ -111,12 +111,25 @@ describe('runInference', () => {
       { environment: { id: 'math', config: { test_size: 200, style: 'equation' } }, model: { preset: 'tiny-char', chat_template: 'plain' }, rollout: { max_new_tokens: 32 }, num_tasks: 200, batch_size: 8 },
       'cancel',
     );
-    setTimeout(() => r.abort.abort('cancelled'), 200);
-    const started = Date.now();
+    // Cancel while the second batch is being sampled; time from the cancel, not from the start.
+    let abortedAt = 0;
+    const progress = r.ctx.progress;
+    r.ctx.progress = (step, total, message) => {
+      progress(step, total, message);
+      if (step > 0 && abortedAt === 0) {
+        abortedAt = -1;
+        setTimeout(() => {
+          abortedAt = Date.now();
+          r.abort.abort('cancelled');
+        }, 20);
+      }
+    };
     await runInference(r.ctx);
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(abortedAt).toBeGreaterThan(0);
+    expect(Date.now() - abortedAt).toBeLessThan(2000);
     expect(r.artifacts).toEqual({});
-    expect(r.logs.some((l) => /^cancelled after \d+ of 200 episodes/.test(l))).toBe(true);
+    expect(r.logs).toContain('cancelled after 8 of 200 episodes');
+    expect(readFileSync(join(r.ctx.workDir, 'results.jsonl'), 'utf8').trim().split('\n')).toHaveLength(8);
     expect(existsSync(join(r.ctx.workDir, 'summary.json'))).toBe(false);
   });
 });
