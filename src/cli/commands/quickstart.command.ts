@@ -172,7 +172,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
     );
     if (finalDir) {
       say(`Checkpoint (a Hugging Face model folder): ${tildify(finalDir)}`);
-      say(`Try it:    npx opentinker model sample ${shellQuote(tildify(finalDir))} --prompt '47+385=' --temperature 0 --max-new-tokens 6`);
+      say(`Try it:    npx opentinker model sample ${shellQuote(tildify(finalDir))} --chat --prompt '47+385=' --temperature 0 --max-new-tokens 6`);
     }
     say(`Serve it:  npx opentinker serve, then use job:${train.id} as the model (opentinker infer math model_path=job:${train.id} …,`);
     say(`           or POST /v1/chat/completions with "model": "job:${train.id}").`);
