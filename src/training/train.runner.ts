@@ -4,24 +4,20 @@
  * rollouts, rewards, advantages, PPO-style updates — with validation, metrics and checkpoints. A job
  * re-queued after losing its worker resumes from its latest checkpoint and ends at the same step count.
  */
-import { loadHfModelDir, loadLoraAdapter, Model, Prng, Trainer, warmupConstantSchedule, warmupCosineSchedule, type LrSchedule } from '@opentinker/engine';
+import { Prng, Trainer, warmupConstantSchedule, warmupCosineSchedule, type LrSchedule } from '@opentinker/engine';
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { relative } from 'node:path';
 import type { TrainSpec } from '../jobs/kinds/train.kind';
 import type { RunContext } from '../runner/runner-protocol';
-import { mixSeed, runEpisodes, type EpisodeItem } from './agent-loop';
-import { listCheckpoints, pruneCheckpoints, readCriticWeights, readOptimizer, readTrainerState, saveCheckpoint, type TrainerState } from './checkpoints';
+import { mixSeed } from './agent-loop';
+import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
 import { openEnvironment } from './environment-handle';
-import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from './episode-metrics';
-import { ensureEngineBackend, loadPolicy, type Policy } from './policy';
-import { computeAdvantages, scoreRows, selectRows, trajectoryRow, updatePolicy } from './policy-update';
+import { ensureEngineBackend, type Policy } from './policy';
+import { openTrainablePolicy, RlLearner, type IndexedTask } from './rl-learner';
 import { renderTarget, sftBatch, type SftExample } from './sft';
 import { plannedSteps, TaskCursor } from './task-cursor';
-import type { Trajectory } from './trajectory';
 
-/** Rows per forward pass when scoring without gradients (reference policy, critic values). */
-const SCORE_CHUNK = 64;
 /** SFT loss is reported as a mean over this many metric points across the warm-up. */
 const SFT_METRIC_POINTS = 50;
 
@@ -36,8 +32,7 @@ export async function runTrain(ctx: RunContext): Promise<void> {
   const spec = ctx.spec as unknown as TrainSpec;
   await ensureEngineBackend();
   const resume = await findResume(ctx);
-  const policy = await openPolicy(spec, ctx, resume);
-  const disposables: Array<{ dispose(): void }> = [policy];
+  const policy = await openTrainablePolicy(spec, ctx, resume?.dir ?? null);
   const handle = await openEnvironment(spec.environment, {
     paths: ctx.paths,
     workDir: ctx.workDir,
@@ -47,11 +42,13 @@ export async function runTrain(ctx: RunContext): Promise<void> {
     policy.dispose();
     throw error;
   });
+  const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
   try {
-    await new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume, disposables).run();
+    await run.run();
   } finally {
+    run.dispose();
     await handle.close();
-    for (const d of disposables.reverse()) d.dispose();
+    policy.dispose();
   }
 }
 
@@ -69,28 +66,12 @@ async function findResume(ctx: RunContext): Promise<Resume | null> {
   return null;
 }
 
-/** The policy to train: fresh from the spec, or the checkpoint's weights (full) / adapter (LoRA). */
-async function openPolicy(spec: TrainSpec, ctx: RunContext, resume: Resume | null): Promise<Policy> {
-  const io = { paths: ctx.paths, log: (line: string) => ctx.log(line) };
-  const lora = spec.model.lora;
-  const policy =
-    resume && !lora ? await loadPolicy({ path: join(resume.dir, 'model'), chat_template: spec.model.chat_template, seed: spec.model.seed }, io) : await loadPolicy(spec.model, io);
-  try {
-    if (lora && resume) policy.model.loadLora(await loadLoraAdapter(join(resume.dir, 'adapter'), { modelConfig: policy.model.config }));
-    else if (lora) policy.model.addLora({ r: lora.rank, alpha: lora.alpha, targetModules: lora.target_modules, seed: spec.seed });
-  } catch (error) {
-    policy.dispose();
-    throw new Error(`model.lora: ${(error as Error).message}`);
-  }
-  return policy;
-}
-
 class TrainRun {
   private readonly padId: number;
-  private readonly lossScaleFactor: number;
   private readonly trainSize: number | null;
   private readonly testSize: number | null;
   private readonly taskCache = new Map<string, Promise<unknown>>();
+  private learner: RlLearner | null = null;
   private lastVal: Record<string, number> = {};
 
   constructor(
@@ -100,11 +81,8 @@ class TrainRun {
     private readonly env: EnvironmentInstance<unknown>,
     private readonly envId: string,
     private readonly resume: Resume | null,
-    private readonly disposables: Array<{ dispose(): void }>,
   ) {
     this.padId = policy.tokenizer.padId ?? 0;
-    const r = spec.rollout;
-    this.lossScaleFactor = r.max_response_tokens ?? r.max_new_tokens * r.max_turns;
     this.trainSize = env.tasks.size('train');
     this.testSize = env.tasks.size('test');
   }
@@ -115,6 +93,11 @@ class TrainRun {
 
   private log(line: string): void {
     this.ctx.log(line);
+  }
+
+  dispose(): void {
+    this.learner?.dispose();
+    this.learner = null;
   }
 
   async run(): Promise<void> {
@@ -141,10 +124,6 @@ class TrainRun {
       this.log(`resuming from step ${step} (${relative(ctx.workDir, this.resume.dir)})`);
     }
 
-    // The reference policy is the policy as RL starts: a frozen copy, or the base under LoRA.
-    const wantsReference = spec.algorithm.kl_loss_coef > 0 && !spec.model.lora;
-    const wantsCritic = spec.algorithm.adv_estimator === 'gae';
-
     if (!this.resume && spec.sft.steps > 0) {
       const used = await this.warmUp();
       if (used === null) return;
@@ -152,41 +131,23 @@ class TrainRun {
       if (this.trainSize === null) cursorStart = used;
     }
 
-    const reference = wantsReference ? await this.referenceModel() : null;
-    const critic = wantsCritic ? await this.criticModel() : null;
+    // Made after the warm-up: the reference policy is the policy as RL starts.
     const o = spec.optim;
-    let lrNow = 0;
-    const actor = new Trainer(this.policy.model, { lr: () => lrNow, maxGradNorm: o.grad_clip, weightDecay: o.weight_decay, betas: o.betas });
-    this.disposables.push(actor);
-    const criticTrainer = critic ? new Trainer(critic, { lr: spec.algorithm.critic_lr, maxGradNorm: o.grad_clip, weightDecay: o.weight_decay, betas: o.betas }) : null;
-    if (criticTrainer) this.disposables.push(criticTrainer);
-    if (this.resume) {
-      actor.loadOptimizerState(await readOptimizer(join(this.resume.dir, 'optimizer.safetensors')));
-      if (criticTrainer) criticTrainer.loadOptimizerState(await readOptimizer(join(this.resume.dir, 'critic', 'optimizer.safetensors')));
-    }
     const schedule: LrSchedule =
       o.lr_schedule === 'cosine'
         ? warmupCosineSchedule({ peak: o.lr, warmupSteps: o.warmup_steps, totalSteps, minRatio: o.min_lr_ratio })
         : warmupConstantSchedule({ peak: o.lr, warmupSteps: o.warmup_steps });
+    let lrNow = 0;
+    const learner = await RlLearner.create({ ctx, spec, policy: this.policy, env: this.env, envId: this.envId, resumeDir: this.resume?.dir ?? null, lr: () => lrNow, rng });
+    this.learner = learner;
 
     const cursor = new TaskCursor(this.trainSize, spec.seed, cursorStart, cursorState);
-    const save = async (n: number, metrics: Record<string, number>) => {
-      const t0 = process.hrtime.bigint();
-      const state: TrainerState = { step: n, total_steps: totalSteps, cursor: cursor.state, cursor_start: cursorStart, rng: rng.getState(), metrics, sft_steps: sftSteps, created: new Date().toISOString() };
-      const dir = await saveCheckpoint(ctx.workDir, n, {
-        policy: { model: this.policy.model, tokenizer: this.policy.tokenizer, chatTemplate: this.policy.chatTemplate.source, ...(this.policy.rawConfig ? { rawConfig: this.policy.rawConfig } : {}), baseName: this.policy.source },
-        optimizer: actor.optimizerState(),
-        state,
-        ...(critic && criticTrainer ? { critic: { model: critic, optimizer: criticTrainer.optimizerState() } } : {}),
-      });
-      const removed = await pruneCheckpoints(ctx.workDir, spec.max_checkpoints);
-      ctx.checkpoint({ step: n, dir: relative(ctx.workDir, dir) });
-      this.log(`saved checkpoint step-${n} in ${secondsSince(t0).toFixed(1)} s${removed.length ? ` (removed step-${removed.join(', step-')})` : ''}`);
-    };
+    const save = (n: number, metrics: Record<string, number>) =>
+      learner.save({ step: n, total_steps: totalSteps, cursor: cursor.state, cursor_start: cursorStart, rng: rng.getState(), metrics, sft_steps: sftSteps, created: new Date().toISOString() });
 
     if (!this.resume && sftSteps > 0) await save(0, {});
     if (!this.resume && spec.val_before_train) {
-      if (!(await this.validate(0))) return;
+      if (!(await this.validate(0))) return this.cancelled(0);
     }
 
     let lastSaved = step;
@@ -195,9 +156,12 @@ class TrainRun {
     while (step < totalSteps) {
       step++;
       lrNow = schedule(step - 1);
-      const result = await this.rlStep(step, totalSteps, cursor, actor, reference, critic, criticTrainer, rng);
-      if (result === null) return this.cancelled(step);
-      metrics = result;
+      const indices = cursor.next(spec.batch_size);
+      const tasks: IndexedTask[] = await Promise.all(indices.map(async (index) => ({ index, task: await this.task('train', index) })));
+      const outcome = await learner.step(step, tasks);
+      if (outcome === null) return this.cancelled(step);
+      metrics = outcome.metrics;
+      this.report(step, totalSteps, outcome);
       if (spec.test_freq > 0 && step % spec.test_freq === 0 && step < totalSteps) {
         if (!(await this.validate(step))) return this.cancelled(step);
         lastValidated = step;
@@ -208,8 +172,21 @@ class TrainRun {
       }
     }
     if (lastValidated !== step && !(await this.validate(step))) return this.cancelled(step);
-    if (lastSaved !== step || !existsSync(join(ctx.workDir, 'checkpoints', `step-${step}`))) await save(step, metrics);
+    if (lastSaved !== step || !existsSync(checkpointDir(ctx.workDir, step))) await save(step, metrics);
     this.log(`done: ${step} steps${this.lastVal['val/accuracy'] !== undefined ? `, val accuracy ${pct(this.lastVal['val/accuracy'])}` : ''}`);
+  }
+
+  /** A step's metrics, progress (`reward 0.41 acc 0.35`) and log line. */
+  private report(step: number, totalSteps: number, outcome: NonNullable<Awaited<ReturnType<RlLearner['step']>>>): void {
+    const { metrics: m, summary } = outcome;
+    this.ctx.metrics(step, m);
+    const message = `reward ${summary.rewardMean.toFixed(2)}${summary.accuracy !== null ? ` acc ${summary.accuracy.toFixed(2)}` : ''}`;
+    this.ctx.progress(step, totalSteps, message);
+    this.log(
+      `step ${step}/${totalSteps} ${message} len ${summary.responseLengthMean.toFixed(1)} mixed ${pct(m['batch/mixed_groups'])}` +
+        `${outcome.updated ? ` pg ${fmt(m['actor/pg_loss'])} gn ${fmt(m['actor/grad_norm'])}` : ' (no update: no row to train)'}` +
+        `${summary.envErrors ? ` env_errors ${summary.envErrors}` : ''} | rollout ${m['timing/rollout_s'].toFixed(2)}s ref ${m['timing/ref_s'].toFixed(2)}s update ${m['timing/update_s'].toFixed(2)}s`,
+    );
   }
 
   private cancelled(step: number): void {
@@ -315,149 +292,7 @@ class TrainRun {
     return promptIds.length + responseIds.length > this.policy.contextLength ? null : { promptIds, responseIds };
   }
 
-  private async referenceModel(): Promise<Model> {
-    const step0 = join(this.ctx.workDir, 'checkpoints', 'step-0', 'model');
-    let model: Model;
-    if (!this.resume) model = this.policy.model.clone({ trainable: false });
-    else if (existsSync(join(step0, 'config.json'))) {
-      const folder = await loadHfModelDir(step0);
-      model = Model.fromWeights(folder.config, folder.weights, { trainable: false });
-    } else {
-      // No warm-up: the reference is the initial policy, which the spec reproduces.
-      const initial = await loadPolicy(this.spec.model, { paths: this.ctx.paths, log: () => undefined });
-      model = initial.model.clone({ trainable: false });
-      initial.dispose();
-    }
-    this.disposables.push(model);
-    return model;
-  }
-
-  private async criticModel(): Promise<Model> {
-    let critic: Model;
-    if (this.resume) critic = Model.fromWeights(this.policy.model.config, await readCriticWeights(this.resume.dir));
-    else {
-      // verl initialises the critic from the actor's weights; under LoRA that is the base.
-      critic = this.policy.model.clone({ trainable: true });
-      critic.addValueHead(mixSeed(this.spec.seed, 0xc717));
-    }
-    this.disposables.push(critic);
-    return critic;
-  }
-
-  /** One RL step; returns its metrics, or null when cancelled. */
-  private async rlStep(
-    step: number,
-    totalSteps: number,
-    cursor: TaskCursor,
-    actor: Trainer,
-    reference: Model | null,
-    critic: Model | null,
-    criticTrainer: Trainer | null,
-    rng: Prng,
-  ): Promise<Record<string, number> | null> {
-    const { spec } = this;
-    const a = spec.algorithm;
-    const tStep = process.hrtime.bigint();
-    const indices = cursor.next(spec.batch_size);
-    const tasks = await Promise.all(indices.map((i) => this.task('train', i)));
-    const items: EpisodeItem[] = [];
-    indices.forEach((taskIndex, group) => {
-      for (let sample = 0; sample < a.rollout_n; sample++) items.push({ taskIndex, group, sample, task: tasks[group] });
-    });
-    const seed = mixSeed(spec.seed, step);
-    const tRollout = process.hrtime.bigint();
-    const trajectories = await runEpisodes(this.policy, this.env, items, { rollout: spec.rollout, seed, signal: this.signal, log: (l) => this.log(l) });
-    let baselines: number[] | undefined;
-    if (a.adv_estimator === 'remax' && !this.signal.aborted) {
-      // ReMax's baseline: each task's greedy response reward.
-      const greedy = await runEpisodes(
-        this.policy,
-        this.env,
-        indices.map((taskIndex, group) => ({ taskIndex, group, sample: a.rollout_n, task: tasks[group] })),
-        { rollout: spec.rollout, temperature: 0, seed, signal: this.signal },
-      );
-      baselines = greedy.map((t) => t.reward);
-    }
-    const rolloutS = secondsSince(tRollout);
-    if (this.signal.aborted) return null;
-    const summary = summarizeEpisodes(trajectories);
-    this.assertSomeEpisodeRan(trajectories, `step ${step}`);
-
-    const trainable = trajectories.filter((t) => t.generatedTokens > 0 && t.finish !== 'env_error' && t.finish !== 'cancelled');
-    const all = trainable.map(trajectoryRow);
-    const { rows, mixedGroups } = selectRows(all, a.filter_groups);
-    const tRef = process.hrtime.bigint();
-    if (reference || (a.kl_loss_coef > 0 && spec.model.lora)) {
-      const refs = scoreRows(reference ?? this.policy.model, rows, { padId: this.padId, micro: SCORE_CHUNK, field: 'logProbs', adapter: reference ? true : false });
-      rows.forEach((r, i) => (r.refLogProb = refs[i]));
-    }
-    if (critic) {
-      const values = scoreRows(critic, rows, { padId: this.padId, micro: SCORE_CHUNK, field: 'values' });
-      rows.forEach((r, i) => (r.values = values[i]));
-    }
-    computeAdvantages(rows, a, baselines ? { rewardBaselines: rows.map((r) => baselines![r.group]) } : {});
-    const refS = secondsSince(tRef);
-
-    const tUpdate = process.hrtime.bigint();
-    const update =
-      rows.length > 0
-        ? updatePolicy(
-            actor,
-            rows,
-            {
-              algorithm: a,
-              padId: this.padId,
-              ...(a.ppo_mini_batch_size !== undefined ? { miniBatchTasks: a.ppo_mini_batch_size } : {}),
-              ...(a.ppo_micro_batch_size !== undefined ? { microBatchSize: a.ppo_micro_batch_size } : {}),
-              lossScaleFactor: this.lossScaleFactor,
-              random: () => rng.uniform(),
-              signal: this.signal,
-            },
-            criticTrainer ?? undefined,
-          )
-        : null;
-    const updateS = secondsSince(tUpdate);
-    if (update?.stopped || this.signal.aborted) return null;
-
-    const stepS = secondsSince(tStep);
-    const metrics: Record<string, number> = {
-      ...rolloutMetrics(summary),
-      ...(update?.metrics ?? {}),
-      'batch/mixed_groups': mixedGroups,
-      'batch/rows_trained': rows.length,
-      'perf/sampled_tokens_per_s': rolloutS > 0 ? summary.generatedTokens / rolloutS : 0,
-      'perf/trained_tokens_per_s': update && updateS > 0 ? update.trainedTokens / updateS : 0,
-      'timing/rollout_s': rolloutS,
-      'timing/ref_s': refS,
-      'timing/update_s': updateS,
-      'timing/step_s': stepS,
-    };
-    this.ctx.metrics(step, metrics);
-    const message = `reward ${summary.rewardMean.toFixed(2)}${summary.accuracy !== null ? ` acc ${summary.accuracy.toFixed(2)}` : ''}`;
-    this.ctx.progress(step, totalSteps, message);
-    this.log(
-      `step ${step}/${totalSteps} ${message} len ${summary.responseLengthMean.toFixed(1)} mixed ${pct(mixedGroups)}` +
-        `${update ? ` pg ${fmt(update.metrics['actor/pg_loss'])} gn ${fmt(update.metrics['actor/grad_norm'])}` : ' (no update: no row to train)'}` +
-        `${summary.envErrors ? ` env_errors ${summary.envErrors}` : ''} | rollout ${rolloutS.toFixed(2)}s ref ${refS.toFixed(2)}s update ${updateS.toFixed(2)}s`,
-    );
-    return metrics;
-  }
-
-  /** An environment that fails every episode would train on nothing forever: fail the job with its error. */
-  private assertSomeEpisodeRan(trajectories: Trajectory[], where: string): void {
-    if (trajectories.length > 0 && trajectories.every((t) => t.finish === 'env_error')) {
-      throw new Error(`Environment ${this.envId} failed every episode of ${where}: ${trajectories[0].error ?? 'unknown error'}`);
-    }
-    if (trajectories.length > 0 && trajectories.every((t) => t.generatedTokens === 0 && t.finish === 'length')) {
-      const lengths = trajectories.map((t) => t.promptIds.length);
-      throw new Error(
-        `No episode of ${where} could generate a token: the prompts (${Math.min(...lengths)}–${Math.max(...lengths)} tokens) ` +
-          `fill the model's context of ${this.policy.contextLength} tokens. Use a model with a longer context or shorter prompts.`,
-      );
-    }
-  }
-
-  /** Validation on the test split; false when cancelled. */
+  /** Validation on the first `val_batch_size` test tasks; false when cancelled. */
   private async validate(step: number): Promise<boolean> {
     const { spec } = this;
     const n = this.testSize === null ? spec.val_batch_size : Math.min(spec.val_batch_size, this.testSize);
@@ -465,19 +300,10 @@ class TrainRun {
       this.log('validation skipped: the environment has no test tasks');
       return true;
     }
-    const t0 = process.hrtime.bigint();
-    const indices = Array.from({ length: n }, (_, i) => i);
-    const tasks = await Promise.all(indices.map((i) => this.task('test', i)));
-    const trajectories = await runEpisodes(
-      this.policy,
-      this.env,
-      indices.map((taskIndex, group) => ({ taskIndex, group, sample: 0, task: tasks[group] })),
-      { rollout: spec.rollout, temperature: spec.val_temperature, seed: mixSeed(spec.seed, 0x7e57), signal: this.signal, log: (l) => this.log(l) },
-    );
-    if (this.signal.aborted) return false;
-    this.assertSomeEpisodeRan(trajectories, step === 0 ? 'the validation before training' : `the validation at step ${step}`);
-    const s: EpisodeSummary = summarizeEpisodes(trajectories);
-    const metrics = { ...validationMetrics(s), 'timing/val_s': secondsSince(t0) };
+    const tasks: IndexedTask[] = await Promise.all(Array.from({ length: n }, async (_, index) => ({ index, task: await this.task('test', index) })));
+    const result = await this.learner!.validate(step, tasks, step === 0 ? 'the validation before training' : `the validation at step ${step}`);
+    if (result === null) return false;
+    const { metrics, summary: s } = result;
     this.lastVal = metrics;
     this.ctx.metrics(step, metrics);
     this.log(
