@@ -49,7 +49,7 @@ describe('opentinker quickstart --quick', () => {
     const summary = JSON.parse(lines[0]);
     expect(summary).toMatchObject({ state: 'succeeded', eval_tasks: 20, size: { rlSteps: 2, sftSteps: 10 } });
     expect(summary.admin_key).toMatch(/^otk_/);
-    for (const acc of [summary.accuracy_sft, summary.accuracy_rl]) {
+    for (const acc of [summary.accuracy_sft, summary.accuracy_rl, summary.sampled_accuracy_sft, summary.sampled_accuracy_rl]) {
       expect(acc).toBeGreaterThanOrEqual(0);
       expect(acc).toBeLessThanOrEqual(1);
     }
@@ -65,9 +65,9 @@ describe('opentinker quickstart --quick', () => {
     const run = await quickstart(['--steps', '1']);
     expect(run.code).toBe(0);
     expect(run.stdout).not.toContain('Created the admin user');
-    expect(run.stdout).toMatch(/after SFT only\s+\d+\.\d%\s+\(job:[0-9a-f-]{36}\/step-0\)/);
-    expect(run.stdout).toMatch(/after SFT \+ GRPO\s+\d+\.\d%\s+\(job:[0-9a-f-]{36}\)/);
-    expect(run.stdout).toMatch(/RL gain\s+[+-]\d+\.\d points/);
+    expect(run.stdout).toMatch(/after SFT only\s+\d+\.\d%\s+\d+\.\d%\s+job:[0-9a-f-]{36}\/step-0\n/);
+    expect(run.stdout).toMatch(/after SFT \+ GRPO\s+\d+\.\d%\s+\d+\.\d%\s+job:[0-9a-f-]{36}\n/);
+    expect(run.stdout).toMatch(/RL gain \(points\)\s+[+-]\d+\.\d\s+[+-]\d+\.\d/);
     const dir = /Checkpoint \(a Hugging Face model folder\): (\S+)/.exec(run.stdout)![1];
     expect(existsSync(join(dir, 'model.safetensors'))).toBe(true);
     expect(dir).toContain(join('checkpoints', 'step-1', 'model'));

@@ -74,16 +74,27 @@ export function quickstartTrainSpec(size: QuickstartSize, seed = 1): Record<stri
   };
 }
 
-/** Greedy answers of a checkpoint (`job:<id>` or `job:<id>/step-0`) on the held-out problems. */
-export function quickstartInferenceSpec(size: QuickstartSize, modelPath: string, label: string): Record<string, unknown> {
+/**
+ * How a checkpoint is evaluated: `greedy` (its single most likely answer) or `sampled` (answers drawn
+ * at temperature 1, as during training, {@link SAMPLES_PER_TASK} per problem: the policy's success rate).
+ */
+export type EvalMode = 'greedy' | 'sampled';
+
+export const SAMPLES_PER_TASK = 4;
+
+/** A checkpoint (`job:<id>` or `job:<id>/step-0`) answering the held-out problems. */
+export function quickstartInferenceSpec(size: QuickstartSize, modelPath: string, label: string, mode: EvalMode = 'greedy'): Record<string, unknown> {
+  const sampled = mode === 'sampled';
   return {
     kind: 'inference',
-    name: `quickstart ${label}`,
+    name: `quickstart ${label} (${mode})`,
     environment: quickstartEnvironment(size),
     model: { path: modelPath, chat_template: 'plain' },
-    rollout: { temperature: 0, max_new_tokens: MAX_NEW_TOKENS },
+    rollout: { temperature: sampled ? 1 : 0, max_new_tokens: MAX_NEW_TOKENS },
     split: 'test',
     num_tasks: size.evalTasks,
-    batch_size: Math.min(100, size.evalTasks),
+    samples_per_task: sampled ? SAMPLES_PER_TASK : 1,
+    batch_size: Math.min(100, size.evalTasks * (sampled ? SAMPLES_PER_TASK : 1)),
+    seed: 0,
   };
 }

@@ -11,8 +11,8 @@ import { CliError, EXIT } from './cli-error';
 import { fail, intOption } from './command-kit';
 import { watchJobUntilEnd } from './job-watch';
 import { formatDuration, printLine } from './output';
-import { FULL_SIZE, QUICK_SIZE, quickstartInferenceSpec, quickstartTrainSpec } from './quickstart-spec';
-import type { QuickstartSize } from './quickstart-spec';
+import { FULL_SIZE, QUICK_SIZE, quickstartInferenceSpec, quickstartTrainSpec, SAMPLES_PER_TASK } from './quickstart-spec';
+import type { EvalMode, QuickstartSize } from './quickstart-spec';
 import { LINE_METRICS } from './train.commands';
 
 /** What `quickstart --json` prints at the end (and the benchmark records). */
@@ -21,9 +21,14 @@ export interface QuickstartSummary {
   state: string;
   /** The admin's API key when this run created the admin user of the data folder (shown once), else null. */
   admin_key: string | null;
+  /** Greedy held-out accuracy of the SFT-only checkpoint (step-0) and of the final one. */
   accuracy_sft: number | null;
   accuracy_rl: number | null;
   gain_points: number | null;
+  /** The same at temperature 1, several samples per problem (the policy's success rate as it samples). */
+  sampled_accuracy_sft: number | null;
+  sampled_accuracy_rl: number | null;
+  sampled_gain_points: number | null;
   eval_tasks: number;
   checkpoint_sft: string | null;
   checkpoint: string | null;
@@ -123,18 +128,22 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
     }
     const phases = await phaseSeconds(client, finished);
 
-    say(`\nEvaluating both checkpoints on ${size.evalTasks} held-out problems (greedy; never seen in training)…`);
+    say(`\nEvaluating both checkpoints on ${size.evalTasks} held-out problems (never seen in training), greedy and sampled…`);
     const tEval = Date.now();
-    const [sftJob, rlJob] = await Promise.all([
-      client.jobs.submit(quickstartInferenceSpec(size, `job:${train.id}/step-0`, 'SFT only') as never),
-      client.jobs.submit(quickstartInferenceSpec(size, `job:${train.id}`, 'SFT + GRPO') as never),
-    ]);
-    const [sftDone, rlDone] = await Promise.all([client.waitForJob(sftJob.id), client.waitForJob(rlJob.id)]);
-    for (const job of [sftDone, rlDone]) {
+    // Four inference jobs; the worker runs as many at once as it has CPU slots.
+    const runs: [string, string, EvalMode][] = [
+      [`job:${train.id}/step-0`, 'SFT only', 'greedy'],
+      [`job:${train.id}`, 'SFT + GRPO', 'greedy'],
+      [`job:${train.id}/step-0`, 'SFT only', 'sampled'],
+      [`job:${train.id}`, 'SFT + GRPO', 'sampled'],
+    ];
+    const evals = await Promise.all(runs.map(([path, label, mode]) => client.jobs.submit(quickstartInferenceSpec(size, path, label, mode) as never)));
+    for (const job of await Promise.all(evals.map((e) => client.waitForJob(e.id)))) {
       if (job.state !== 'succeeded') throw new CliError(`The inference job ${job.id} ${job.state}${job.error ? `: ${job.error}` : ''}`, EXIT.FAILED);
     }
     const evalSeconds = (Date.now() - tEval) / 1000;
-    const [accSft, accRl] = await Promise.all([lastMetric(client, sftJob.id, 'accuracy'), lastMetric(client, rlJob.id, 'accuracy')]);
+    const [accSft, accRl, sampledSft, sampledRl] = await Promise.all(evals.map((e) => lastMetric(client, e.id, 'accuracy')));
+    const gain = (before: number | null, after: number | null) => (before !== null && after !== null ? round1((after - before) * 100) : null);
 
     const checkpoints = join(config.jobDir(train.id), 'work', 'checkpoints');
     const finalDir = latestCheckpoint(checkpoints);
@@ -146,7 +155,10 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
       admin_key: server.newAdminKey ?? null,
       accuracy_sft: accSft,
       accuracy_rl: accRl,
-      gain_points: accSft !== null && accRl !== null ? round1((accRl - accSft) * 100) : null,
+      gain_points: gain(accSft, accRl),
+      sampled_accuracy_sft: sampledSft,
+      sampled_accuracy_rl: sampledRl,
+      sampled_gain_points: gain(sampledSft, sampledRl),
       eval_tasks: size.evalTasks,
       checkpoint_sft: sftDir,
       checkpoint: finalDir,
@@ -159,12 +171,13 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
       process.stdout.write(JSON.stringify(summary) + '\n');
       return EXIT.OK;
     }
-    const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)}%`);
+    const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)}%`).padStart(8);
+    const points = (v: number | null) => (v === null ? 'n/a' : `${v >= 0 ? '+' : ''}${v.toFixed(1)}`).padStart(8);
     say('');
-    say(`Held-out accuracy on ${size.evalTasks} problems:`);
-    say(`  after SFT only       ${pct(accSft).padStart(6)}   (job:${train.id}/step-0)`);
-    say(`  after SFT + GRPO     ${pct(accRl).padStart(6)}   (job:${train.id})`);
-    if (summary.gain_points !== null) say(`  RL gain              ${summary.gain_points >= 0 ? '+' : ''}${summary.gain_points.toFixed(1)} points`);
+    say(`Held-out accuracy on ${size.evalTasks} problems:   greedy   sampled (T=1, ${SAMPLES_PER_TASK} per problem)`);
+    say(`  after SFT only       ${pct(accSft)}  ${pct(sampledSft)}   job:${train.id}/step-0`);
+    say(`  after SFT + GRPO     ${pct(accRl)}  ${pct(sampledRl)}   job:${train.id}`);
+    say(`  RL gain (points)     ${points(summary.gain_points)}  ${points(summary.sampled_gain_points)}`);
     say('');
     say(
       `Took ${formatDuration(total * 1000)}: server ${tServer.toFixed(0)} s, SFT ${phases.sft?.toFixed(0) ?? '?'} s, GRPO ${phases.rl?.toFixed(0) ?? '?'} s` +
