@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { JobsService } from '../jobs/jobs.service';
-import { checkpointsDir, listCheckpointSteps } from './checkpoint-store';
+import { jobCheckpointsDir } from '../training/checkpoint-folders';
+import { listCheckpointSteps } from './checkpoint-store';
 import { CheckpointsService } from './checkpoints.service';
 import { parseChatRequest, ParsedChat } from './chat-request';
 import { ModelJobsRepository } from './model-jobs.repository';
@@ -86,7 +87,7 @@ export class ChatService {
     if (steps.length === 0) throw notFound(`job ${jobId} has no checkpoint yet`);
     const step = name.step ?? steps[steps.length - 1];
     if (!steps.includes(step)) throw notFound(`job ${jobId} has no checkpoint at step ${step} (it has ${steps.map((s) => `step-${s}`).join(', ')})`);
-    const dir = join(checkpointsDir(this.checkpoints.jobsDir, jobId), `step-${step}`, 'model');
+    const dir = join(jobCheckpointsDir(this.checkpoints.jobsDir, jobId), `step-${step}`, 'model');
     if (!existsSync(join(dir, 'config.json'))) throw notFound(`checkpoint step-${step} of job ${jobId} has no model folder`);
     return { id: checkpointModelId(jobId, step), jobId, step, dir };
   }
@@ -151,7 +152,7 @@ export class ChatService {
     const data: { id: string; object: 'model'; created: number; owned_by: string; job_id: string; job_name: string | null; step: number }[] = [];
     for (const job of jobs) {
       for (const step of (await listCheckpointSteps(this.checkpoints.jobsDir, job.id)).reverse()) {
-        if (!existsSync(join(checkpointsDir(this.checkpoints.jobsDir, job.id), `step-${step}`, 'model', 'config.json'))) continue;
+        if (!existsSync(join(jobCheckpointsDir(this.checkpoints.jobsDir, job.id), `step-${step}`, 'model', 'config.json'))) continue;
         data.push({
           id: checkpointModelId(job.id, step),
           object: 'model',

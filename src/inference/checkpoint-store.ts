@@ -1,5 +1,6 @@
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { checkpointSteps, jobCheckpointsDir } from '../training/checkpoint-folders';
 
 /**
  * Reading a job's checkpoints as the train runner leaves them (contracts.md):
@@ -27,31 +28,12 @@ export interface CheckpointInfo {
   files: CheckpointFile[];
 }
 
-const STEP_DIR = /^step-(0|[1-9]\d{0,14})$/;
 /** What `:step` may be in a URL or a model name: a step number or `latest`; nothing else reaches the file system. */
 export const STEP_REF = /^(?:latest|0|[1-9]\d{0,14})$/;
 
-export function checkpointsDir(jobsDir: string, jobId: string): string {
-  return join(jobsDir, jobId, 'work', 'checkpoints');
-}
-
-/** The complete checkpoints' step numbers, ascending (no folder: none). */
-export async function listCheckpointSteps(jobsDir: string, jobId: string): Promise<number[]> {
-  let names: string[];
-  try {
-    names = await readdir(checkpointsDir(jobsDir, jobId));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
-    throw error;
-  }
-  const steps: number[] = [];
-  for (const name of names) {
-    const m = STEP_DIR.exec(name);
-    if (!m) continue;
-    const st = await lstat(join(checkpointsDir(jobsDir, jobId), name)).catch(() => null);
-    if (st?.isDirectory()) steps.push(Number(m[1]));
-  }
-  return steps.sort((a, b) => a - b);
+/** The complete checkpoints' step numbers, ascending. */
+export function listCheckpointSteps(jobsDir: string, jobId: string): Promise<number[]> {
+  return checkpointSteps(jobCheckpointsDir(jobsDir, jobId));
 }
 
 /** The step `ref` names (`latest` or a number) if that checkpoint exists, else null. */
@@ -84,7 +66,7 @@ export async function walkFiles(dir: string): Promise<CheckpointFile[]> {
 
 /** A checkpoint's description; null when it does not exist (or was pruned meanwhile). */
 export async function describeCheckpoint(jobsDir: string, jobId: string, step: number): Promise<CheckpointInfo | null> {
-  const dir = join(checkpointsDir(jobsDir, jobId), `step-${step}`);
+  const dir = join(jobCheckpointsDir(jobsDir, jobId), `step-${step}`);
   const st = await lstat(dir).catch(() => null);
   if (!st?.isDirectory()) return null;
   let files: CheckpointFile[];

@@ -26,6 +26,7 @@ import {
   type SafetensorsWriteTensor,
   type Tokenizer,
 } from '@opentinker/engine';
+import { checkpointSteps, checkpointsDir } from './checkpoint-folders';
 import type { TaskCursorState } from './task-cursor';
 
 /** What `trainer_state.json` holds: enough to continue the run where it stopped. */
@@ -61,24 +62,11 @@ export interface CheckpointContents {
   critic?: { model: Model; optimizer: AdamWState };
 }
 
-export const checkpointsDir = (workDir: string) => join(workDir, 'checkpoints');
 export const checkpointDir = (workDir: string, step: number) => join(checkpointsDir(workDir), `step-${step}`);
-
-const STEP_DIR = /^step-(\d+)$/;
 
 /** Complete checkpoints, oldest first. */
 export async function listCheckpoints(workDir: string): Promise<Array<{ step: number; dir: string }>> {
-  let names: string[];
-  try {
-    names = await readdir(checkpointsDir(workDir));
-  } catch {
-    return [];
-  }
-  return names
-    .map((n) => STEP_DIR.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ step: Number(m[1]), dir: join(checkpointsDir(workDir), m[0]) }))
-    .sort((a, b) => a.step - b.step);
+  return (await checkpointSteps(checkpointsDir(workDir))).map((step) => ({ step, dir: checkpointDir(workDir, step) }));
 }
 
 /** Writes a checkpoint of `step` atomically and returns its folder. */

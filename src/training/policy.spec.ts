@@ -91,8 +91,8 @@ describe('loadPolicy', () => {
       });
     }
     mkdirSync(join(checkpoints, 'step-20.tmp', 'model'), { recursive: true });
-    expect(resolveJobModelDir(parseJobModelRef(`job:${jobId}`)!, paths.jobsDir)).toBe(join(checkpoints, 'step-10', 'model'));
-    expect(() => resolveJobModelDir(parseJobModelRef(`job:${jobId}/step-3`)!, paths.jobsDir)).toThrow(/available: step-2, step-10/);
+    expect(await resolveJobModelDir(parseJobModelRef(`job:${jobId}`)!, paths.jobsDir)).toBe(join(checkpoints, 'step-10', 'model'));
+    await expect(resolveJobModelDir(parseJobModelRef(`job:${jobId}/step-3`)!, paths.jobsDir)).rejects.toThrow(/available: step-2, step-10/);
     expect(() => parseJobModelRef('job:../../etc')).toThrow(/expected job:<job id>/);
 
     const loaded = await loadPolicy(modelSpec.parse({ path: `job:${jobId}/step-2` }), ctx);

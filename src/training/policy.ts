@@ -1,10 +1,11 @@
 import { ByteTokenizer, CHATML_TEMPLATE, ChatTemplate, initBackend, loadHfModelDir, Model, modelPreset, MODEL_PRESETS } from '@opentinker/engine';
 import type { BackendInfo, ModelConfig, Tokenizer } from '@opentinker/engine';
 import type { Message } from '@opentinker/env-sdk';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ModelSpec } from '../jobs/kinds/rl-spec';
 import type { RunnerPaths } from '../runner/runner-protocol';
+import { checkpointSteps, jobCheckpointsDir } from './checkpoint-folders';
 
 /**
  * The `plain` chat template: the BOS token (when the tokenizer has one), then the message contents
@@ -86,19 +87,10 @@ export function parseJobModelRef(path: string): JobModelRef | null {
  * The model folder of a train job's checkpoint: `<jobsDir>/<id>/work/checkpoints/step-<n>/model`, the
  * latest complete one (highest n; `step-<n>.tmp` folders are being written) when no step is given.
  */
-export function resolveJobModelDir(ref: JobModelRef, jobsDir: string): string {
-  const checkpoints = join(jobsDir, ref.jobId, 'work', 'checkpoints');
+export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Promise<string> {
+  const checkpoints = jobCheckpointsDir(jobsDir, ref.jobId);
   const label = `job:${ref.jobId}${ref.step === null ? '' : `/step-${ref.step}`}`;
-  let steps: number[] = [];
-  try {
-    steps = readdirSync(checkpoints)
-      .map((name) => /^step-(\d+)$/.exec(name))
-      .filter((m): m is RegExpExecArray => m !== null && statSync(join(checkpoints, m[0])).isDirectory())
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
-  } catch {
-    steps = [];
-  }
+  const steps = await checkpointSteps(checkpoints);
   if (steps.length === 0) throw new Error(`model.path ${label}: job ${ref.jobId} has no checkpoints (has it saved one yet?)`);
   if (ref.step !== null && !steps.includes(ref.step)) {
     throw new Error(`model.path ${label}: no checkpoint step-${ref.step} (available: ${steps.map((s) => `step-${s}`).join(', ')})`);
@@ -117,7 +109,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx);
   const path = spec.path!;
   const ref = parseJobModelRef(path);
-  const dir = ref ? resolveJobModelDir(ref, ctx.paths.jobsDir) : resolve(path);
+  const dir = ref ? await resolveJobModelDir(ref, ctx.paths.jobsDir) : resolve(path);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
   }
