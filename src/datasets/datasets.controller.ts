@@ -1,6 +1,6 @@
-import { Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
@@ -45,7 +45,6 @@ export class DatasetsController {
     @CurrentUser() caller: Principal,
     @Query() q: UploadDatasetQuery,
     @Req() req: FastifyRequest,
-    @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<UploadedDatasetDto> {
     const body = req.body;
     if (!(body instanceof Readable)) {
@@ -61,8 +60,7 @@ export class DatasetsController {
       );
       return { dataset: DatasetDto.of(dataset), report: DatasetReportDto.of(report) };
     } catch (error) {
-      // The rest of a refused body is not read; closing the connection spares the client sending it.
-      if (!body.readableEnded) reply.header('connection', 'close');
+      if (!body.readableEnded) drainRefused(body);
       throw error;
     }
   }
@@ -104,6 +102,27 @@ export class DatasetsController {
   async delete(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<void> {
     await this.datasets.delete(caller, id);
   }
+}
+
+/** What a refused upload may still send before the connection is cut (see {@link drainRefused}). */
+const DRAIN_BYTES = 32 * 1024 * 1024;
+const DRAIN_MS = 5_000;
+
+/**
+ * Reads and drops what the client is still sending of a refused upload, within bounds, keeping the
+ * connection open meanwhile. Closing at once would make the client's next write meet a TCP reset, which
+ * can destroy the answer (a 413) before the client reads it; past the bounds the connection is cut.
+ */
+function drainRefused(body: Readable): void {
+  let dropped = 0;
+  const cut = () => body.destroy();
+  const timer = setTimeout(cut, DRAIN_MS);
+  body.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DRAIN_BYTES) cut();
+  });
+  body.once('close', () => clearTimeout(timer));
+  body.resume();
 }
 
 const TYPE_FORMATS: Record<string, DatasetFormat | undefined> = {

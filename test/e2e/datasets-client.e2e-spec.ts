@@ -2,7 +2,8 @@ import { isOpenTinkerError, OpenTinkerClient } from '@opentinker/client';
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestApp, TestApp } from '../support/test-app';
+import { connect } from 'node:net';
+import { startTestApp, TestApp, waitFor } from '../support/test-app';
 
 const row = (i: number) => ({ prompt: [{ role: 'user', content: `What is ${i} + 1?` }], reward_model: { ground_truth: String(i + 1) } });
 const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
@@ -12,15 +13,18 @@ describe('@opentinker/client datasets', () => {
   let t: TestApp;
   let client: OpenTinkerClient;
   let dir: string;
+  let baseUrl: string;
+  let key: string;
   const LIMIT = 2 * 1024 * 1024;
 
   beforeAll(async () => {
     t = await startTestApp({ worker: false, config: { dataset_max_bytes: LIMIT } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const baseUrl = await t.app.getUrl();
+    baseUrl = await t.app.getUrl();
     const admin = new OpenTinkerClient({ baseUrl, apiKey: t.adminKey });
     const { api_key } = await admin.users.create({ name: 'dora' });
-    client = new OpenTinkerClient({ baseUrl, apiKey: api_key.key });
+    key = api_key.key;
+    client = new OpenTinkerClient({ baseUrl, apiKey: key });
     dir = mkdtempSync(join(tmpdir(), 'ot-client-ds-'));
   });
   afterAll(async () => {
@@ -85,5 +89,22 @@ describe('@opentinker/client datasets', () => {
     expect(readdirSync(join(t.home, 'datasets')).length).toBe(before);
     // The server still answers on a fresh connection.
     expect((await client.datasets.list()).total).toBeGreaterThan(0);
+  });
+
+  it('removes the partial file when the client goes away mid-upload', async () => {
+    const { hostname, port } = new URL(baseUrl);
+    const socket = connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      `POST /v1/datasets?environment=math&name=cut HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\n` +
+        'Content-Type: application/x-ndjson\r\nContent-Length: 1000000\r\n\r\n' +
+        jsonl(Array.from({ length: 200 }, (_, i) => row(i))),
+    );
+    const folder = join(t.home, 'datasets');
+    const uploads = () => (existsSync(folder) ? readdirSync(folder).filter((d) => existsSync(join(folder, d, 'upload.part'))) : []);
+    await waitFor(async () => uploads().length === 1);
+    socket.destroy();
+    await waitFor(async () => uploads().length === 0);
+    expect((await client.datasets.list()).items.map((d) => d.name)).not.toContain('cut');
   });
 });

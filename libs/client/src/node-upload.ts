@@ -87,6 +87,8 @@ export async function nodePost(url: string, headers: Record<string, string>, bod
       response.on('error', (error) => reject(error));
       response.on('end', () => {
         signal?.removeEventListener('abort', onAbort);
+        // An early answer leaves the request body unfinished: this connection cannot be reused.
+        request.destroy();
         const responseHeaders = new Headers();
         for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
         const size = chunks.reduce((n, c) => n + c.byteLength, 0);
