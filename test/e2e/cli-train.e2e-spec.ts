@@ -115,3 +115,58 @@ describe('opentinker train / infer', () => {
     expect((await t.request('GET', '/v1/jobs')).body.total).toBe(before);
   });
 });
+
+/** A real (tiny) train job and an inference job on its checkpoint, watched to the end as a user would. */
+describe('opentinker train / infer, watched', () => {
+  let t: TestApp;
+  let url: string;
+  let home: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ worker: true });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
+    home = mkdtempSync(join(tmpdir(), 'cli-train-watch-'));
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  function cli(args: string[]): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, OPENTINKER_API_KEY: t.adminKey };
+      delete env.OPENTINKER_URL;
+      const child = spawn(process.execPath, [BIN, ...args, '--url', url], { env, cwd: home });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end();
+    });
+  }
+
+  it('trains, then evaluates the checkpoint, each followed to a summary with its key metrics', async () => {
+    const env = ['environment.config.style=equation', 'environment.config.difficulty=1', 'environment.config.test_size=4', 'model.chat_template=plain', 'rollout.max_new_tokens=3'];
+    const train = await cli([
+      'train', 'math', 'model.preset=tiny-char', ...env,
+      'sft.steps=2', 'sft.examples=8', 'sft.batch_size=4', 'total_steps=1', 'batch_size=2', 'rollout_n=2', 'val_batch_size=4',
+    ]);
+    expect(train.stderr).toBe('');
+    expect(train.code).toBe(0);
+    const id = /Submitted train job ([0-9a-f-]{36})/.exec(train.stdout)![1];
+    expect(train.stdout).toContain(`Job ${id} succeeded`);
+    expect(train.stdout).toMatch(/metrics {4}reward\/mean [\d.]+ · val\/accuracy [\d.]+/);
+    expect(train.stdout).toContain(`Evaluate it: opentinker infer math model_path=job:${id}`);
+
+    const infer = await cli(['infer', 'math', `model_path=job:${id}/step-0`, ...env, 'val_batch_size=4']);
+    expect(infer.stderr).toBe('');
+    expect(infer.code).toBe(0);
+    const inferId = /Submitted inference job ([0-9a-f-]{36})/.exec(infer.stdout)![1];
+    expect(infer.stdout).toMatch(/metrics {4}accuracy [\d.]+/);
+    expect(infer.stdout).toContain(`Results: opentinker jobs download ${inferId} results.jsonl`);
+    expect((await t.request('GET', `/v1/jobs/${inferId}`)).body.spec).toMatchObject({ num_tasks: 4, model: { path: `job:${id}/step-0` } });
+  }, 120_000);
+});

@@ -54,7 +54,7 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
     if (options.watch) {
       if (!json) printLine(`Submitted ${kind} job ${job.id}${job.name ? ` "${job.name}"` : ''}.`);
       const code = await watchJobUntilEnd(client, job.id, { json, logs: options.logs === true, metrics: LINE_METRICS[kind] }, connection.url);
-      if (!json && code === 0) printNextSteps(kind, job.id);
+      if (!json && code === 0) printNextSteps(kind, job.id, String((built.spec.environment as { id: unknown }).id));
       return code;
     }
     if (json) return printJson(job);
@@ -89,9 +89,9 @@ async function buildFromArgs(kind: OverrideKind, env: string | undefined, tokens
   return buildJobSpec(kind, envId, rest, base);
 }
 
-function printNextSteps(kind: OverrideKind, id: string): void {
+function printNextSteps(kind: OverrideKind, id: string, env: string): void {
   if (kind === 'train') {
-    printLine(`Checkpoints: opentinker jobs checkpoints ${id}   Evaluate: opentinker infer <env> model_path=job:${id}`);
+    printLine(`Evaluate it: opentinker infer ${env} model_path=job:${id}   (job:${id}/step-<n> for an earlier checkpoint)`);
   } else {
     printLine(`Results: opentinker jobs download ${id} results.jsonl`);
   }
