@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Board, O, renderBoard, X } from '@opentinker/env-gomoku';
 import playwright from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, TestApp, waitForState } from '../support/test-app';
@@ -270,6 +271,49 @@ if (!haveChromium) {
     expect(await page.locator('.jobs-table tbody tr .job-link').textContent()).toBe('filter-stopped');
     expect(problems).toEqual([]);
   }, TEST_MS);
+
+  it('shows a train job’s checkpoints with a download, and an inference job’s episodes as chat turns and a gomoku board', async () => {
+    const env = { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 3 } };
+    const model = { preset: 'tiny-char', chat_template: 'plain' };
+    const train = (
+      await t.request('POST', '/v1/jobs', {
+        body: { kind: 'train', name: 'tiny-train', environment: env, model, algorithm: { rollout_n: 2 }, rollout: { max_new_tokens: 3 }, batch_size: 2, total_steps: 1, val_batch_size: 2 },
+      })
+    ).body;
+    expect((await waitForState(t, train.id, ['succeeded', 'failed'], 50_000)).state).toBe('succeeded');
+    await open({ width: 1280, height: 800 }, t.adminKey);
+    await page.goto(`${base}/#/jobs/${train.id}`);
+    const row = page.locator('section[aria-labelledby="checkpoints-title"] tbody tr').first();
+    await row.waitFor();
+    expect(await row.locator('td[data-label="Model path"]').textContent()).toBe(`job:${train.id}/step-1`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download checkpoint 1' }).click()]);
+    expect(download.suggestedFilename()).toBe(`job-${train.id}-step-1.tar`);
+    expect(readFileSync((await download.path())!).subarray(257, 262).toString()).toBe('ustar');
+
+    const infer = (await t.request('POST', '/v1/jobs', { body: { kind: 'inference', environment: env, model: { path: `job:${train.id}`, chat_template: 'plain' }, num_tasks: 3, rollout: { max_new_tokens: 3 } } })).body;
+    expect((await waitForState(t, infer.id, ['succeeded', 'failed'], 50_000)).state).toBe('succeeded');
+    // A gomoku game as the gomoku environment draws it, appended to the job's own results file.
+    const board = new Board({ size: 5, winLength: 5, allowOverline: true });
+    board.place(board.index(2, 2), X);
+    board.place(board.index(1, 3), O);
+    const game = { task_index: 9, sample: 0, reward: 1, finish: 'done', result: 'win', response: '<move>2,2</move>', info: { result: 'win' },
+      messages: [{ role: 'user', content: `Your move.\n${renderBoard(board, board.index(1, 3))}` }, { role: 'assistant', content: '<move>2,2</move>' }] };
+    appendFileSync(join(t.home, 'jobs', infer.id, 'work', 'results.jsonl'), JSON.stringify(game) + '\n');
+
+    await page.goto(`${base}/#/jobs/${infer.id}`);
+    const results = page.locator('section[aria-labelledby="results-title"]');
+    await results.locator('tbody tr').nth(3).waitFor();
+    expect(await results.locator('p').first().textContent()).toMatch(/^4 episodes · mean reward [\d.]+ · accuracy [\d.]+% · wins 100\.0%/);
+    await page.getByRole('button', { name: 'View episode 0' }).click();
+    await page.locator('.episode .turn-user').first().waitFor();
+    expect(await page.locator('.episode .turn-assistant').count()).toBe(1);
+    expect(await page.locator('.episode .board').count()).toBe(0);
+    await page.getByRole('button', { name: 'View episode 9' }).click();
+    await page.locator('.episode .board').waitFor();
+    expect(await page.locator('.episode .board td.stone-X').count()).toBe(1);
+    expect(await page.locator('.episode .board td.stone-O.last').getAttribute('title')).toBe('1,3: O (last move)');
+    expect(problems).toEqual([]);
+  }, 2 * TEST_MS);
 
   it('fits a phone-width screen: no sideways scrolling on the jobs list or a job page', async () => {
     const job = await submit({ name: 'a-rather-long-job-name-that-has-to-wrap-on-a-phone-0123456789', steps: 40, step_seconds: 0 });
