@@ -12,9 +12,7 @@ import type { TrainSpec } from '../jobs/kinds/train.kind';
 import { generateChat } from '../inference/generation';
 import type { CallMessage, RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
-import { openEnvironment } from './environment-handle';
-import { ensureEngineBackend } from './policy';
-import { IndexedTask, openTrainablePolicy, RlLearner } from './rl-learner';
+import { IndexedTask, RlLearner, withPolicyAndEnvironment } from './rl-learner';
 import { TaskCursor } from './task-cursor';
 
 type Spec = SessionSpec & Pick<TrainSpec, 'algorithm' | 'optim'>;
@@ -24,29 +22,17 @@ export async function runSession(ctx: RunContext): Promise<void> {
   if (spec.optim.lr_schedule === 'cosine') {
     throw new Error('optim.lr_schedule: a session has no step count to decay over; use constant (with warmup_steps)');
   }
-  await ensureEngineBackend();
-  const policy = await openTrainablePolicy(spec, ctx, null);
-  const handle = await openEnvironment(spec.environment, {
-    paths: ctx.paths,
-    workDir: ctx.workDir,
-    log: (line) => ctx.log(line),
-    timeoutMs: spec.rollout.env_timeout_seconds * 1000,
-  }).catch((error: unknown) => {
-    policy.dispose();
-    throw error;
-  });
-  let learner: RlLearner | null = null;
-  try {
+  await withPolicyAndEnvironment(spec, ctx, null, async (policy, handle) => {
     const counter = { step: 0 };
     const schedule = warmupConstantSchedule({ peak: spec.optim.lr, warmupSteps: spec.optim.warmup_steps });
     const rng = new Prng(mixSeed(spec.seed, 0x7a1));
-    learner = await RlLearner.create({ ctx, spec, policy, env: handle.env, envId: handle.meta.id, resumeDir: null, lr: () => schedule(counter.step - 1), rng });
-    await new Session(ctx, spec, learner, handle.env.tasks, rng, counter).serve(policy);
-  } finally {
-    learner?.dispose();
-    await handle.close();
-    policy.dispose();
-  }
+    const learner = await RlLearner.create({ ctx, spec, policy, env: handle.env, envId: handle.meta.id, resumeDir: null, lr: () => schedule(counter.step - 1), rng });
+    try {
+      await new Session(ctx, spec, learner, handle.env.tasks, rng, counter).serve(policy);
+    } finally {
+      learner.dispose();
+    }
+  });
 }
 
 class Session {

@@ -12,9 +12,8 @@ import type { TrainSpec } from '../jobs/kinds/train.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
-import { openEnvironment } from './environment-handle';
-import { ensureEngineBackend, type Policy } from './policy';
-import { openTrainablePolicy, RlLearner, type IndexedTask } from './rl-learner';
+import type { Policy } from './policy';
+import { RlLearner, withPolicyAndEnvironment, type IndexedTask } from './rl-learner';
 import { renderTarget, sftBatch, type SftExample } from './sft';
 import { plannedSteps, TaskCursor } from './task-cursor';
 
@@ -30,26 +29,15 @@ interface Resume {
 
 export async function runTrain(ctx: RunContext): Promise<void> {
   const spec = ctx.spec as unknown as TrainSpec;
-  await ensureEngineBackend();
   const resume = await findResume(ctx);
-  const policy = await openTrainablePolicy(spec, ctx, resume?.dir ?? null);
-  const handle = await openEnvironment(spec.environment, {
-    paths: ctx.paths,
-    workDir: ctx.workDir,
-    log: (line) => ctx.log(line),
-    timeoutMs: spec.rollout.env_timeout_seconds * 1000,
-  }).catch((error: unknown) => {
-    policy.dispose();
-    throw error;
+  await withPolicyAndEnvironment(spec, ctx, resume?.dir ?? null, async (policy, handle) => {
+    const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
+    try {
+      await run.run();
+    } finally {
+      run.dispose();
+    }
   });
-  const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
-  try {
-    await run.run();
-  } finally {
-    run.dispose();
-    await handle.close();
-    policy.dispose();
-  }
 }
 
 /** The latest complete checkpoint of this job, when there is one (a re-queued attempt). */
