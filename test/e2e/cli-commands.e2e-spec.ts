@@ -4,14 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, TestApp, waitForState } from '../support/test-app';
+import { BIN, runCli, type CliRun } from '../support/cli-process';
 
-const BIN = join(process.cwd(), 'bin', 'opentinker.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * The client commands of the real `opentinker` binary (built by `npm run build`) against a server this
@@ -24,18 +18,8 @@ describe('opentinker client commands', () => {
   let work: string;
   let aliceKey: string;
 
-  /** Runs the binary; `input` is written to its stdin, which is then closed. */
-  function cli(args: string[], opts: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], { env: cliEnv(opts.env), cwd: opts.cwd ?? work });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end(opts.input ?? '');
-    });
+  function cli(args: string[], opts: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<CliRun> {
+    return runCli(args, { env: cliEnv(opts.env), cwd: opts.cwd ?? work, input: opts.input });
   }
 
   function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

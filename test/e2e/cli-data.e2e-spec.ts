@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, TestApp } from '../support/test-app';
+import { runCli, type CliRun } from '../support/cli-process';
 
-const BIN = join(process.cwd(), 'bin', 'opentinker.js');
 const row = (i: number) => ({ prompt: [{ role: 'user', content: `What is ${i} + 1?` }], reward_model: { ground_truth: String(i + 1) } });
 
 /** `opentinker data upload|list|preview|delete`: the real binary (built by `npm run build`) against a server on a real port. */
@@ -13,17 +12,7 @@ describe('opentinker data commands', () => {
   let env: NodeJS.ProcessEnv;
   let work: string;
 
-  const cli = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], { env, cwd: work });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end();
-    });
+  const cli = (args: string[]): Promise<CliRun> => runCli(args, { env, cwd: work });
 
   beforeAll(async () => {
     t = await startTestApp({ worker: false });

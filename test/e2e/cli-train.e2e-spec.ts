@@ -1,16 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, TestApp } from '../support/test-app';
+import { runCli, type CliRun } from '../support/cli-process';
 
-const BIN = join(process.cwd(), 'bin', 'opentinker.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * `opentinker train` / `infer` of the real binary (built by `npm run build`) against a server without a
@@ -21,19 +14,10 @@ describe('opentinker train / infer', () => {
   let url: string;
   let home: string;
 
-  function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const childEnv: NodeJS.ProcessEnv = { ...process.env, HOME: home, OPENTINKER_API_KEY: t.adminKey, ...env };
-      delete childEnv.OPENTINKER_URL;
-      const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd: home });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end();
-    });
+  function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, HOME: home, OPENTINKER_API_KEY: t.adminKey, ...env };
+    delete childEnv.OPENTINKER_URL;
+    return runCli(args, { env: childEnv, cwd: home });
   }
 
   beforeAll(async () => {
@@ -133,19 +117,10 @@ describe('opentinker train / infer, watched', () => {
     rmSync(home, { recursive: true, force: true });
   });
 
-  function cli(args: string[]): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, OPENTINKER_API_KEY: t.adminKey };
-      delete env.OPENTINKER_URL;
-      const child = spawn(process.execPath, [BIN, ...args, '--url', url], { env, cwd: home });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end();
-    });
+  function cli(args: string[]): Promise<CliRun> {
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, OPENTINKER_API_KEY: t.adminKey };
+    delete env.OPENTINKER_URL;
+    return runCli([...args, '--url', url], { env, cwd: home });
   }
 
   it('trains, then evaluates the checkpoint, each followed to a summary with its key metrics', async () => {

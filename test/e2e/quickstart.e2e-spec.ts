@@ -1,15 +1,8 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runCli, type CliRun } from '../support/cli-process';
 
-const BIN = join(process.cwd(), 'bin', 'opentinker.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * `opentinker quickstart --quick` of the real binary (built by `npm run build`): every phase of the
@@ -20,19 +13,10 @@ interface Run {
 describe('opentinker quickstart --quick', () => {
   let home: string;
 
-  function quickstart(args: string[]): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, OPENTINKER_HOME: home };
-      for (const k of ['OPENTINKER_URL', 'OPENTINKER_API_KEY', 'OPENTINKER_ADMIN_KEY', 'OPENTINKER_DATABASE_URL', 'OPENTINKER_REDIS_URL']) delete env[k];
-      const child = spawn(process.execPath, [BIN, 'quickstart', '--quick', ...args], { env, cwd: home });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end();
-    });
+  function quickstart(args: string[]): Promise<CliRun> {
+    const env: NodeJS.ProcessEnv = { ...process.env, OPENTINKER_HOME: home };
+    for (const k of ['OPENTINKER_URL', 'OPENTINKER_API_KEY', 'OPENTINKER_ADMIN_KEY', 'OPENTINKER_DATABASE_URL', 'OPENTINKER_REDIS_URL']) delete env[k];
+    return runCli(['quickstart', '--quick', ...args], { env, cwd: home });
   }
 
   beforeAll(() => {

@@ -1,6 +1,5 @@
 import { ByteTokenizer, CHATML_TEMPLATE, initWeights, modelPreset, saveHfModelDir } from '@opentinker/engine';
 import { OpenTinkerClient } from '@opentinker/client';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { extract } from 'tar-stream';
 import { startTestApp, TestApp, waitForState } from '../support/test-app';
+import { runCli, type CliRun } from '../support/cli-process';
 
 async function tarEntries(source: Readable): Promise<{ name: string; size: number }[]> {
   const entries: { name: string; size: number }[] = [];
@@ -20,8 +20,6 @@ async function tarEntries(source: Readable): Promise<{ name: string; size: numbe
   await pipeline(source, ex as unknown as Writable);
   return entries;
 }
-
-const BIN = join(process.cwd(), 'bin', 'opentinker.js');
 
 /**
  * Serving without training: a finished sleep job gets a tiny-char checkpoint written where a train job
@@ -199,18 +197,8 @@ describe('serving checkpoints (e2e)', () => {
     let client: OpenTinkerClient;
     let work: string;
 
-    function cli(args: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-      return new Promise((resolve, reject) => {
-        const env: NodeJS.ProcessEnv = { ...process.env, HOME: work, OPENTINKER_URL: url, OPENTINKER_API_KEY: alice };
-        const child = spawn(process.execPath, [BIN, ...args], { env, cwd: work });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => (stdout += d));
-        child.stderr.on('data', (d) => (stderr += d));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-        child.stdin.end(input);
-      });
+    function cli(args: string[], input = ''): Promise<CliRun> {
+      return runCli(args, { env: { ...process.env, HOME: work, OPENTINKER_URL: url, OPENTINKER_API_KEY: alice }, cwd: work, input });
     }
 
     beforeAll(async () => {
