@@ -1,6 +1,6 @@
 import type { OpenTinkerClient } from '@opentinker/client';
 import type { Command } from 'commander';
-import { createWriteStream, existsSync, renameSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -8,6 +8,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { CliError, EXIT } from './cli-error';
 import { clientAction, intOption, withCommonOptions } from './command-kit';
 import { resolveJobId } from './job-ref';
+import { saveDownload } from './save-download';
 import { formatAge, formatBytes, printJson, printLine, table } from './output';
 
 /**
@@ -73,16 +74,7 @@ export async function downloadCheckpoint(
     stream.destroy();
     throw new CliError(`${target} exists; pass --force to overwrite it, or -o to choose another path`, EXIT.USAGE, undefined, '--output');
   }
-  const partial = `${target}.part`;
-  let bytes = 0;
-  stream.on('data', (chunk: Buffer) => (bytes += chunk.length));
-  try {
-    await pipeline(stream, createWriteStream(partial));
-  } catch (error) {
-    rmSync(partial, { force: true });
-    throw error;
-  }
-  renameSync(partial, target);
+  const bytes = await saveDownload(stream, target);
   if (json) return printJson({ id, step: download.step, path: resolve(target), size: bytes });
   printLine(`Saved checkpoint step ${download.step} of job ${id} (${formatBytes(bytes)}) to ${target}`);
 }

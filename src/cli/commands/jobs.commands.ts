@@ -1,6 +1,6 @@
 import { isOpenTinkerError, JobSpec, JobState, OpenTinkerClient } from '@opentinker/client';
 import { Command } from 'commander';
-import { createWriteStream, existsSync, renameSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,6 +10,7 @@ import { downloadCheckpoint, registerCheckpointsCommand } from './checkpoints.co
 import { clientAction, intOption, withCommonOptions } from './command-kit';
 import { knownEnvironments } from './envs.commands';
 import { resolveJobId } from './job-ref';
+import { saveDownload } from './save-download';
 import { readJobSpec } from './job-spec-file';
 import { watchJobUntilEnd } from './job-watch';
 import { formatAge, formatBytes, formatNumber, printJson, printLine, table } from './output';
@@ -215,17 +216,7 @@ export function registerJobsCommands(program: Command): void {
           await pipeline(stream, process.stdout, { end: false });
           return;
         }
-        // Written beside the target and renamed at the end: an interrupted download leaves no half file.
-        const partial = `${target}.part`;
-        let bytes = 0;
-        stream.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        try {
-          await pipeline(stream, createWriteStream(partial));
-        } catch (error) {
-          rmSync(partial, { force: true });
-          throw error;
-        }
-        renameSync(partial, target);
+        const bytes = await saveDownload(stream, target);
         if (json) return printJson({ id, name, path: resolve(target), size: bytes });
         printLine(`Saved ${name} (${formatBytes(bytes)}) to ${target}`);
       }),
