@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { iso } from '../core/database/columns';
+import { PageQuery } from '../core/page-query.dto';
 import type { BadRow, DatasetReport } from './dataset-check';
 import { DATASET_FORMATS } from './dataset-files';
 import type { DatasetFormat } from './dataset-files';
@@ -37,22 +38,8 @@ export class UploadDatasetQuery {
   strict: boolean = false;
 }
 
-export class ListDatasetsQuery {
-  @ApiPropertyOptional({ minimum: 1, default: 1 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  page: number = 1;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  limit: number = 50;
-}
+/** `GET /v1/datasets` pages like the job list. */
+export class ListDatasetsQuery extends PageQuery {}
 
 export class PreviewQuery {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })

@@ -2,26 +2,13 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { iso } from '../core/database/columns';
+import { PageQuery } from '../core/page-query.dto';
 import type { JobArtifactEntity } from './job-artifact.entity';
 import type { JobMetricEntity } from './job-metric.entity';
 import { JOB_STATES } from './job.entity';
 import type { JobEntity, JobState } from './job.entity';
 
-export class ListJobsQuery {
-  @ApiPropertyOptional({ minimum: 1, default: 1 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  page: number = 1;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  limit: number = 50;
+export class ListJobsQuery extends PageQuery {
 
   @ApiPropertyOptional({ description: 'Comma-separated states', example: 'queued,running' })
   @IsOptional()
