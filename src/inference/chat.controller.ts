@@ -5,6 +5,7 @@ import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors, ErrorDto } from '../core/api-errors.decorator';
 import { mapError } from '../core/error.filter';
+import { openEventStream } from '../core/event-stream-reply';
 import { ChatCompletionChunkDto, ChatCompletionDto, ChatCompletionRequestDto, ModelListDto } from './chat.dto';
 import { ChatService } from './chat.service';
 import { openAiErrorBody, OpenAiErrorFilter } from './openai-error.filter';
@@ -48,19 +49,8 @@ export class ChatController {
       return;
     }
     await this.chat.load(prepared);
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    let closed = false;
-    raw.on('close', () => (closed = true));
-    const write = (data: string) => {
-      if (!closed) raw.write(`data: ${data}\n\n`);
-    };
+    const events = openEventStream(reply);
+    const write = (data: string) => events.write(`data: ${data}\n\n`);
     try {
       await this.chat.stream(prepared, (chunk) => write(JSON.stringify(chunk)));
     } catch (error) {
@@ -68,7 +58,7 @@ export class ChatController {
       write(JSON.stringify(openAiErrorBody(mapError(error).body)));
     }
     write('[DONE]');
-    raw.end();
+    events.end();
   }
 
   @Get('models')

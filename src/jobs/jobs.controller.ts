@@ -4,6 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
+import { openEventStream } from '../core/event-stream-reply';
 import { ArtifactDto, EventsQuery, JobDto, JobPageDto, ListJobsQuery, LogsQuery, MetricPointDto, MetricsQuery } from './jobs.dto';
 import { JobsService } from './jobs.service';
 import { JobStreamService } from './job-stream.service';
@@ -84,27 +85,11 @@ export class JobsController {
     await this.jobs.get(caller, id);
     const fromHeader = Number(lastEventId);
     const after = Number.isInteger(fromHeader) && fromHeader >= 0 ? fromHeader : (q.after ?? 0);
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    let closed = false;
-    raw.on('close', () => (closed = true));
+    const events = openEventStream(reply);
     try {
-      await this.stream.stream(id, after, {
-        write: (frame) => {
-          if (closed) return false;
-          raw.write(frame);
-          return true;
-        },
-        closed: () => closed,
-      });
+      await this.stream.stream(id, after, { write: events.write, closed: events.closed });
     } finally {
-      raw.end();
+      events.end();
     }
   }
 
