@@ -8,14 +8,12 @@ import { loadHfModelDir, loadLoraAdapter, Model, Prng, Trainer } from '@opentink
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { EnvironmentSpec } from '../jobs/kinds/rl-spec';
 import type { TrainSpec } from '../jobs/kinds/train.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed, runEpisodes, type EpisodeItem } from './agent-loop';
 import { pruneCheckpoints, readCriticWeights, readOptimizer, saveCheckpoint, type TrainerState } from './checkpoints';
 import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from './episode-metrics';
-import { openEnvironment, type EnvironmentHandle } from './environment-handle';
-import { ensureEngineBackend, loadPolicy, type Policy } from './policy';
+import { loadPolicy, type Policy } from './policy';
 import { computeAdvantages, scoreRows, selectRows, trajectoryRow, updatePolicy } from './policy-update';
 import type { Trajectory } from './trajectory';
 
@@ -253,35 +251,6 @@ export async function openTrainablePolicy(spec: Pick<LearnerSpec, 'model' | 'see
     throw new Error(`model.lora: ${(error as Error).message}`);
   }
   return policy;
-}
-
-/**
- * Opens a training job's policy ({@link openTrainablePolicy}) and environment, runs `use` with them, and
- * closes both whatever happens (a failure to open the environment releases the policy too).
- */
-export async function withPolicyAndEnvironment<T>(
-  spec: Pick<LearnerSpec, 'model' | 'seed' | 'rollout'> & { environment: EnvironmentSpec },
-  ctx: RunContext,
-  resumeDir: string | null,
-  use: (policy: Policy, environment: EnvironmentHandle) => Promise<T>,
-): Promise<T> {
-  await ensureEngineBackend();
-  const policy = await openTrainablePolicy(spec, ctx, resumeDir);
-  try {
-    const handle = await openEnvironment(spec.environment, {
-      paths: ctx.paths,
-      workDir: ctx.workDir,
-      log: (line) => ctx.log(line),
-      timeoutMs: spec.rollout.env_timeout_seconds * 1000,
-    });
-    try {
-      return await use(policy, handle);
-    } finally {
-      await handle.close();
-    }
-  } finally {
-    policy.dispose();
-  }
 }
 
 /** The reference policy is the policy as RL starts: a frozen copy (after any warm-up), or what the spec loads. */

@@ -12,7 +12,8 @@ import type { TrainSpec } from '../jobs/kinds/train.kind';
 import { generateChat } from '../inference/generation';
 import type { CallMessage, RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
-import { IndexedTask, RlLearner, withPolicyAndEnvironment } from './rl-learner';
+import { withPolicyAndEnvironment } from './policy-and-environment';
+import { IndexedTask, openTrainablePolicy, RlLearner } from './rl-learner';
 import { TaskCursor } from './task-cursor';
 
 type Spec = SessionSpec & Pick<TrainSpec, 'algorithm' | 'optim'>;
@@ -22,7 +23,7 @@ export async function runSession(ctx: RunContext): Promise<void> {
   if (spec.optim.lr_schedule === 'cosine') {
     throw new Error('optim.lr_schedule: a session has no step count to decay over; use constant (with warmup_steps)');
   }
-  await withPolicyAndEnvironment(spec, ctx, null, async (policy, handle) => {
+  await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, null), async (policy, handle) => {
     const counter = { step: 0 };
     const schedule = warmupConstantSchedule({ peak: spec.optim.lr, warmupSteps: spec.optim.warmup_steps });
     const rng = new Prng(mixSeed(spec.seed, 0x7a1));

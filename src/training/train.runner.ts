@@ -13,7 +13,8 @@ import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
 import type { Policy } from './policy';
-import { RlLearner, withPolicyAndEnvironment, type IndexedTask } from './rl-learner';
+import { openTrainablePolicy, RlLearner, type IndexedTask } from './rl-learner';
+import { withPolicyAndEnvironment } from './policy-and-environment';
 import { renderTarget, sftBatch, type SftExample } from './sft';
 import { plannedSteps, TaskCursor } from './task-cursor';
 
@@ -30,7 +31,7 @@ interface Resume {
 export async function runTrain(ctx: RunContext): Promise<void> {
   const spec = ctx.spec as unknown as TrainSpec;
   const resume = await findResume(ctx);
-  await withPolicyAndEnvironment(spec, ctx, resume?.dir ?? null, async (policy, handle) => {
+  await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, resume?.dir ?? null), async (policy, handle) => {
     const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
     try {
       await run.run();
