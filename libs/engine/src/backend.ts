@@ -5,7 +5,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { EngineError } from './errors';
 import { registerEngineGradients } from './kernels/gradients';
-import { useFastWasmMatMul } from './kernels/wasm-batch-matmul';
+import { type NativeBlasStatus, openNativeBlas } from './kernels/native-blas';
+import { type WasmMatMul, useWasmMatMul } from './kernels/wasm-batch-matmul';
+import { useSharedWasmIdentity } from './kernels/wasm-identity';
 import { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 
 /** The TensorFlow.js backends the engine knows, fastest first. */
@@ -21,8 +23,10 @@ export interface BackendInfo {
   simd?: boolean;
   /** For `wasm`: whether multi-threading is on (tfjs turns it off under Node). */
   threads?: boolean;
-  /** For `wasm`: whether the engine's faster BatchMatMul kernel is registered (see `useFastWasmMatMul`). */
-  fastMatMul?: boolean;
+  /** For `wasm`: which BatchMatMul kernel runs (see `useWasmMatMul`). */
+  matmul?: WasmMatMul;
+  /** For `wasm`: whether the host's OpenBLAS opened for the `blas` kernel, and if not, why. */
+  blas?: NativeBlasStatus;
   /** Backends tried before this one and why each was passed over. */
   skipped: Array<{ name: BackendName; reason: string }>;
 }
@@ -35,10 +39,12 @@ export interface InitBackendOptions {
    */
   backend?: BackendName;
   /**
-   * On wasm, replace the stock BatchMatMul with the engine's faster one (transposes materialised,
-   * batches cut into 2-D XNNPACK products). Default true unless `OPENTINKER_ENGINE_FAST_MATMUL=0`.
+   * On wasm, the BatchMatMul kernel: `blas` (the host's OpenBLAS through the engine's native addon),
+   * `xnnpack` (transposes materialised, batches cut into 2-D XNNPACK products) or `stock`. Defaults to
+   * `OPENTINKER_ENGINE_MATMUL` when set, else `blas`, which falls back to `xnnpack` where OpenBLAS or the
+   * addon is missing (`BackendInfo.blas.error` says which).
    */
-  fastMatMul?: boolean;
+  matmul?: WasmMatMul;
 }
 
 // `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
@@ -91,8 +97,10 @@ async function tryWasm(skipped: BackendInfo['skipped'], options: InitBackendOpti
     }
     const simd = Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'));
     const threads = Boolean(await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'));
-    const fastMatMul = useFastWasmMatMul(options.fastMatMul ?? process.env.OPENTINKER_ENGINE_FAST_MATMUL !== '0');
-    return { name: 'wasm', simd, threads, fastMatMul, skipped };
+    useSharedWasmIdentity(true);
+    const wanted = options.matmul ?? 'blas';
+    const matmul = useWasmMatMul(wanted);
+    return { name: 'wasm', simd, threads, matmul, blas: wanted === 'blas' ? openNativeBlas() : undefined, skipped };
   } catch (e) {
     skipped.push({ name: 'wasm', reason: errorText(e) });
     return undefined;
@@ -130,6 +138,11 @@ export async function initBackend(options: InitBackendOptions = {}): Promise<Bac
   if (wanted !== undefined && !['tensorflow', 'wasm', 'cpu'].includes(wanted)) {
     throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown backend "${wanted}"; use tensorflow, wasm or cpu`, 'backend');
   }
+  const matmul = options.matmul ?? (process.env.OPENTINKER_ENGINE_MATMUL as WasmMatMul | undefined);
+  if (matmul !== undefined && !['blas', 'xnnpack', 'stock'].includes(matmul)) {
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown matmul kernel "${matmul}"; use blas, xnnpack or stock`, 'matmul');
+  }
+  options = { ...options, matmul };
   registerEngineGradients();
   // The engine reports its backend itself; PROD silences tfjs's "install tfjs-node" banner.
   tf.env().set('PROD', true);

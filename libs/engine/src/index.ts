@@ -55,7 +55,8 @@ export {
 // Numerics half: backends, the transformer, log-probs.
 export { type BackendName, type BackendInfo, type InitBackendOptions, initBackend, currentBackend } from './backend';
 export { registerEngineGradients } from './kernels/gradients';
-export { useFastWasmMatMul, isFastWasmMatMulOn } from './kernels/wasm-batch-matmul';
+export { type WasmMatMul, useWasmMatMul, wasmMatMul } from './kernels/wasm-batch-matmul';
+export { type NativeBlasStatus, openNativeBlas } from './kernels/native-blas';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
 export { type ModelOptions, type ScoreOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';

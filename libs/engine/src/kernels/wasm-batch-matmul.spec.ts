@@ -2,7 +2,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../backend';
 import { maxAbsDiff } from '../testing/backends';
 import { Prng } from '../util/prng';
-import { isFastWasmMatMulOn, useFastWasmMatMul } from './wasm-batch-matmul';
+import { openNativeBlas } from './native-blas';
+import { type WasmMatMul, useWasmMatMul, wasmMatMul } from './wasm-batch-matmul';
 
 function random(shape: number[], seed: number): tf.Tensor {
   const rng = new Prng(seed);
@@ -25,19 +26,27 @@ const cases: Array<[number[], number[], boolean, boolean]> = [
   [[5, 1, 32], [5, 40, 32], false, true], // tiny slices: stock path
 ];
 
-describe('faster wasm BatchMatMul', () => {
+// CI installs OpenBLAS and a compiler (.ci/run), so there the blas kernel must be what runs; elsewhere
+// its cases still run, through its xnnpack fallback.
+const blasExpected = process.env.CI === 'true';
+const kernels: WasmMatMul[] = ['blas', 'xnnpack'];
+
+describe('faster wasm BatchMatMul kernels', () => {
+  let defaultKernel: WasmMatMul | undefined;
   beforeAll(async () => {
     const info = await initBackend({ backend: 'wasm' });
-    expect(info.fastMatMul).toBe(true);
+    defaultKernel = info.matmul;
+    if (blasExpected) expect(info.blas).toMatchObject({ ok: true });
+    expect(info.matmul).toBe(openNativeBlas().ok ? 'blas' : 'xnnpack');
   });
-  afterAll(() => useFastWasmMatMul(true));
+  afterAll(() => useWasmMatMul(defaultKernel!));
 
-  it.each(cases)('matches the stock kernel: %j × %j (tA=%s, tB=%s)', (aShape, bShape, ta, tb) => {
+  it.each(kernels.flatMap((kernel) => cases.map((c) => [kernel, ...c] as const)))('%s matches the stock kernel: %j × %j (tA=%s, tB=%s)', (kernel, aShape, bShape, ta, tb) => {
     const a = random(aShape, 1);
     const b = random(bShape, 2);
-    useFastWasmMatMul(false);
+    useWasmMatMul('stock');
     const expected = tf.tidy(() => tf.matMul(a, b, ta, tb));
-    useFastWasmMatMul(true);
+    useWasmMatMul(kernel);
     const before = tf.memory().numTensors;
     const got = tf.matMul(a, b, ta, tb);
     expect(got.shape).toEqual(expected.shape);
@@ -47,14 +56,20 @@ describe('faster wasm BatchMatMul', () => {
     tf.dispose([a, b, expected]);
   });
 
-  it('can be switched off and on', () => {
-    expect(useFastWasmMatMul(false)).toBe(false);
-    expect(isFastWasmMatMulOn()).toBe(false);
-    expect(useFastWasmMatMul(true)).toBe(true);
-    expect(isFastWasmMatMulOn()).toBe(true);
+  it('can be switched between kernels', () => {
+    expect(useWasmMatMul('stock')).toBe('stock');
+    expect(wasmMatMul()).toBe('stock');
+    expect(useWasmMatMul('xnnpack')).toBe('xnnpack');
+    expect(wasmMatMul()).toBe('xnnpack');
+    expect(useWasmMatMul('blas')).toBe(openNativeBlas().ok ? 'blas' : 'xnnpack');
   });
 
-  it('frees its temporaries: heap use is flat over repeated calls', () => {
+  it('refuses an unknown kernel name', async () => {
+    await expect(initBackend({ backend: 'wasm', matmul: 'fortran' as WasmMatMul })).rejects.toMatchObject({ code: 'ENGINE_INVALID_OPTIONS', field: 'matmul' });
+  });
+
+  it.each(kernels)('%s frees its temporaries: heap use is flat over repeated calls', (kernel) => {
+    useWasmMatMul(kernel);
     const a = random([4, 64, 48], 3);
     const b = random([4, 40, 48], 4);
     const run = () => tf.tidy(() => void tf.matMul(a, b, false, true));

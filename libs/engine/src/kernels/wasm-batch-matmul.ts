@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { blasBatchMatMul, openNativeBlas } from './native-blas';
 
 /*
  * A faster `BatchMatMul` for the wasm backend.
@@ -109,29 +110,41 @@ function fastBatchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown
 }
 
 /**
- * Switches the wasm backend's `BatchMatMul` between the faster kernel above (true) and the stock one
- * (false). `initBackend()` turns it on for wasm unless `OPENTINKER_ENGINE_FAST_MATMUL=0`. Safe to call
- * repeatedly. Returns whether the fast kernel is now registered.
+ * Which `BatchMatMul` the wasm backend runs: `blas` (the host's OpenBLAS through the engine's addon,
+ * native-blas.ts; what it does not take goes to `xnnpack`), `xnnpack` (the kernel above) or `stock`
+ * (tfjs-backend-wasm's own).
+ */
+export type WasmMatMul = 'blas' | 'xnnpack' | 'stock';
+
+let active: WasmMatMul = 'stock';
+
+function blasThenXnnpack(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo | tf.TensorInfo[] {
+  return blasBatchMatMul(args) ?? fastBatchMatMul(args);
+}
+
+/**
+ * Registers the wasm backend's `BatchMatMul`. `initBackend()` picks `blas` when OpenBLAS opens, else
+ * `xnnpack`; `OPENTINKER_ENGINE_MATMUL` overrides that. Asking for `blas` where it cannot open gives
+ * `xnnpack`. Safe to call repeatedly. Returns the kernel now registered.
  *
  * @example
  * ```ts
- * useFastWasmMatMul(false); // compare against the stock kernel
+ * useWasmMatMul('stock'); // compare against tfjs's own kernel
  * ```
  */
-export function useFastWasmMatMul(enabled: boolean): boolean {
+export function useWasmMatMul(kind: WasmMatMul): WasmMatMul {
   const current = tf.getKernel('BatchMatMul', 'wasm');
-  if (!current) return false;
-  if (!stock) {
-    if (current.kernelFunc === (fastBatchMatMul as unknown as tf.KernelFunc)) return true;
-    stock = current;
-  }
+  if (!current) return 'stock';
+  if (!stock) stock = current;
+  const chosen: WasmMatMul = kind === 'blas' && !openNativeBlas().ok ? 'xnnpack' : kind;
+  const kernelFunc = { blas: blasThenXnnpack, xnnpack: fastBatchMatMul, stock: undefined }[chosen];
   tf.unregisterKernel('BatchMatMul', 'wasm');
-  if (enabled) tf.registerKernel({ kernelName: 'BatchMatMul', backendName: 'wasm', kernelFunc: fastBatchMatMul as unknown as tf.KernelFunc });
-  else tf.registerKernel(stock);
-  return enabled;
+  tf.registerKernel(kernelFunc ? { kernelName: 'BatchMatMul', backendName: 'wasm', kernelFunc: kernelFunc as unknown as tf.KernelFunc } : stock);
+  active = chosen;
+  return chosen;
 }
 
-/** Whether the faster wasm `BatchMatMul` is registered. */
-export function isFastWasmMatMulOn(): boolean {
-  return tf.getKernel('BatchMatMul', 'wasm')?.kernelFunc === (fastBatchMatMul as unknown as tf.KernelFunc);
+/** The wasm `BatchMatMul` registered by the last {@link useWasmMatMul}. */
+export function wasmMatMul(): WasmMatMul {
+  return active;
 }
