@@ -1,5 +1,5 @@
 import { detectDevices, parseNvidiaSmi } from './device-detector';
-import { cudaVisibleDevices, DevicePool } from './device-pool';
+import { cpuThreads, cudaVisibleDevices, DevicePool } from './device-pool';
 
 describe('parseNvidiaSmi', () => {
   it('reads index, name and memory, skipping noise', () => {
@@ -50,5 +50,13 @@ describe('DevicePool', () => {
   it('builds CUDA_VISIBLE_DEVICES from GPU ids only', () => {
     expect(cudaVisibleDevices(['gpu:3', 'cpu:0', 'gpu:1'])).toBe('3,1');
     expect(cudaVisibleDevices(['cpu:0'])).toBe('');
+  });
+});
+
+describe('cpuThreads', () => {
+  it('is the number of CPU slots a job holds, at least one', () => {
+    expect(cpuThreads(['cpu:0', 'cpu:1', 'gpu:0'])).toBe(2);
+    expect(cpuThreads(['gpu:0'])).toBe(1);
+    expect(cpuThreads([])).toBe(1);
   });
 });

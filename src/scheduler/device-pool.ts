@@ -52,3 +52,11 @@ export function cudaVisibleDevices(ids: DeviceIds): string {
     .map((id) => id.slice(4))
     .join(',');
 }
+
+/**
+ * Compute threads for a job's engine (OpenBLAS): the CPU slots it was given, at least one. A job never
+ * runs more threads than the slots it holds, so two jobs on one worker do not oversubscribe its cores.
+ */
+export function cpuThreads(ids: DeviceIds): number {
+  return Math.max(1, ids.filter((id) => id.startsWith('cpu:')).length);
+}

@@ -35,6 +35,9 @@ function options(argv) {
 }
 
 const o = options(process.argv.slice(2));
+// Both paths run the engine with the same BLAS threads (the job runner inherits this setting; without it
+// a job would get one thread per CPU slot it holds).
+process.env.OPENTINKER_ENGINE_BLAS_THREADS ??= String(require('node:os').availableParallelism());
 const spec = {
   kind: 'train',
   environment: { id: 'math', config: { style: 'equation', difficulty: 3, test_size: 8 } },

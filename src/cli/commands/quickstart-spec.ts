@@ -54,11 +54,16 @@ export function quickstartEnvironment(size: QuickstartSize) {
 /** An answer is at most 4 digits then the stop token; 6 leaves room to see a model ramble. */
 const MAX_NEW_TOKENS = 6;
 
-/** The train job: SFT warm-up (kept as checkpoint step-0), then GRPO with zero-variance groups dropped. */
-export function quickstartTrainSpec(size: QuickstartSize, seed = 1): Record<string, unknown> {
+/**
+ * The train job: SFT warm-up (kept as checkpoint step-0), then GRPO with zero-variance groups dropped.
+ * It asks for `cpuSlots` CPU slots (the quickstart passes all of its worker's): the engine runs that
+ * many BLAS threads.
+ */
+export function quickstartTrainSpec(size: QuickstartSize, seed = 1, cpuSlots = 1): Record<string, unknown> {
   return {
     kind: 'train',
     name: 'quickstart',
+    resources: { cpu_slots: cpuSlots },
     environment: quickstartEnvironment(size),
     model: { preset: 'tiny-char', chat_template: 'plain', seed },
     sft: { steps: size.sftSteps, batch_size: size.sftBatch, lr: 1e-3, examples: size.sftExamples, target: '{ground_truth}' },
