@@ -102,7 +102,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
     );
 
     const tTrain = Date.now();
-    const train = await client.jobs.submit(quickstartTrainSpec(size, seed, Math.max(1, config.cpu_slots)) as never);
+    const train = await client.jobs.submit(quickstartTrainSpec(size, seed, Math.max(1, config.values.cpu_slots)) as never);
     let finished: Job;
     if (json) {
       process.on('SIGINT', onSigint);
