@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { environmentSpec } from '../jobs/kinds/rl-spec';
@@ -77,5 +78,15 @@ describe('openEnvironment', () => {
     } finally {
       await app.close();
     }
+  });
+
+  it('fails with a message naming the URL when the remote server is unreachable', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+    await new Promise((resolve) => probe.close(resolve)); // nothing listens there now
+    await expect(openEnvironment(environmentSpec.parse({ id: 'math', url }), ctx)).rejects.toThrow(
+      new RegExp(`^environment\\.url: Environment server ${url.replace(/\./g, '\\.')} is unreachable after 3 attempts \\(.*ECONNREFUSED.*\\); is it running\\?$`),
+    );
   });
 });

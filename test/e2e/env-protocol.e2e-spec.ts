@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { createEnvServer } from '../../src/registry/env-server';
 import { resolveEnvironment } from '../../src/registry/resolve-environment';
+import { unusedPort } from '../support/unused-port';
 
 /** The protocol driven with plain HTTP, as a Python or Go client would. */
 describe('HTTP environment protocol (opentinker env serve)', () => {
@@ -167,9 +168,11 @@ describe('protocol server guards', () => {
   });
 
   it('retries a server that is down, then fails with a clear error naming the URL', async () => {
+    // A free port, not a fixed one: fetch refuses "bad ports" such as 9 without trying to connect.
+    const port = await unusedPort();
     const started = Date.now();
-    await expect(RemoteEnvironment.connect({ url: 'http://127.0.0.1:9', retries: 3, backoffMs: 50 })).rejects.toThrow(
-      /Environment server http:\/\/127.0.0.1:9 is unreachable after 3 attempts/,
+    await expect(RemoteEnvironment.connect({ url: `http://127.0.0.1:${port}`, retries: 3, backoffMs: 50 })).rejects.toThrow(
+      `Environment server http://127.0.0.1:${port} is unreachable after 3 attempts`,
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   });

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestApp, TestApp, waitFor, waitForState } from '../support/test-app';
+import { unusedPort } from '../support/unused-port';
 import { processesUnder } from '../support/worker-process';
 
 const SLOW = 120_000;
@@ -81,6 +82,15 @@ describe('train jobs through the HTTP API', () => {
     expect(done.error).toContain('Environment reset-throws failed every episode of the validation before training');
     expect(done.error).toContain('the game server is down');
     expect((await t.request('GET', `/v1/jobs/${job.id}/logs`)).text).toContain('the game server is down');
+  }, SLOW);
+
+  it('fails a job whose environment.url is unreachable, naming the URL', async () => {
+    const url = `http://127.0.0.1:${await unusedPort()}`;
+    const job = await submit(trainSpec({ environment: { id: 'math', url } }));
+    const done = await waitForState(t, job.id, ['succeeded', 'failed', 'cancelled'], 60_000);
+    expect(done.state).toBe('failed');
+    expect(done.error).toContain(`environment.url: Environment server ${url} is unreachable after 3 attempts`);
+    expect(done.error).toContain('is it running?');
   }, SLOW);
 
   it('cancels mid-rollout: the job ends cancelled, its runner is gone and its device is free', async () => {

@@ -10,6 +10,7 @@ import {
   TasksResponse,
 } from './protocol';
 
+/** How {@link RemoteEnvironment.connect} reaches an environment server. */
 export interface RemoteEnvironmentOptions {
   /** Base URL of the environment server, e.g. `http://127.0.0.1:8088`. */
   url: string;
@@ -17,22 +18,27 @@ export interface RemoteEnvironmentOptions {
   token?: string;
   /** Config overrides sent with every new episode. */
   config?: JsonObject;
-  /** Per-call timeout. Default 30 s. */
+  /** Per-call timeout; a call that runs out fails with `ENV_TIMEOUT` and is not sent again. Default 30 s. */
   timeoutMs?: number;
-  /** Attempts for a call that fails to connect (with exponential backoff). Default 5. */
+  /**
+   * Attempts per call (with exponential backoff). Every call is retried when it could not connect
+   * (refused, DNS failure, connect timeout); GETs and DELETEs also on a lost connection or a 5xx. A POST
+   * (new episode, step) that may have reached the server is never sent twice. Default 5.
+   */
   retries?: number;
   /** First backoff delay; doubles each attempt. Default 200 ms. */
   backoffMs?: number;
+  /** The `fetch` to use (default: the global one), e.g. one with a proxy agent. */
   fetch?: typeof fetch;
 }
-
-/** Codes that mean the server answered but refused: retrying would not help. */
-const CONNECT_ERRORS = /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|UND_ERR_SOCKET|fetch failed|other side closed/i;
 
 /**
  * An environment served over the HTTP protocol, used exactly like a local one: it implements
  * {@link EnvironmentInstance}. Calls that cannot connect are retried with backoff; when the server
- * stays unreachable the call fails with `ENV_UNAVAILABLE` naming the URL.
+ * stays unreachable the call fails with `ENV_UNAVAILABLE` naming the URL. A step whose connection is
+ * lost after it was sent is not retried (the server may have applied it): it fails with
+ * `ENV_UNAVAILABLE`, and the episode should be abandoned. Errors the server reports keep their code
+ * (`ENV_EPISODE_CLOSED`, `ENV_CAPACITY`, …); a call that runs out of time fails with `ENV_TIMEOUT`.
  *
  * @example
  * ```ts
@@ -49,6 +55,7 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
 
   private constructor(
     private readonly options: Required<Omit<RemoteEnvironmentOptions, 'token' | 'config'>> & Pick<RemoteEnvironmentOptions, 'token' | 'config'>,
+    /** What the server said about itself at connect time (`GET /v1/info`). */
     readonly info: InfoResponse,
   ) {
     this.tasks = {
@@ -74,6 +81,10 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
     return new RemoteEnvironment(full, info);
   }
 
+  /**
+   * A new episode on the server. `reset` creates it there (`POST /v1/episodes`, replacing the previous
+   * one of this handle), `step` sends one action, `close` deletes it (idempotent, never throws).
+   */
   newEpisode(): Episode<JsonValue> {
     let id: string | null = null;
     let closed = false;
@@ -118,9 +129,38 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
 
 type CallOptions = Pick<RemoteEnvironmentOptions, 'token'> & { url: string; timeoutMs: number; retries: number; backoffMs: number; fetch: typeof fetch };
 
+/**
+ * Failures that prove the request never reached the server (no connection was made), so any call,
+ * even a `POST …/step`, can be sent again without being applied twice.
+ */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * Failures after the connection was made (reset, closed by the other side): the server may have
+ * received and even applied the request, so only idempotent calls are sent again.
+ */
+const CONNECTION_LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/** GETs read and a DELETE of an episode that is already gone is harmless; POSTs create episodes or take steps. */
+const isIdempotent = (method: string) => method === 'GET' || method === 'DELETE';
+
+/** The error codes of a failed `fetch` (undici puts them on `cause`, or on each of an AggregateError's `errors`). */
+function failureCodes(error: unknown): string[] {
+  const cause = (error as { cause?: { code?: unknown; errors?: Array<{ code?: unknown }> } })?.cause;
+  const codes = [cause?.code, ...(cause?.errors ?? []).map((e) => e?.code)];
+  return codes.filter((c): c is string => typeof c === 'string');
+}
+
+function describeFailure(error: unknown): string {
+  const e = error as { message?: string; cause?: { message?: string } };
+  return [e?.message, e?.cause?.message].filter(Boolean).join(': ') || String(error);
+}
+
 async function call<T>(o: CallOptions, method: string, path: string, body?: unknown): Promise<T> {
+  const where = `${method} ${o.url}${path}`;
+  const attempts = Math.max(1, o.retries);
   let lastError: unknown;
-  for (let attempt = 0; attempt < Math.max(1, o.retries); attempt++) {
+  for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await new Promise((r) => setTimeout(r, o.backoffMs * 2 ** (attempt - 1)));
     let res: Response;
     try {
@@ -135,30 +175,52 @@ async function call<T>(o: CallOptions, method: string, path: string, body?: unkn
       });
     } catch (error) {
       lastError = error;
-      const text = `${(error as Error)?.message ?? ''} ${String((error as { cause?: { code?: string } })?.cause?.code ?? '')}`;
+      // A timeout may have fired after the server took the request: never resent.
       if ((error as Error)?.name === 'TimeoutError') {
-        throw new EnvironmentError('ENV_TIMEOUT', `${method} ${o.url}${path} took longer than ${o.timeoutMs} ms`);
+        throw new EnvironmentError('ENV_TIMEOUT', `${where} took longer than ${o.timeoutMs} ms`);
       }
-      if (CONNECT_ERRORS.test(text)) continue;
-      throw new EnvironmentError('ENV_UNAVAILABLE', `${method} ${o.url}${path} failed: ${text.trim()}`);
+      const codes = failureCodes(error);
+      if (codes.some((c) => NOT_SENT_CODES.has(c))) continue;
+      if (codes.some((c) => CONNECTION_LOST_CODES.has(c))) {
+        if (isIdempotent(method)) continue;
+        throw new EnvironmentError(
+          'ENV_UNAVAILABLE',
+          `Lost the connection to environment server ${o.url} during ${method} ${path} (${describeFailure(error)}); ` +
+            'not retried, since the server may already have applied it',
+        );
+      }
+      throw new EnvironmentError('ENV_UNAVAILABLE', `${where} failed: ${describeFailure(error)}`);
     }
     if (res.status === 204) return undefined as T;
-    const text = await res.text();
+    // A 5xx of an idempotent call is worth another attempt; a POST that got an answer was handled.
+    const retryable = res.status >= 500 && res.status !== 501 && isIdempotent(method) && attempt + 1 < attempts;
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (error) {
+      lastError = error;
+      if (isIdempotent(method)) continue;
+      throw new EnvironmentError('ENV_UNAVAILABLE', `Lost the connection to environment server ${o.url} while reading the answer to ${method} ${path}; not retried (${describeFailure(error)})`);
+    }
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
-      throw new EnvironmentError('ENV_UNAVAILABLE', `${method} ${o.url}${path} answered ${res.status} with non-JSON`);
+      lastError = new Error(`answered ${res.status} with non-JSON`);
+      if (retryable) continue;
+      throw new EnvironmentError('ENV_UNAVAILABLE', `${where} answered ${res.status} with non-JSON`);
     }
     if (res.ok) return parsed as T;
-    if (res.status >= 500 && res.status !== 501 && attempt + 1 < o.retries && method !== 'POST') continue;
+    if (retryable) {
+      lastError = new Error(`answered ${res.status}`);
+      continue;
+    }
     const err = (parsed ?? {}) as Partial<ProtocolError>;
     const code = (typeof err.code === 'string' && err.code.startsWith('ENV_') ? err.code : 'ENV_UNAVAILABLE') as EnvironmentErrorCode;
-    throw new EnvironmentError(code, err.message ?? `${method} ${o.url}${path} answered ${res.status}`, err.field);
+    throw new EnvironmentError(code, err.message ?? `${where} answered ${res.status}`, err.field);
   }
-  const reason = (lastError as Error)?.message ?? 'unknown error';
   throw new EnvironmentError(
     'ENV_UNAVAILABLE',
-    `Environment server ${o.url} is unreachable after ${o.retries} attempts (${reason}); is it running?`,
+    `Environment server ${o.url} is unreachable after ${attempts} attempts (${describeFailure(lastError)}); is it running?`,
   );
 }
