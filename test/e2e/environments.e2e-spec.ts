@@ -24,6 +24,11 @@ describe('environment discovery and the environments API', () => {
     expect(byDir['opentinker-env-explodes'].error).toContain('kaboom at import time');
     expect(byDir['opentinker-env-plain'].error).toContain('not an environment made by defineEnvironment');
     expect(byDir['opentinker-env-nameless']).toMatchObject({ status: 'failed', id: null, error: 'package.json "opentinker" marker has no string "id"' });
+    // Branded, but made for another contract version: refused by apiVersion, not by the brand.
+    expect(byDir['opentinker-env-tomorrow']).toMatchObject({ id: 'tomorrow', status: 'failed', error: 'built for environment API version 2; this server supports 1' });
+    const tomorrow = await t.request('GET', '/v1/environments/tomorrow');
+    expect(tomorrow.body).toMatchObject({ status: 'failed', tasks: null, tasks_error: 'built for environment API version 2; this server supports 1' });
+    expect((await t.request('GET', '/v1/environments/tomorrow/protocol/v1/info')).status).toBe(404);
     expect((await t.request('GET', '/health', { key: null })).status).toBe(200);
   });
 
