@@ -4,9 +4,19 @@ import type { JsonObject, JsonValue, Message } from './messages';
 
 /** The contract version this SDK implements. A host refuses definitions with another major. */
 export const API_VERSION = 1;
+/**
+ * The `$$type` every definition made by {@link defineEnvironment} carries. Hosts recognise an
+ * environment by this brand (and {@link API_VERSION}), never with `instanceof`, so two copies of the
+ * SDK in one install still understand each other.
+ */
 export const ENVIRONMENT_BRAND = '@opentinker/environment' as const;
 
+/** The two task splits: `train` feeds rollouts, `test` feeds validation. */
 export type Split = 'train' | 'test';
+/**
+ * `single`: one action ends the episode (answer a question); `multi`: the episode goes on over several
+ * turns until the environment says `done` (a game, a tool loop).
+ */
 export type TurnMode = 'single' | 'multi';
 
 /** What an environment returns for one action. */
@@ -83,13 +93,23 @@ export interface Environment<Config = Record<string, unknown>, Task = JsonValue>
   validateRow?(row: JsonObject): string | null;
 }
 
+/**
+ * What an author gives {@link defineEnvironment}: the {@link Environment} without its brand and
+ * `apiVersion`, which the SDK adds.
+ */
 export interface EnvironmentOptions<Config, Task> {
+  /** Lower-case letters, digits and dashes, starting with a letter (the package.json marker's id). */
   id: string;
+  /** The environment's own version (usually its package version), reported by hosts. */
   version: string;
+  /** One line shown in listings. */
   description: string;
   turnMode: TurnMode;
+  /** `dataset`: tasks come from data rows; `generator`: tasks are made from their index. */
   taskSource: 'dataset' | 'generator';
+  /** Validates a user's config and fills its defaults; make it `.strict()` so typos are refused. */
   configSchema: z.ZodType<Config>;
+  /** Makes an instance for a validated config; do expensive setup (datasets, sandboxes) here. */
   create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
   /** See {@link Environment.validateRow}. */
   validateRow?(row: JsonObject): string | null;
@@ -158,7 +178,16 @@ export function defineEnvironment<Config, Task = JsonValue>(options: Environment
   });
 }
 
-/** Whether a value is an environment definition (checked by brand, never `instanceof`). */
+/**
+ * Whether a value is an environment definition (checked by brand, never `instanceof`). It does not
+ * check {@link API_VERSION}: a host compares `apiVersion` itself to say why it refuses a definition.
+ *
+ * @example
+ * ```ts
+ * const mod = await import(entry);
+ * const env = isEnvironment(mod.default) ? mod.default : null;
+ * ```
+ */
 export function isEnvironment(value: unknown): value is Environment<unknown, unknown> {
   return (
     typeof value === 'object' &&
@@ -173,6 +202,12 @@ export function isEnvironment(value: unknown): value is Environment<unknown, unk
  * Checks one dataset row the way hosts do: `null` when usable, else the reason. A row must be a JSON
  * object; then the environment's {@link Environment.validateRow} decides, if it has one (a throw from it
  * is reported as the reason, never propagated).
+ *
+ * @example
+ * ```ts
+ * checkDatasetRow(math, { prompt: [{ role: 'user', content: '1+1?' }], reward_model: { ground_truth: '2' } }); // null
+ * checkDatasetRow(math, [1, 2]); // 'not a JSON object'
+ * ```
  */
 export function checkDatasetRow(env: Pick<Environment<unknown, unknown>, 'validateRow'>, row: unknown): string | null {
   if (row === null || typeof row !== 'object' || Array.isArray(row)) return 'not a JSON object';
@@ -188,6 +223,12 @@ export function checkDatasetRow(env: Pick<Environment<unknown, unknown>, 'valida
 /**
  * Validates a user's config against the environment's schema, filling defaults. Throws
  * `ENV_INVALID_CONFIG` naming the offending key.
+ *
+ * @example
+ * ```ts
+ * const config = parseConfig(env, { difficulty: 3 }); // every other key at its default
+ * parseConfig(env, { dificulty: 3 }); // throws EnvironmentError ENV_INVALID_CONFIG, field 'config.dificulty'
+ * ```
  */
 export function parseConfig<Config>(env: Environment<Config, unknown>, raw: unknown): Config {
   const result = env.configSchema.safeParse(raw ?? {});
@@ -198,7 +239,14 @@ export function parseConfig<Config>(env: Environment<Config, unknown>, raw: unkn
   throw new EnvironmentError('ENV_INVALID_CONFIG', message, path ? `config.${path}` : 'config');
 }
 
-/** JSON Schema (draft 2020-12) of the environment's config, for OpenAPI and remote servers. */
+/**
+ * JSON Schema (draft 2020-12) of the environment's config, for OpenAPI and remote servers.
+ *
+ * @example
+ * ```ts
+ * configJsonSchema(env).properties; // { difficulty: { type: 'integer', default: 2, … }, … }
+ * ```
+ */
 export function configJsonSchema(env: Environment<unknown, unknown>): Record<string, unknown> {
   return z.toJSONSchema(env.configSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
 }

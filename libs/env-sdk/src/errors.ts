@@ -35,7 +35,20 @@ export class EnvironmentError extends Error {
   }
 }
 
-/** Whether a value is an {@link EnvironmentError}, also across copies of this package. */
+/**
+ * Whether a value is an {@link EnvironmentError}, also across copies of this package (where
+ * `instanceof` would say no).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await episode.step(action);
+ * } catch (error) {
+ *   if (isEnvironmentError(error) && error.code === 'ENV_STEP_AFTER_DONE') return;
+ *   throw error;
+ * }
+ * ```
+ */
 export function isEnvironmentError(value: unknown): value is EnvironmentError {
   return (
     value instanceof Error &&

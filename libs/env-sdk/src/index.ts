@@ -2,6 +2,7 @@
  * `@opentinker/env-sdk`: everything needed to write an OpenTinker environment. No dependency on the
  * server, Nest or TensorFlow.js. The conformance kit is at `@opentinker/env-sdk/testing`.
  */
+/** zod, re-exported so a `configSchema` is built with the same copy the SDK validates with. */
 export { z } from 'zod';
 export type { Message, JsonValue, JsonObject } from './messages';
 export { EnvironmentError, isEnvironmentError } from './errors';

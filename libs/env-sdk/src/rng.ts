@@ -21,6 +21,19 @@ export interface Rng {
   fork(): Rng;
 }
 
+/**
+ * A seeded {@link Rng}: the same seed gives the same sequence on every platform. Seed it from the
+ * episode's `reset(task, seed)` so a replay with the same seed and actions is identical.
+ *
+ * @example
+ * ```ts
+ * reset: (task, seed) => {
+ *   rng = createRng(seed);
+ *   first = rng.pick(['x', 'o']);
+ *   return [{ role: 'user', content: `You play ${first}.` }];
+ * },
+ * ```
+ */
 export function createRng(seed: number): Rng {
   let state = hashSeed(seed);
   const next = (): number => {

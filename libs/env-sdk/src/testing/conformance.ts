@@ -4,6 +4,7 @@ import type { Environment, EnvironmentInstance, StepResult } from '../environmen
 import { isEnvironmentError } from '../errors';
 import type { Message } from '../messages';
 
+/** How {@link conformanceChecks} and {@link describeConformance} exercise an environment. */
 export interface ConformanceOptions {
   /** Raw config to test with (defaults are filled by the environment's schema). */
   config?: unknown;
@@ -36,7 +37,9 @@ export const GARBAGE_ACTIONS: readonly string[] = [
   '{"json": true}',
 ];
 
+/** One named check; `run` rejects with what is wrong. */
 export interface ConformanceCheck {
+  /** What the check asserts, e.g. `the same seed and actions replay the same trajectory`. */
   name: string;
   run(): Promise<void>;
 }
@@ -44,6 +47,14 @@ export interface ConformanceCheck {
 /**
  * The checks every environment must pass, as named async functions. Use {@link describeConformance}
  * in Jest, or run them yourself.
+ *
+ * @example
+ * ```ts
+ * import { conformanceChecks } from '@opentinker/env-sdk/testing';
+ * for (const check of conformanceChecks(env, { seeds: [1, 2] })) {
+ *   await check.run().then(() => console.log('ok', check.name), (e) => console.error('FAIL', check.name, e.message));
+ * }
+ * ```
  */
 export function conformanceChecks(env: unknown, options: ConformanceOptions = {}): ConformanceCheck[] {
   const seeds = options.seeds ?? [1, 2, 3];
