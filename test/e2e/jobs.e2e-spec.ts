@@ -99,6 +99,9 @@ describe('jobs API', () => {
       ['GET', `/v1/jobs/${body.id}/events`],
       ['GET', `/v1/jobs/${body.id}/metrics`],
       ['GET', `/v1/jobs/${body.id}/artifacts`],
+      ['GET', `/v1/jobs/${body.id}/results`],
+      ['GET', `/v1/jobs/${body.id}/checkpoints`],
+      ['GET', `/v1/jobs/${body.id}/calls`],
     ]) {
       const res = await t.request(method, url, { key: bob });
       expect([url, res.status, res.body.code]).toEqual([url, 404, 'OT_ERR_NOT_FOUND']);
@@ -109,6 +112,11 @@ describe('jobs API', () => {
     expect(admins.body.items.map((j: any) => j.id)).toContain(body.id);
     expect((await t.request('GET', `/v1/jobs/${body.id}`)).status).toBe(200);
     await waitForState(t, body.id, ['succeeded']);
+    // An artifact that exists is as invisible to another user as one that does not.
+    const artifact = `/v1/jobs/${body.id}/artifacts/result.json`;
+    expect((await t.request('GET', artifact, { key: alice })).status).toBe(200);
+    const foreign = await t.request('GET', artifact, { key: bob });
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'OT_ERR_NOT_FOUND']);
   });
 
   it('pages and filters the list', async () => {
@@ -121,6 +129,11 @@ describe('jobs API', () => {
     expect(page1.body).toMatchObject({ page: 1, limit: 2, total: 5 });
     expect(page1.body.items.map((j: any) => j.name)).toEqual(['p4', 'p3']);
     expect(page3.body.items.map((j: any) => j.name)).toEqual(['p0']);
+    // Items are summaries: the job as GET /v1/jobs/:id answers it, without the spec.
+    const { spec, ...summary } = (await t.request('GET', `/v1/jobs/${ids[4]}`, { key: carol })).body;
+    expect(spec).toMatchObject({ kind: 'sleep', name: 'p4', steps: 1 });
+    expect(summary).toMatchObject({ environment: null, resources: { gpus: 0, cpu_slots: 1 } });
+    expect(page1.body.items[0]).toEqual(summary);
     expect((await t.request('GET', '/v1/jobs?state=failed,cancelled', { key: carol })).body.total).toBe(0);
     expect((await t.request('GET', '/v1/jobs?state=succeeded&kind=sleep', { key: carol })).body.total).toBe(5);
   });
