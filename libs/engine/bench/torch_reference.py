@@ -345,6 +345,7 @@ def run_bench(cfg, args):
             "msPerRepMin": round(min(rep_ms), 1),
         },
         "peakRssMiB": round(peak_rss_mib(), 1),
+        "cpuSeconds": round(sum(os.times()[:2]), 2),
         "loadAvg1m": round(os.getloadavg()[0], 2),
     }
 

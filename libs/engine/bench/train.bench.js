@@ -42,6 +42,7 @@ function batchOf(rng, b, t, vocab) {
   return engine.padBatch(seqs);
 }
 
+/** CPU seconds (user + system) of this process since `since`, or since it started. */
 function cpuSeconds(since) {
   const d = process.cpuUsage(since);
   return (d.user + d.system) / 1e6;
@@ -185,6 +186,7 @@ async function main() {
           msPerRepMin: Math.round(Math.min(...repMs) * 10) / 10,
         },
         peakRssMiB: Math.round((process.resourceUsage().maxRSS / 1024) * 10) / 10,
+        cpuSeconds: Math.round(cpuSeconds() * 100) / 100,
         loadAvg1m: Number(load.toFixed(2)),
       }),
     );

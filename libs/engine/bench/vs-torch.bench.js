@@ -99,16 +99,43 @@ function probeTorch(python, env) {
   return { ok: true, info: JSON.parse(r.stdout.trim().split('\n').pop()) };
 }
 
-/** Runs a child to completion and returns its last JSON line on stdout (stderr passes through). */
+/** Machine-wide CPU time from /proc/stat, in seconds: busy (user, nice, system, irq, softirq) and steal; null off Linux. */
+function machineCpu() {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const hz = 100; // USER_HZ on Linux
+    return { busy: (f[0] + f[1] + f[2] + f[5] + f[6]) / hz, steal: (f[7] || 0) / hz };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs a child to completion and returns its last JSON line on stdout (stderr passes through). When the
+ * child reports its own CPU seconds, adds `interference`: cores' worth of CPU that other processes (and
+ * the hypervisor, as steal) used while it ran, the honest measure of how quiet the machine was.
+ */
 function runChild(label, cmd, args, env) {
   const t0 = Date.now();
+  const cpu0 = machineCpu();
   const r = spawnSync(cmd, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20, timeout: 60 * 60_000 });
+  const cpu1 = machineCpu();
   const secs = (Date.now() - t0) / 1000;
   if (r.error || r.status !== 0) throw new Error(`${label} failed (${r.error ? r.error.message : `exit ${r.status}`}): ${cmd} ${args.join(' ')}\n${r.stdout || ''}`);
   const line = r.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
   if (!line) throw new Error(`${label} printed no JSON line: ${r.stdout}`);
   const res = JSON.parse(line);
-  process.stderr.write(`  ${label}: ${secs.toFixed(1)} s\n`);
+  let note = '';
+  if (cpu0 && cpu1 && typeof res.cpuSeconds === 'number') {
+    // The child's CPU time includes its start-up, as the machine-wide count does.
+    res.interference = {
+      wallS: Math.round(secs * 100) / 100,
+      otherCores: Math.round((Math.max(0, cpu1.busy - cpu0.busy - res.cpuSeconds) / secs) * 100) / 100,
+      stealCores: Math.round(((cpu1.steal - cpu0.steal) / secs) * 100) / 100,
+    };
+    note = ` (other processes ${res.interference.otherCores} cores, steal ${res.interference.stealCores})`;
+  }
+  process.stderr.write(`  ${label}: ${secs.toFixed(1)} s${note}\n`);
   return res;
 }
 
@@ -238,6 +265,13 @@ function main() {
   console.log(table(rows));
   console.log(`engine backend: ${JSON.stringify(engineInfo)}`);
   console.log(`load average before ${loadAvgBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadAvgAfter.map((x) => x.toFixed(2)).join(' ')} (${os.cpus().length} cores)`);
+  const others = Object.values(runs)
+    .flat()
+    .flatMap((x) => [x.engine, x.pytorch])
+    .filter((x) => x.interference)
+    .map((x) => x.interference.otherCores + x.interference.stealCores);
+  const interference = others.length ? { meanOtherCores: Math.round((others.reduce((a, b) => a + b, 0) / others.length) * 100) / 100, maxOtherCores: Math.round(Math.max(...others) * 100) / 100 } : null;
+  if (interference) console.log(`CPU used by other processes (and steal) while a side ran: mean ${interference.meanOtherCores}, max ${interference.maxOtherCores} cores of ${os.cpus().length}`);
 
   const result = {
     date: started.toISOString(),
@@ -252,6 +286,7 @@ function main() {
       node: process.version,
       loadAvgBefore,
       loadAvgAfter,
+      interference,
     },
     git: { head: git(['rev-parse', 'HEAD']), engineChangesNotCommitted: (git(['status', '--porcelain', '--', path.join(HERE, '..', 'src'), path.join(HERE, '..', 'native')]) || '').split('\n').filter(Boolean) },
     engine: { backendInfo: engineInfo, env: { OMP_NUM_THREADS: env.OMP_NUM_THREADS, OPENTINKER_ENGINE_FAST_MATMUL: process.env.OPENTINKER_ENGINE_FAST_MATMUL ?? null } },
