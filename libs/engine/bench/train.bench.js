@@ -162,7 +162,7 @@ async function main() {
         preset: name,
         backend: info.name,
         params: engine.countParameters(config),
-        fastMatMul: Boolean(info.fastMatMul),
+        matmul: info.matmul ?? null,
         backendInfo: info,
         train: {
           batch: B,
