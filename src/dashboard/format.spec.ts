@@ -1,4 +1,4 @@
-import { age, bytes, cancellable, duration, environmentOf, metricValue, shortId } from './public/format.mjs';
+import { age, bytes, cancellable, duration, metricValue, shortId } from './public/format.mjs';
 
 describe('dashboard formatting', () => {
   const t0 = Date.parse('2026-01-01T10:00:00Z');
@@ -34,12 +34,9 @@ describe('dashboard formatting', () => {
     expect(metricValue(NaN)).toBe('NaN');
   });
 
-  it('knows which jobs can still be cancelled and which environment a job names', () => {
+  it('knows which jobs can still be cancelled', () => {
     expect(cancellable({ state: 'running', cancel_requested: false })).toBe(true);
     expect(cancellable({ state: 'running', cancel_requested: true })).toBe(false);
     expect(cancellable({ state: 'succeeded', cancel_requested: false })).toBe(false);
-    expect(environmentOf({ spec: { environment: { id: 'math' } } })).toBe('math');
-    expect(environmentOf({ spec: { environment: { url: 'http://h:8088' } } })).toBe('http://h:8088');
-    expect(environmentOf({ spec: { kind: 'sleep' } })).toBeNull();
   });
 });

@@ -43,6 +43,10 @@ export class JobEntity {
   @Column({ type: 'integer' })
   priority!: number;
 
+  /** The spec's `environment.id` (train, inference and session jobs), kept beside it so listings need not read the spec. */
+  @Column({ name: 'environment_id', type: 'varchar', length: 128, nullable: true })
+  environmentId!: string | null;
+
   /** The validated spec with every default filled in: what the job really ran with. */
   @Column({ type: 'simple-json' })
   spec!: Record<string, unknown>;
@@ -94,3 +98,6 @@ export class JobEntity {
   @Column({ name: 'updated_at', type: 'bigint', transformer: epochMs })
   updatedAt!: number;
 }
+
+/** What a job listing shows: the job without its spec and the worker's bookkeeping (resume state, lease). */
+export type JobSummary = Omit<JobEntity, 'spec' | 'resumeState' | 'leaseExpiresAt'>;

@@ -1,11 +1,12 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
+import { RouteSchema } from '@nestjs/platform-fastify';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { openEventStream } from '../core/event-stream-reply';
-import { ArtifactDto, EventsQuery, JobDto, JobPageDto, ListJobsQuery, LogsQuery, MetricPointDto, MetricsQuery } from './jobs.dto';
+import { ArtifactDto, EventsQuery, JOB_PAGE_SCHEMA, JobDto, JobPageDto, JobSummaryDto, ListJobsQuery, LogsQuery, MetricPointDto, MetricsQuery } from './jobs.dto';
 import { JobsService } from './jobs.service';
 import { JobStreamService } from './job-stream.service';
 import { JOB_KINDS } from './kinds/job-kinds';
@@ -36,12 +37,16 @@ export class JobsController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List jobs, newest first (yours; all for admins)' })
+  @ApiOperation({
+    summary: 'List jobs, newest first (yours; all for admins)',
+    description: 'Items are job summaries: every field of a job but its spec (GET /v1/jobs/:id has it).',
+  })
   @ApiResponse({ status: 200, type: JobPageDto })
   @ApiErrors(400, 401)
+  @RouteSchema({ response: { 200: JOB_PAGE_SCHEMA } })
   async list(@CurrentUser() caller: Principal, @Query() q: ListJobsQuery): Promise<JobPageDto> {
     const { items, total } = await this.jobs.list(caller, q);
-    return { items: items.map(JobDto.of), page: q.page, limit: q.limit, total };
+    return { items: items.map(JobSummaryDto.of), page: q.page, limit: q.limit, total };
   }
 
   @Get(':id')

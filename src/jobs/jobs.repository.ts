@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, FindOptionsWhere, In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
-import { ACTIVE_STATES, DeviceIds, JobEntity, JobProgress, JobState } from './job.entity';
+import { SUMMARY_COLUMNS, summaryFromRow } from './job-summary-row';
+import { ACTIVE_STATES, DeviceIds, JobEntity, JobProgress, JobState, JobSummary } from './job.entity';
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
@@ -16,6 +17,20 @@ export interface JobListQuery {
 
 class UserLimitReached extends Error {}
 
+const SUMMARY_SELECT = SUMMARY_COLUMNS.map((c) => `"${c}"`).join(', ');
+
+/** The parts of better-sqlite3 and pg that {@link JobsRepository.list} uses. */
+interface SqliteStatement {
+  raw(on: boolean): SqliteStatement;
+  all(...params: unknown[]): unknown[][];
+}
+interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+}
+interface PgPool {
+  query(q: { name: string; text: string; values: unknown[]; rowMode: 'array' }): Promise<{ rows: unknown[][] }>;
+}
+
 /**
  * Job rows and their state transitions. Every transition is a conditional UPDATE on the state the caller
  * expects, so two processes racing on one job (a worker finishing it, a reaper expiring its lease, a user
@@ -24,6 +39,12 @@ class UserLimitReached extends Error {}
 @Injectable()
 export class JobsRepository {
   private readonly jobs: Repository<JobEntity>;
+  /**
+   * The list's statements by SQL text, prepared once (per connection on PostgreSQL): a few dozen at
+   * most (with or without owner and kind, 0–6 states, page or count).
+   */
+  private readonly sqliteStatements = new Map<string, SqliteStatement>();
+  private readonly pgStatementNames = new Map<string, string>();
 
   constructor(
     private readonly dataSource: DataSource,
@@ -44,31 +65,49 @@ export class JobsRepository {
   }
 
   /**
-   * One page, newest first, and the total. Plain SQL rather than findAndCount: TypeORM's query building
-   * and entity hydration cost more than the query itself here (this is the busiest read route).
+   * One page of summaries, newest first, and the total: the busiest read route, so it is one statement
+   * (the count is a scalar subquery beside the page: one round trip to PostgreSQL), read as arrays
+   * straight from the driver — a cached better-sqlite3 statement, or a named (prepared once per
+   * connection) pg statement with `rowMode: 'array'`. Through TypeORM's `query()`, building one object
+   * per row cost more than the SQL itself (SQLite, 50 of 1,000 jobs: 273 µs as objects, 111 µs as arrays).
+   * Only the summary's columns are read: the spec is the largest column, and a listing does not show it.
    */
-  async list(q: JobListQuery): Promise<{ items: JobEntity[]; total: number }> {
+  async list(q: JobListQuery): Promise<{ items: JobSummary[]; total: number }> {
     const pg = this.config.usesPostgres;
     const params: unknown[] = [];
     const p = (v: unknown): string => (params.push(v), pg ? `$${params.length}` : '?');
-    const where: string[] = [];
-    if (q.ownerId) where.push(`"owner_id" = ${p(q.ownerId)}`);
-    if (q.states?.length) where.push(`"state" IN (${q.states.map(p).join(', ')})`);
-    if (q.kind) where.push(`"kind" = ${p(q.kind)}`);
-    const filter = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+    // Distinct states keep the number of distinct statements (prepared and kept) small.
+    const states = [...new Set(q.states ?? [])];
+    const filter = (): string => {
+      const where: string[] = [];
+      if (q.ownerId) where.push(`"owner_id" = ${p(q.ownerId)}`);
+      if (states.length) where.push(`"state" IN (${states.map(p).join(', ')})`);
+      if (q.kind) where.push(`"kind" = ${p(q.kind)}`);
+      return where.length ? ` WHERE ${where.join(' AND ')}` : '';
+    };
+    const countSql = `SELECT COUNT(*) FROM "jobs"${filter()}`;
     const countParams = params.slice();
-    const sql = `SELECT * FROM "jobs"${filter} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`;
-    const rows: Record<string, unknown>[] = await this.dataSource.query(sql, params);
-    const [{ n }]: { n: string | number }[] = await this.dataSource.query(`SELECT COUNT(*) AS "n" FROM "jobs"${filter}`, countParams);
-    return { items: rows.map((row) => this.hydrate(row)), total: Number(n) };
+    const sql = `SELECT ${SUMMARY_SELECT}, (${countSql}) FROM "jobs"${filter()} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`;
+    const rows = await this.arrayRows(sql, params);
+    // A page past the end has no row to carry the total.
+    const total = rows.length ? rows[0][SUMMARY_COLUMNS.length] : q.offset === 0 ? 0 : (await this.arrayRows(countSql, countParams))[0][0];
+    return { items: rows.map(summaryFromRow), total: Number(total) };
   }
 
-  /** A raw `jobs` row as an entity, with the same column conversions TypeORM applies. */
-  private hydrate(row: Record<string, unknown>): JobEntity {
-    const job = new JobEntity() as unknown as Record<string, unknown>;
-    const driver = this.dataSource.driver;
-    for (const column of this.jobs.metadata.columns) job[column.propertyName] = driver.prepareHydratedValue(row[column.databaseName], column);
-    return job as unknown as JobEntity;
+  private async arrayRows(sql: string, params: unknown[]): Promise<unknown[][]> {
+    if (this.config.usesPostgres) {
+      let name = this.pgStatementNames.get(sql);
+      if (name === undefined) this.pgStatementNames.set(sql, (name = `opentinker_jobs_list_${this.pgStatementNames.size}`));
+      const pool = (this.dataSource.driver as unknown as { master: PgPool }).master;
+      return (await pool.query({ name, text: sql, values: params, rowMode: 'array' })).rows;
+    }
+    let statement = this.sqliteStatements.get(sql);
+    if (!statement) {
+      const db = (this.dataSource.driver as unknown as { databaseConnection: SqliteDatabase }).databaseConnection;
+      statement = db.prepare(sql).raw(true);
+      this.sqliteStatements.set(sql, statement);
+    }
+    return statement.all(...params);
   }
 
   async countByState(): Promise<Record<string, number>> {

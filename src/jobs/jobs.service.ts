@@ -10,7 +10,7 @@ import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventsRepository } from './job-events.repository';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobMetricEntity } from './job-metric.entity';
-import { FINAL_STATES, JobEntity, JobState } from './job.entity';
+import { FINAL_STATES, JobEntity, JobState, JobSummary } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 import { parseJobSpec } from './kinds/job-kinds';
 
@@ -37,6 +37,7 @@ export class JobsService {
       name: spec.name ?? null,
       state: 'queued' as JobState,
       priority: spec.priority,
+      environmentId: environmentIdOf(spec),
       spec,
       resources: spec.resources,
       devices: null,
@@ -65,7 +66,7 @@ export class JobsService {
     return job;
   }
 
-  async list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }) {
+  async list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<{ items: JobSummary[]; total: number }> {
     const { items, total } = await this.jobs.list({
       ownerId: isAdmin(caller) ? undefined : caller.userId,
       states: q.state,
@@ -137,4 +138,10 @@ export class JobsService {
     }
     return { artifact, stream: createReadStream(artifact.path) };
   }
+}
+
+/** The environment a spec names (`environment.id` of train, inference and session jobs), else null. */
+function environmentIdOf(spec: Record<string, unknown>): string | null {
+  const environment = spec.environment as { id?: unknown } | undefined;
+  return typeof environment?.id === 'string' ? environment.id : null;
 }

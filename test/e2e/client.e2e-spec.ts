@@ -62,6 +62,11 @@ describe('@opentinker/client', () => {
 
     const page = await alice.jobs.list({ state: ['succeeded', 'failed'], limit: 5 });
     expect(page.items.map((j) => j.id)).toContain(job.id);
+    // Listed as a summary: the spec comes with jobs.get.
+    const listed = page.items.find((j) => j.id === job.id)!;
+    expect(listed).toMatchObject({ kind: 'sleep', name: 'demo', state: 'succeeded', environment: null });
+    expect(listed).not.toHaveProperty('spec');
+    expect((await alice.jobs.get(job.id)).spec).toMatchObject({ steps: 3, message: 'tick' });
     expect((await alice.jobs.list({ state: ['queued'] })).items.map((j) => j.id)).not.toContain(job.id);
   });
 

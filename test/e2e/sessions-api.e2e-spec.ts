@@ -20,7 +20,11 @@ describe('session calls API', () => {
     const job = await t.request('POST', '/v1/jobs', { key: alice, body: session });
     expect(job.status).toBe(201);
     expect(job.body.spec).toMatchObject({ idle_timeout_seconds: 600, batch_size: 16, max_attempts: 1 });
+    expect(job.body.environment).toBe('math');
     const id = job.body.id;
+    const summary = (await t.request('GET', '/v1/jobs', { key: alice })).body.items.find((j: any) => j.id === id);
+    expect(summary).toMatchObject({ kind: 'session', environment: 'math' });
+    expect(summary).not.toHaveProperty('spec');
 
     const first = await call(id, { call_id: 'step-1', op: 'train_step', args: { batch_size: 4 } });
     expect(first.status).toBe(202);

@@ -2,11 +2,13 @@ import type { components, operations } from './generated/schema';
 
 type Schemas = components['schemas'];
 
-/** A job as the server reports it (`JobDto`). */
+/** A job as the server reports it (`JobDto`), with its stored spec. */
 export type Job = Schemas['JobDto'];
+/** A job as listings report it (`JobSummaryDto`): every field of a {@link Job} but `spec`. */
+export type JobSummary = Schemas['JobSummaryDto'];
 /** A job's lifecycle state. */
 export type JobState = Job['state'];
-/** One page of {@link Job}s. */
+/** One page of {@link JobSummary}s (`jobs.list`); `jobs.get` gives one job with its spec. */
 export type JobPage = Schemas['JobPageDto'];
 /** A job's last reported progress. */
 export type JobProgress = Schemas['JobProgressDto'];

@@ -7,4 +7,3 @@ export declare function metricValue(value: number): string;
 export declare function dateTime(iso: string | null | undefined): string;
 export declare const FINAL_STATES: string[];
 export declare function cancellable(job: { state: string; cancel_requested: boolean }): boolean;
-export declare function environmentOf(job: { spec?: Record<string, unknown> } | null | undefined): string | null;

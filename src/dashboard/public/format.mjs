@@ -74,10 +74,3 @@ export const FINAL_STATES = ['succeeded', 'failed', 'cancelled'];
 export function cancellable(job) {
   return !FINAL_STATES.includes(job.state) && !job.cancel_requested;
 }
-
-/** The environment a job names (`math`, or the URL of a remote environment server), if any. */
-export function environmentOf(job) {
-  const env = job?.spec?.environment;
-  if (!env || typeof env !== 'object') return null;
-  return env.id ?? env.url ?? null;
-}

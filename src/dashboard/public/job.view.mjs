@@ -7,7 +7,7 @@ import { describeError } from './api.mjs';
 import { MetricCharts } from './charts.mjs';
 import { alertBox, h, replace, showAlert } from './dom.mjs';
 import { followEventStream } from './event-stream.mjs';
-import { bytes, cancellable, dateTime, duration, environmentOf, FINAL_STATES, shortId } from './format.mjs';
+import { bytes, cancellable, dateTime, duration, FINAL_STATES, shortId } from './format.mjs';
 import { confirmCancel, jobLabel, progressView, stateBadge } from './jobs.view.mjs';
 import { checkpointsSection, resultsSection, saveBlob } from './results.view.mjs';
 
@@ -88,7 +88,7 @@ export function mountJob(ctx, main, [id]) {
     const rows = [
       ['Id', h('span', { class: 'mono' }, job.id)],
       ['Kind', job.kind],
-      ['Environment', environmentOf(job) ?? '—'],
+      ['Environment', job.environment ?? '—'],
       ['Created', dateTime(job.created_at)],
       ['Started', dateTime(job.started_at)],
       ['Finished', dateTime(job.finished_at)],

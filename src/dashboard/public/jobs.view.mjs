@@ -5,7 +5,7 @@
  */
 import { describeError } from './api.mjs';
 import { alertBox, cell, h, replace, showAlert } from './dom.mjs';
-import { age, cancellable, dateTime, environmentOf, shortId } from './format.mjs';
+import { age, cancellable, dateTime, shortId } from './format.mjs';
 
 const REFRESH_MS = 2000;
 const PAGE_SIZE = 50;
@@ -230,7 +230,7 @@ export function mountJobs(ctx, main) {
     replace(row.cells.State, stateBadge(job));
     row.link.textContent = label;
     replace(row.cells.Kind, job.kind);
-    replace(row.cells.Environment, environmentOf(job) ?? h('span', { class: 'muted' }, '—'));
+    replace(row.cells.Environment, job.environment ?? h('span', { class: 'muted' }, '—'));
     if (row.cells.Owner) replace(row.cells.Owner, owners.get(job.owner_id) ?? shortId(job.owner_id));
     replace(row.cells.Progress, progressView(job, label));
     replace(row.cells.Age, h('time', { datetime: job.created_at, title: dateTime(job.created_at) }, age(job.created_at)));

@@ -32,7 +32,7 @@ export class JobsApi {
     return this.t.call(this.t.api.POST('/v1/jobs', { body: spec, signal: options.signal }), options.signal);
   }
 
-  /** Jobs, newest first. */
+  /** Jobs, newest first, as summaries (no `spec`: {@link JobsApi.get} has it). */
   list(query: ListJobsQuery = {}, options: RequestOptions = {}): Promise<JobPage> {
     return this.t.call(
       this.t.api.GET('/v1/jobs', {

@@ -277,7 +277,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs, newest first (yours; all for admins) */
+        /**
+         * List jobs, newest first (yours; all for admins)
+         * @description Items are job summaries: every field of a job but its spec (GET /v1/jobs/:id has it).
+         */
         get: operations["Jobs_list"];
         put?: never;
         /**
@@ -1035,6 +1038,11 @@ export interface components {
              *     ]
              */
             devices: string[] | null;
+            /**
+             * @description The environment id the spec names (train, inference and session jobs)
+             * @example math
+             */
+            environment: string | null;
             error: string | null;
             exit_code: number | null;
             /** Format: date-time */
@@ -1063,7 +1071,7 @@ export interface components {
             worker_id: string | null;
         };
         JobPageDto: {
-            items: components["schemas"]["JobDto"][];
+            items: components["schemas"]["JobSummaryDto"][];
             limit: number;
             page: number;
             total: number;
@@ -1956,6 +1964,46 @@ export interface components {
              * @default 0
              */
             val_temperature?: number;
+        };
+        JobSummaryDto: {
+            attempts: number;
+            cancel_requested: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @example [
+             *       "gpu:0",
+             *       "cpu:0"
+             *     ]
+             */
+            devices: string[] | null;
+            /**
+             * @description The environment id the spec names (train, inference and session jobs)
+             * @example math
+             */
+            environment: string | null;
+            error: string | null;
+            exit_code: number | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** Format: uuid */
+            id: string;
+            /** @example sleep */
+            kind: string;
+            max_attempts: number;
+            name: string | null;
+            /** Format: uuid */
+            owner_id: string;
+            priority: number;
+            progress: components["schemas"]["JobProgressDto"] | null;
+            resources: components["schemas"]["JobResourcesDto"];
+            /** Format: date-time */
+            started_at: string | null;
+            /** @enum {string} */
+            state: "queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled";
+            /** Format: date-time */
+            updated_at: string;
+            worker_id: string | null;
         };
         LivenessDto: {
             /** @example ok */

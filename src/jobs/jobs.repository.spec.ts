@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import type { AppConfig } from '../config/app-config';
+import { ENTITIES, MIGRATIONS } from '../core/database/data-source';
+import { JobEntity } from './job.entity';
+import { JobsRepository } from './jobs.repository';
+
+/** A throw-away database: SQLite always; PostgreSQL too when IT_PG_URL names a server (as in the integration run). */
+interface TestDatabase {
+  options: DataSourceOptions;
+  drop(): Promise<void>;
+}
+const databases: [string, () => Promise<TestDatabase>][] = [
+  [
+    'SQLite',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'jobs-repository-'));
+      return { options: { type: 'better-sqlite3', database: join(dir, 'db.sqlite') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  ],
+];
+const pgUrl = process.env.IT_PG_URL;
+if (pgUrl) {
+  databases.push([
+    'PostgreSQL',
+    async () => {
+      const name = `opentinker_repo_spec_${process.pid}_${Date.now()}`;
+      const admin = async (sql: string) => {
+        const c = new Client({ connectionString: pgUrl });
+        await c.connect();
+        try {
+          await c.query(sql);
+        } finally {
+          await c.end();
+        }
+      };
+      await admin(`CREATE DATABASE ${name}`);
+      const url = new URL(pgUrl);
+      url.pathname = `/${name}`;
+      return { options: { type: 'postgres', url: url.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+    },
+  ]);
+}
+
+/** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less three fields. */
+describe.each(databases)('JobsRepository.list (%s)', (_, open) => {
+  let database: TestDatabase;
+  let db: DataSource;
+  let repo: JobsRepository;
+
+  const job = (id: string, createdAt: number, over: Partial<JobEntity> = {}): JobEntity =>
+    Object.assign(new JobEntity(), {
+      id, ownerId: 'u1', kind: 'sleep', name: null, state: 'queued', priority: 0, environmentId: null,
+      spec: { kind: 'sleep', steps: 1 }, resources: { gpus: 0, cpu_slots: 1 }, devices: null, workerId: null,
+      attempts: 0, maxAttempts: 1, error: null, exitCode: null, progress: null, resumeState: null,
+      cancelRequestedAt: null, leaseExpiresAt: null, createdAt, startedAt: null, finishedAt: null, updatedAt: createdAt,
+      ...over,
+    });
+
+  beforeAll(async () => {
+    database = await open();
+    db = new DataSource({ ...database.options, entities: ENTITIES, migrations: MIGRATIONS, logging: false } as DataSourceOptions);
+    await db.initialize();
+    await db.runMigrations({ transaction: 'all' });
+    await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
+    repo = new JobsRepository(db, { usesPostgres: database.options.type === 'postgres' } as AppConfig);
+    const t = 1_764_700_000_000;
+    await repo.insert(job('00000000-0000-4000-8000-000000000001', t, { name: 'plain' }));
+    await repo.insert(
+      job('00000000-0000-4000-8000-000000000002', t + 1, {
+        kind: 'train', name: 'everything set', state: 'failed', priority: 5, environmentId: 'math',
+        spec: { kind: 'train', environment: { id: 'math' } }, resources: { gpus: 1, cpu_slots: 2 }, devices: ['gpu:0', 'cpu:1'],
+        workerId: 'w1', attempts: 2, maxAttempts: 3, error: 'boom', exitCode: 1, progress: { step: 3, total: 10, message: 'x' },
+        resumeState: { step: 3 }, cancelRequestedAt: t + 5, leaseExpiresAt: t + 9, startedAt: t + 2, finishedAt: t + 6, updatedAt: t + 6,
+      }),
+    );
+    await repo.insert(job('00000000-0000-4000-8000-000000000003', t + 2, { ownerId: 'u2', state: 'running' }));
+    // Same created_at as the one before: the id breaks the tie.
+    await repo.insert(job('00000000-0000-4000-8000-000000000004', t + 2, { ownerId: 'u2', kind: 'inference' }));
+  });
+  afterAll(async () => {
+    await db?.destroy();
+    await database?.drop();
+  });
+
+  it('answers each job as TypeORM loads it, without spec, resume state and lease, newest first', async () => {
+    const { items, total } = await repo.list({ limit: 10, offset: 0 });
+    expect(total).toBe(4);
+    expect(items.map((j) => j.id.slice(-1))).toEqual(['4', '3', '2', '1']);
+    for (const item of items) {
+      const { spec, resumeState, leaseExpiresAt, ...summary } = { ...(await repo.findById(item.id))! };
+      expect(spec).toBeDefined();
+      expect(resumeState !== undefined && leaseExpiresAt !== undefined).toBe(true);
+      expect(item).toEqual(summary);
+    }
+    expect(items[2]).toMatchObject({ environmentId: 'math', devices: ['gpu:0', 'cpu:1'], progress: { step: 3, total: 10, message: 'x' }, cancelRequestedAt: 1_764_700_000_005 });
+  });
+
+  it('filters by owner, states (repeats ignored) and kind, pages, and counts what the filter matches', async () => {
+    const ids = async (q: Partial<Parameters<JobsRepository['list']>[0]>) => {
+      const { items, total } = await repo.list({ limit: 10, offset: 0, ...q });
+      return [items.map((j) => j.id.slice(-1)).join(''), total];
+    };
+    expect(await ids({ ownerId: 'u2' })).toEqual(['43', 2]);
+    expect(await ids({ states: ['queued', 'failed', 'queued'] })).toEqual(['421', 3]);
+    expect(await ids({ ownerId: 'u2', states: ['queued'], kind: 'inference' })).toEqual(['4', 1]);
+    expect(await ids({ kind: 'nope' })).toEqual(['', 0]);
+    expect(await ids({ limit: 2, offset: 1 })).toEqual(['32', 4]);
+    expect(await ids({ limit: 2, offset: 4 })).toEqual(['', 4]);
+  });
+});
