@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { INestApplicationContext, LoggerService, LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
+import { INestApplicationContext, LoggerService, LogLevel, ValidationError } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
@@ -7,6 +7,7 @@ import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
 import { AppError, ErrorCode } from './core/app-error';
 import { AppErrorFilter } from './core/error.filter';
+import { QueryValidationPipe } from './core/query-validation-pipe';
 import { PrometheusService } from './health/prometheus.service';
 import { buildOpenApiDocument } from './openapi';
 import { AuthService } from './auth/auth.service';
@@ -61,7 +62,7 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
     { logger: options.logger ?? logLevels(config), bufferLogs: false },
   );
   app.useGlobalPipes(
-    new ValidationPipe({
+    new QueryValidationPipe({
       whitelist: true,
       forbidNonWhitelisted: true,
       transform: true,
