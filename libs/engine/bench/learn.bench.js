@@ -7,7 +7,8 @@
  * before/after summary; writes JSON to bench/results/learn-<date>.json. Asserts nothing (a benchmark).
  *
  * Run after building:  npx tsc -b libs/engine/tsconfig.json libs/rl/tsconfig.json && node libs/engine/bench/learn.bench.js
- * Options: --sft-steps N  --grpo-steps N  --seed N  --sft-lr X (1e-3)  --grpo-lr X (2e-4)  --quick (a tiny smoke run)  --no-filter (keep zero-variance groups)
+ * Options: --sft-steps N  --grpo-steps N  --seed N  --sft-lr X (3e-4)  --sft-warmup N (20)  --sft-schedule constant|cosine
+ * (constant)  --sft-batch N (32)  --grpo-lr X (2e-4)  --quick (a tiny smoke run)  --no-filter (keep zero-variance groups)
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -16,7 +17,7 @@ const eng = require('@opentinker/engine');
 const rl = require('@opentinker/rl');
 
 function parseArgs(argv) {
-  const opts = { sftSteps: 1400, grpoSteps: 250, seed: 1, quick: false, filter: true, sftLr: 1e-3, grpoLr: 2e-4 };
+  const opts = { sftSteps: 1400, grpoSteps: 250, seed: 1, quick: false, filter: true, sftLr: 3e-4, sftWarmup: 20, sftSchedule: 'constant', sftBatch: 32, grpoLr: 2e-4 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = () => {
@@ -28,7 +29,12 @@ function parseArgs(argv) {
     else if (a === '--grpo-steps') opts.grpoSteps = num();
     else if (a === '--seed') opts.seed = num();
     else if (a === '--sft-lr') opts.sftLr = num();
-    else if (a === '--grpo-lr') opts.grpoLr = num();
+    else if (a === '--sft-warmup') opts.sftWarmup = num();
+    else if (a === '--sft-batch') opts.sftBatch = num();
+    else if (a === '--sft-schedule') {
+      opts.sftSchedule = argv[++i];
+      if (opts.sftSchedule !== 'constant' && opts.sftSchedule !== 'cosine') throw new Error('--sft-schedule is constant or cosine');
+    } else if (a === '--grpo-lr') opts.grpoLr = num();
     else if (a === '--quick') opts.quick = true;
     else if (a === '--no-filter') opts.filter = false;
     else throw new Error(`unknown option ${a}`);
@@ -44,8 +50,10 @@ const opts = parseArgs(process.argv.slice(2));
 const CFG = {
   trainSize: 2000,
   heldOutSize: opts.quick ? 40 : 200,
-  sftBatch: 32,
+  sftBatch: opts.sftBatch,
   sftLr: opts.sftLr,
+  sftWarmup: opts.sftWarmup,
+  sftSchedule: opts.sftSchedule,
   evalEvery: opts.quick ? 5 : 100,
   grpoPrompts: opts.quick ? 4 : 32,
   rolloutN: 8,
@@ -126,7 +134,8 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
   const trainProbe = train.slice(0, CFG.heldOutSize);
 
   console.log(`tiny-char (${params.toLocaleString()} params) on ${backend.name}; seed ${opts.seed}; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`SFT: ${CFG.trainSize} fixed problems, batch ${CFG.sftBatch}, lr ${CFG.sftLr}, ${opts.sftSteps} steps; held-out ${heldOut.length}`);
+  console.log(`SFT: ${CFG.trainSize} fixed problems, batch ${CFG.sftBatch}, lr ${CFG.sftLr} (${CFG.sftWarmup} warm-up steps, then ${CFG.sftSchedule}), ` +
+    `${opts.sftSteps} steps; held-out ${heldOut.length}`);
 
   const result = {
     date: new Date().toISOString(),
@@ -143,7 +152,14 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
   };
 
   // ---- SFT ----
-  const sft = new eng.Trainer(model, { lr: (s) => CFG.sftLr * Math.min(1, (s + 1) / 20), maxGradNorm: 1, weightDecay: 0.01 });
+  // Linear ramp over the warm-up (the first step at lr/warmup), then constant or cosine decay to 0.
+  const sftLrAt = (s) => {
+    const ramp = CFG.sftWarmup > 0 ? Math.min(1, (s + 1) / CFG.sftWarmup) : 1;
+    if (CFG.sftSchedule !== 'cosine' || s < CFG.sftWarmup) return CFG.sftLr * ramp;
+    const progress = Math.min(1, (s - CFG.sftWarmup) / Math.max(1, opts.sftSteps - CFG.sftWarmup));
+    return CFG.sftLr * 0.5 * (1 + Math.cos(Math.PI * progress));
+  };
+  const sft = new eng.Trainer(model, { lr: sftLrAt, maxGradNorm: 1, weightDecay: 0.01 });
   const tSft = process.hrtime.bigint();
   let order = [];
   let lossSum = 0;
