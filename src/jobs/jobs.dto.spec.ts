@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { JOB_PAGE_SCHEMA, JobSummaryDto } from './jobs.dto';
+import { JOB_PAGE_SCHEMA, JobSummaryDto, REDACTED, redactSpec } from './jobs.dto';
 import type { JobSummary } from './job.entity';
 
 type Schema = { type?: string | string[]; nullable?: boolean; properties?: Record<string, Schema>; items?: Schema; $ref?: string; allOf?: Schema[]; enum?: unknown[] };
@@ -53,5 +53,22 @@ describe('JOB_PAGE_SCHEMA', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('redactSpec', () => {
+  it('hides a remote environment token and leaves the stored spec alone', () => {
+    const spec = { kind: 'train', environment: { id: 'math', url: 'http://env:8088', token: 's3cret' } };
+    const shown = redactSpec(spec);
+    expect(shown.environment).toEqual({ id: 'math', url: 'http://env:8088', token: REDACTED });
+    expect(JSON.stringify(shown)).not.toContain('s3cret');
+    expect(spec.environment.token).toBe('s3cret'); // the runner still gets it
+  });
+
+  it('returns specs without a token unchanged', () => {
+    const spec = { kind: 'train', environment: { id: 'math' } };
+    expect(redactSpec(spec)).toBe(spec);
+    const sleep = { kind: 'sleep', steps: 1 };
+    expect(redactSpec(sleep)).toBe(sleep);
   });
 });

@@ -132,8 +132,21 @@ export class JobDto extends JobSummaryDto {
   spec!: Record<string, unknown>;
 
   static override of(j: JobEntity): JobDto {
-    return { ...JobSummaryDto.of(j), spec: j.spec };
+    return { ...JobSummaryDto.of(j), spec: redactSpec(j.spec) };
   }
+}
+
+/** What the API shows instead of a secret the spec holds. */
+export const REDACTED = '[redacted]';
+
+/**
+ * The spec as the API shows it: a remote environment's bearer token is kept for the job runner but never
+ * sent back (job pages are seen by admins, dashboards and logs of HTTP clients).
+ */
+export function redactSpec(spec: Record<string, unknown>): Record<string, unknown> {
+  const env = spec.environment;
+  if (env === null || typeof env !== 'object' || !('token' in env)) return spec;
+  return { ...spec, environment: { ...(env as Record<string, unknown>), token: REDACTED } };
 }
 
 export class JobPageDto {
