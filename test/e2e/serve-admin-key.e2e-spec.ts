@@ -1,23 +1,12 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN } from '../support/cli-process';
+import { unusedPort } from '../support/unused-port';
 
 // `opentinker serve` prints a generated admin key once, on the first start of a data folder, and never
 // prints a key it was given (OPENTINKER_ADMIN_KEY) — not even with debug logging, which dumps the config.
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Served {
   child: ChildProcess;
@@ -26,7 +15,7 @@ interface Served {
 }
 
 async function serve(home: string, extra: NodeJS.ProcessEnv = {}): Promise<Served> {
-  const port = await freePort();
+  const port = await unusedPort();
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OPENTINKER_')) env[k] = v;
   Object.assign(env, { OPENTINKER_HOME: home, OPENTINKER_PORT: String(port), OPENTINKER_EMBEDDED_WORKER: 'false', OPENTINKER_LOG_LEVEL: 'debug' }, extra);

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
+import { matMulDims } from './matmul-dims';
 
 /*
  * `BatchMatMul` for the wasm backend through the host's OpenBLAS (native/blas-matmul.c).
@@ -104,16 +105,7 @@ export function blasBatchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: 
   if (a.dtype !== 'float32' || b.dtype !== 'float32') return undefined;
   const ta = Boolean(args.attrs?.transposeA);
   const tb = Boolean(args.attrs?.transposeB);
-  const aRank = a.shape.length;
-  const bRank = b.shape.length;
-  const k = ta ? a.shape[aRank - 2] : a.shape[aRank - 1];
-  const m = ta ? a.shape[aRank - 1] : a.shape[aRank - 2];
-  const n = tb ? b.shape[bRank - 2] : b.shape[bRank - 1];
-  const kb = tb ? b.shape[bRank - 1] : b.shape[bRank - 2];
-  const aBatch = a.shape.slice(0, -2);
-  const bBatch = b.shape.slice(0, -2);
-  const batchA = aBatch.reduce((p, v) => p * v, 1);
-  const batchB = bBatch.reduce((p, v) => p * v, 1);
+  const { m, n, k, kb, aBatch, bBatch, batchA, batchB } = matMulDims(a, b, ta, tb);
   // One operand broadcast whole, or identical batch shapes: anything else goes to the general kernel.
   const sameBatch = aBatch.length === bBatch.length && aBatch.every((d, i) => d === bBatch[i]);
   if (k !== kb || m * n * k === 0 || !(sameBatch || batchA === 1 || batchB === 1)) return undefined;

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { matMulDims } from './matmul-dims';
 import { blasBatchMatMul, openNativeBlas } from './native-blas';
 
 /*
@@ -45,14 +46,7 @@ function fastBatchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown
   const transposeA = Boolean(args.attrs?.transposeA);
   const transposeB = Boolean(args.attrs?.transposeB);
   if (a.dtype !== 'float32' || b.dtype !== 'float32') return fallback();
-  const aRank = a.shape.length;
-  const bRank = b.shape.length;
-  const k = transposeA ? a.shape[aRank - 2] : a.shape[aRank - 1];
-  const kb = transposeB ? b.shape[bRank - 1] : b.shape[bRank - 2];
-  const m = transposeA ? a.shape[aRank - 1] : a.shape[aRank - 2];
-  const n = transposeB ? b.shape[bRank - 2] : b.shape[bRank - 1];
-  const batchA = a.shape.slice(0, -2).reduce((p, v) => p * v, 1);
-  const batchB = b.shape.slice(0, -2).reduce((p, v) => p * v, 1);
+  const { m, n, k, kb, batchA, batchB } = matMulDims(a, b, transposeA, transposeB);
   const batch = Math.max(batchA, batchB);
   if (k !== kb || (batchA !== batchB && batchA !== 1 && batchB !== 1)) return fallback(); // let the stock kernel report it
   if ((batch === 1 && !transposeA && !transposeB) || m * k * n < MIN_SLICE_WORK || m * n * k === 0) return fallback();
