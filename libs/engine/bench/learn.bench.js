@@ -8,7 +8,7 @@
  *
  * Run after building:  npx tsc -b libs/engine/tsconfig.json libs/rl/tsconfig.json && node libs/engine/bench/learn.bench.js
  * Options: --sft-steps N  --grpo-steps N  --seed N  --sft-lr X (3e-4)  --sft-warmup N (20)  --sft-schedule constant|cosine
- * (constant)  --sft-batch N (32)  --grpo-lr X (2e-4)  --quick (a tiny smoke run)  --no-filter (keep zero-variance groups)
+ * (constant)  --sft-batch N (32)  --grpo-lr X (1e-4)  --quick (a tiny smoke run)  --no-filter (keep zero-variance groups)
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -17,7 +17,7 @@ const eng = require('@opentinker/engine');
 const rl = require('@opentinker/rl');
 
 function parseArgs(argv) {
-  const opts = { sftSteps: 1400, grpoSteps: 250, seed: 1, quick: false, filter: true, sftLr: 3e-4, sftWarmup: 20, sftSchedule: 'constant', sftBatch: 32, grpoLr: 2e-4 };
+  const opts = { sftSteps: 1400, grpoSteps: 250, seed: 1, quick: false, filter: true, sftLr: 3e-4, sftWarmup: 20, sftSchedule: 'constant', sftBatch: 32, grpoLr: 1e-4 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = () => {

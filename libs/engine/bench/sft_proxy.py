@@ -18,7 +18,9 @@ Init modes:
   emb1     hf, but the embedding N(0, 1)
   linear   hf for the embedding, kaiming-uniform for linear layers
 
-Prints one line per evaluation and a final JSON line.
+Prints one line per evaluation and a final JSON line. What it showed (libs/engine/README.md, "Why SFT was
+slow"): with `--init hf` it learns as slowly as the engine at lr 1e-3 (the loss curves match), and lr 3e-4
+lifts held-out accuracy at step 1,400 from a mean of 8.9% to 50.2% over five seeds.
 
 Run: LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 libs/engine/bench/sft_proxy.py --init hf
 """
