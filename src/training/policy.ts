@@ -59,7 +59,12 @@ let backend: Promise<BackendInfo> | null = null;
  * calls this before it builds a model.
  */
 export function ensureEngineBackend(): Promise<BackendInfo> {
-  backend ??= initBackend();
+  backend ??= initBackend().then((info) => {
+    // One line in the job's log: which backend and matmul kernel run, and why a faster one did not.
+    const blas = info.blas && !info.blas.ok ? ` (OpenBLAS unavailable: ${info.blas.error})` : info.blas?.ok ? `, ${info.blas.threads} BLAS thread(s)` : '';
+    console.log(`engine: ${info.name}${info.matmul ? `, matmul ${info.matmul}` : ''}${blas}`);
+    return info;
+  });
   return backend;
 }
 
