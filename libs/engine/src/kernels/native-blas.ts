@@ -52,13 +52,15 @@ const OPENBLAS_PATHS = [
   'libopenblas.so',
 ];
 
+// As in backend.ts: `require` exists in the CommonJS build, not under Jest's ESM mode.
+const nodeRequire: NodeJS.Require = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'package.json'));
+
 let addon: BlasAddon | undefined;
 let status: NativeBlasStatus | undefined;
 
 /** Where the build script (native/build.js) writes the addon: inside the package, beside dist/. */
 export function nativeAddonPath(): string {
-  const req = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'package.json'));
-  return join(dirname(req.resolve('@opentinker/engine/package.json')), 'native', 'build', 'blas_matmul.node');
+  return join(dirname(nodeRequire.resolve('@opentinker/engine/package.json')), 'native', 'build', 'blas_matmul.node');
 }
 
 /**
@@ -80,8 +82,7 @@ export function openNativeBlas(threads?: number): NativeBlasStatus {
     return status;
   }
   try {
-    const req = typeof require === 'function' ? require : createRequire(file);
-    const loaded = req(file) as BlasAddon;
+    const loaded = nodeRequire(file) as BlasAddon;
     const wanted = threads ?? (Number(process.env.OPENTINKER_ENGINE_BLAS_THREADS) || availableParallelism());
     const paths = process.env.OPENTINKER_OPENBLAS ? [process.env.OPENTINKER_OPENBLAS, ...OPENBLAS_PATHS] : OPENBLAS_PATHS;
     status = loaded.open(paths, wanted);
