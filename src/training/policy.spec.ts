@@ -1,4 +1,4 @@
-import { ByteTokenizer, CHATML_TEMPLATE, ChatTemplate, saveHfModelDir } from '@opentinker/engine';
+import { ByteTokenizer, CHATML_TEMPLATE, ChatTemplate, sample, saveHfModelDir } from '@opentinker/engine';
 import type { ChatMessage } from '@opentinker/engine';
 import type { Message } from '@opentinker/env-sdk';
 import * as tf from '@tensorflow/tfjs-core';
@@ -66,6 +66,33 @@ describe('loadPolicy', () => {
     a.dispose();
     b.dispose();
     expect(tf.memory().numTensors).toBe(before);
+  });
+
+  it('model.context_length lengthens a preset with no new weights: it samples past the 128 tokens of tiny-char', async () => {
+    const base = await loadPolicy(modelSpec.parse({ preset: 'tiny-char', seed: 2 }), ctx);
+    const long = await loadPolicy(modelSpec.parse({ preset: 'tiny-char', seed: 2, context_length: 512 }), ctx);
+    try {
+      expect(base.contextLength).toBe(128);
+      expect(long.contextLength).toBe(512);
+      expect(long.config.max_position_embeddings).toBe(512);
+      expect(long.source).toContain('context 512');
+      expect(long.model.exportWeights().size).toBe(base.model.exportWeights().size);
+      const prompt = Array.from({ length: 200 }, (_, i) => 97 + (i % 26));
+      const [out] = sample(long.model, [prompt], { maxNewTokens: 8, temperature: 0, seed: 0 });
+      expect(out.tokens.length).toBeGreaterThan(0);
+      expect(() => sample(base.model, [prompt], { maxNewTokens: 8, temperature: 0, seed: 0 })).toThrow(/max_position_embeddings 128/);
+    } finally {
+      base.dispose();
+      long.dispose();
+    }
+  });
+
+  it('model.context_length is refused for a model folder, naming the field', () => {
+    const result = modelSpec.safeParse({ path: './models/qwen', context_length: 4096 });
+    expect(result.success).toBe(false);
+    expect(result.error!.issues.map((i) => i.path)).toEqual([['context_length']]);
+    expect(result.error!.issues[0].message).toMatch(/presets only/);
+    expect(modelSpec.safeParse({ preset: 'tiny-char', context_length: 8 }).success).toBe(false);
   });
 
   it('refuses an unknown preset and a folder that is not a model', async () => {

@@ -111,7 +111,7 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
  */
 export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<Policy> {
   await ensureEngineBackend();
-  if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx);
+  if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, spec.context_length);
   const path = spec.path!;
   const ref = parseJobModelRef(path);
   const dir = ref ? await resolveJobModelDir(ref, ctx.paths.jobsDir) : resolve(path);
@@ -132,7 +132,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   return makePolicy({ model, tokenizer: loaded.tokenizer, template, chat, stopTokenIds: loaded.stopTokenIds, source, dir, rawConfig: loaded.rawConfig });
 }
 
-function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_template'], ctx: { log(line: string): void }): Policy {
+function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_template'], ctx: { log(line: string): void }, contextLength?: number): Policy {
   if (!Object.prototype.hasOwnProperty.call(MODEL_PRESETS, name)) {
     throw new Error(`model.preset: unknown preset "${name}" (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
   }
@@ -145,11 +145,14 @@ function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_
     bos_token_id: tokenizer.bosId ?? undefined,
     eos_token_id: tokenizer.eosId ?? undefined,
     pad_token_id: tokenizer.padId ?? undefined,
+    // Rotary positions are computed, not learnt: a longer context needs no new weights, and a checkpoint
+    // saves it in config.json so the trained model keeps it when loaded back.
+    ...(contextLength !== undefined ? { max_position_embeddings: contextLength } : {}),
   };
   const chat = pickTemplate(chatTemplate, null);
   const template = new ChatTemplate(chat.source, specialVariables(tokenizer));
   const model = Model.init(config, seed);
-  const source = `preset ${name} (seed ${seed})`;
+  const source = `preset ${name} (seed ${seed}${contextLength !== undefined ? `, context ${contextLength}` : ''})`;
   ctx.log(`policy: ${source}, chat template ${chat.name}`);
   return makePolicy({ model, tokenizer, template, chat, stopTokenIds: tokenizer.eosId === null ? [] : [tokenizer.eosId], source, dir: null });
 }

@@ -1,7 +1,7 @@
 import { z } from '@opentinker/env-sdk';
 
-/** Default rewards, OpenTinker's: win +10, loss −10, draw 0, invalid move −1, timeout −20. */
-export const DEFAULT_REWARDS = { win: 10, loss: -10, draw: 0, invalid_move: -1, timeout: -20 } as const;
+/** Default rewards, OpenTinker's: win +10, loss −10, draw 0, invalid move −1, timeout −20; no per-move reward. */
+export const DEFAULT_REWARDS = { win: 10, loss: -10, draw: 0, invalid_move: -1, timeout: -20, move: 0 } as const;
 
 const reward = (value: number, what: string) => z.number().finite().default(value).describe(what);
 
@@ -13,6 +13,7 @@ export const rewardsSchema = z
     draw: reward(DEFAULT_REWARDS.draw, 'The board fills up with no line'),
     invalid_move: reward(DEFAULT_REWARDS.invalid_move, 'Each unparsable, off-board or occupied move (also the one that ends the game)'),
     timeout: reward(DEFAULT_REWARDS.timeout, 'The game is still running after max_turns model replies'),
+    move: reward(DEFAULT_REWARDS.move, 'Each valid move that does not end the game (shaping: lets RL reward a policy that keeps making legal moves)'),
   })
   .strict();
 
@@ -56,6 +57,30 @@ export const gomokuConfigSchema = z
       .max(40)
       .default(0)
       .describe('Random stones played (in turn order) before the game starts, drawn from a seeded RNG on the task index'),
+    random_opening_moves_min: z
+      .number()
+      .int()
+      .min(0)
+      .max(40)
+      .nullable()
+      .default(null)
+      .describe(
+        'With it, each task draws its number of opening stones from random_opening_moves_min…random_opening_moves, keeping the parity of random_opening_moves (so the same side is to move); null: exactly random_opening_moves',
+      ),
+    move_format: z
+      .enum(['tag', 'bare'])
+      .default('tag')
+      .describe('tag: the move is the last <move>row,col</move> of the reply; bare: the reply may also be just row,col (a tag still counts when present)'),
+    prompt_style: z
+      .enum(['full', 'compact'])
+      .default('full')
+      .describe(
+        'full: a system message with the rules and a labelled board; compact: no system message, the board as bare rows of X/O/. and a short request (fits small byte-level models)',
+      ),
+    task_hints: z
+      .boolean()
+      .default(false)
+      .describe("Give each task a hint: the greedy heuristic's move for X in the opening position, as \"row,col\" (a target for an SFT warm-up: <move>{hint}</move>)"),
     rewards: rewardsSchema.prefault({}).describe('Rewards; missing keys keep their defaults'),
   })
   .strict()
@@ -65,6 +90,18 @@ export const gomokuConfigSchema = z
     }
     if (config.random_opening_moves * 4 > config.board_size * config.board_size) {
       ctx.addIssue({ code: 'custom', path: ['random_opening_moves'], message: `must be at most a quarter of the board (${Math.floor((config.board_size * config.board_size) / 4)})` });
+    }
+    if (config.random_opening_moves_min !== null && config.random_opening_moves_min > config.random_opening_moves) {
+      ctx.addIssue({ code: 'custom', path: ['random_opening_moves_min'], message: `must be at most random_opening_moves (${config.random_opening_moves})` });
+    }
+    // A hint is X's move in the position the task starts from; when O is to move there, its first stone
+    // comes from the episode's seed, so no task-only hint exists.
+    if (config.task_hints && (config.random_opening_moves % 2 === 0) !== config.model_first) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['task_hints'],
+        message: 'needs X to move after the opening: an even random_opening_moves with model_first true, an odd one with model_first false',
+      });
     }
   });
 

@@ -88,7 +88,15 @@ describe('results and rewards', () => {
     expect(win.reward).toBe(1);
     const loss = start({ opponent: 'greedy', rewards: { win: 1 } }, O_FOUR).episode.step(move(4, 4));
     expect(loss.reward).toBe(-10);
-    expect(parseConfig(gomoku, { rewards: { draw: 0.5 } }).rewards).toEqual({ win: 10, loss: -10, draw: 0.5, invalid_move: -1, timeout: -20 });
+    expect(parseConfig(gomoku, { rewards: { draw: 0.5 } }).rewards).toEqual({ win: 10, loss: -10, draw: 0.5, invalid_move: -1, timeout: -20, move: 0 });
+  });
+
+  it('rewards.move: each valid move that does not end the game earns it (0 by default), the last move earns the result only', async () => {
+    expect((await start().episode.step(move(4, 4))).reward).toBe(0);
+    const { episode } = start({ rewards: { move: 0.1, invalid_move: -2 } });
+    expect((await episode.step(move(4, 4))).reward).toBe(0.1);
+    expect((await episode.step('pass')).reward).toBe(-2);
+    expect((await start({ rewards: { move: 0.1, win: 1 } }, X_FOUR).episode.step(move(0, 4))).reward).toBe(1);
   });
 
   it.each([
@@ -285,5 +293,48 @@ describe('determinism and lifecycle', () => {
       expect(() => episode.step(move(0, 0))).toThrow(expect.objectContaining({ code: 'ENV_NOT_RESET' }));
     }
     expect(episode.reset(null as unknown as GomokuTask, 1)).toHaveLength(2);
+  });
+});
+
+describe("prompt_style: 'compact'", () => {
+  const compact: GomokuConfigInput = { prompt_style: 'compact', board_size: 5, win_length: 4 };
+
+  it('opens with one user message: the bare board and the short request, no system message', () => {
+    const { messages } = start(compact, { index: 0, opening: [[2, 2], [0, 4]] });
+    expect(messages).toEqual([{ role: 'user', content: '....O\n.....\n..X..\n.....\n.....\nX:' }]);
+  });
+
+  it('answers a valid move with the board after both moves, and keeps the reply format', async () => {
+    const { episode } = start(compact, { index: 0 }, 7);
+    const r = await episode.step(move(2, 2));
+    expect(r.done).toBe(false);
+    const [o] = info(r).opponent_move!;
+    const rows = r.observation.split('\n');
+    expect(rows).toHaveLength(6);
+    expect(rows[2][2]).toBe('X');
+    expect(rows[o][info(r).opponent_move![1]]).toBe('O');
+    expect(rows[5]).toBe('X:');
+    expect(r.observation.replace(/[^XO]/g, '').length).toBe(3); // X, O and the request's X
+  });
+
+  it('an invalid move says why in a word, and the board and request stay last', async () => {
+    const { episode } = start({ ...compact, max_invalid_moves: 2 }, { index: 0, opening: [[2, 2], [0, 4]] });
+    const occupied = await episode.step(move(2, 2));
+    expect(occupied.observation).toBe('invalid (occupied)\n....O\n.....\n..X..\n.....\n.....\nX:');
+    expect(occupied.reward).toBe(-1);
+    const last = await episode.step('no tag');
+    expect(last.done).toBe(true);
+    expect(info(last)).toMatchObject({ result: 'invalid', error: 'missing_tag' });
+  });
+
+  it('model_first false: the opponent has played before the board is shown', () => {
+    const { messages } = start({ ...compact, model_first: false });
+    expect(messages).toHaveLength(1);
+    expect(messages[0].content.replace(/[^O]/g, '')).toBe('O');
+    expect(messages[0].content.endsWith('\nX:')).toBe(true);
+  });
+
+  it('the default stays the full prompt', () => {
+    expect(start({ board_size: 5, win_length: 4 }).messages.map((m) => m.role)).toEqual(['system', 'user']);
   });
 });

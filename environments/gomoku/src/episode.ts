@@ -3,8 +3,8 @@ import { Board, O, other, X } from './board';
 import type { GomokuConfig } from './config';
 import { parseMove, type MoveErrorKind } from './move';
 import { opponentMove } from './opponent';
-import { MOVE_REQUEST, ordinal, systemPrompt } from './prompt';
-import { formatCell, renderBoard } from './render';
+import { COMPACT_MOVE_REQUEST, MOVE_REQUEST, ordinal, systemPrompt } from './prompt';
+import { formatCell, renderBoard, renderCompactBoard } from './render';
 import { firstPlayer, readTask, type GomokuTask } from './tasks';
 
 /** How a finished game ended, from the model's (X's) side. */
@@ -86,16 +86,15 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     this.winner = null;
     this.result = null;
 
+    if (config.prompt_style === 'compact') {
+      if (player === O) this.opponentOpens(board);
+      this.state = 'open';
+      return [{ role: 'user', content: this.compactBoard() }];
+    }
     const lines: string[] = [`A new game on a ${config.board_size}×${config.board_size} board: ${config.win_length} in a row wins. You are X.`];
     if (opening.length > 0) lines.push(`The game starts from an opening of ${opening.length} stone${opening.length === 1 ? '' : 's'} already on the board.`);
     if (player === O) {
-      const cell = opponentMove(config.opponent, board, O, this.rng);
-      board.place(cell, O);
-      if (board.wins(cell, O)) {
-        throw new EnvironmentError('ENV_INVALID_TASK', 'task.opening leaves the opponent a win on its first move', 'task.opening');
-      }
-      this.opponentMoves = 1;
-      this.lastOpponent = cell;
+      const cell = this.opponentOpens(board);
       lines.push(`The opponent (O) moved first and played ${formatCell(board, cell)}.`);
     } else if (opening.length === 0) {
       lines.push('You move first.');
@@ -118,7 +117,7 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     const rewards = config.rewards;
     this.turns++;
 
-    const parsed = parseMove(action, board.size);
+    const parsed = parseMove(action, board.size, config.move_format);
     const cell = parsed.ok ? board.index(parsed.row, parsed.col) : -1;
     if (!parsed.ok || board.cells[cell] !== 0) {
       this.invalidMoves++;
@@ -149,8 +148,11 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     if (this.turns >= this.maxTurns) return this.finish('timeout', null, rewards.timeout, move, replyPair, null);
 
     return {
-      observation: `You played ${formatCell(board, cell)}. The opponent played ${formatCell(board, reply)}.\n\n${renderBoard(board, reply)}\n\n${MOVE_REQUEST}`,
-      reward: 0,
+      observation:
+        config.prompt_style === 'compact'
+          ? this.compactBoard()
+          : `You played ${formatCell(board, cell)}. The opponent played ${formatCell(board, reply)}.\n\n${renderBoard(board, reply)}\n\n${MOVE_REQUEST}`,
+      reward: rewards.move,
       done: false,
       info: this.info(move, replyPair, null),
     };
@@ -190,6 +192,23 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     };
   }
 
+  /** O's stone when O is to move at the start (`model_first: false`, or an odd opening); returns its cell. */
+  private opponentOpens(board: Board): number {
+    const cell = opponentMove(this.config.opponent, board, O, this.rng);
+    board.place(cell, O);
+    if (board.wins(cell, O)) {
+      throw new EnvironmentError('ENV_INVALID_TASK', 'task.opening leaves the opponent a win on its first move', 'task.opening');
+    }
+    this.opponentMoves = 1;
+    this.lastOpponent = cell;
+    return cell;
+  }
+
+  /** A compact observation: the bare board, then the request (see {@link renderCompactBoard}). */
+  private compactBoard(): string {
+    return `${renderCompactBoard(this.board)}\n${COMPACT_MOVE_REQUEST}`;
+  }
+
   private pair(cell: number): [number, number] {
     const row = (cell / this.board.size) | 0;
     return [row, cell - row * this.board.size];
@@ -197,6 +216,9 @@ export class GomokuEpisode implements Episode<GomokuTask> {
 
   private invalidObservation(parsed: ReturnType<typeof parseMove>, cell: number): string {
     const board = this.board;
+    // Compact: the reason in a word, then the board and the request, which stay last so every cell
+    // keeps its distance from the reply.
+    if (this.config.prompt_style === 'compact') return `invalid (${parsed.ok ? 'occupied' : parsed.error})\n${this.compactBoard()}`;
     const last = board.size - 1;
     let why: string;
     if (parsed.ok) {

@@ -43,4 +43,12 @@ describe('parseMove (0-based row,col in the last <move> tag)', () => {
       expect(parseMove(text, 9).ok).toBe(false);
     }
   });
+
+  it("bare: the reply may be just row,col; a tag still wins, and other text is still a missing tag", () => {
+    expect(parseMove(' 2,3\n', 5, 'bare')).toEqual({ ok: true, row: 2, col: 3 });
+    expect(parseMove('2,3', 5)).toEqual({ ok: false, error: 'missing_tag' });
+    expect(parseMove('1,1 <move>4,0</move>', 5, 'bare')).toEqual({ ok: true, row: 4, col: 0 });
+    expect(parseMove('I play 2,3', 5, 'bare')).toEqual({ ok: false, error: 'missing_tag' });
+    expect(parseMove('7,0', 5, 'bare')).toEqual({ ok: false, error: 'out_of_range', row: 7, col: 0 });
+  });
 });

@@ -15,16 +15,21 @@ const COORDS = /^[([]?\s*([+-]?\d+)\s*,\s*([+-]?\d+)\s*[)\]]?$/;
 /**
  * Reads the move in a reply: the content of its last `<move>…</move>` tag, as 0-based `row,col`
  * (spaces and one pair of enclosing parentheses or brackets are tolerated: `<move>(3, 4)</move>`).
- * Checks the range, not whether the cell is free. Never throws.
+ * With `format: 'bare'` a reply that is only the coordinates (`3,4`) is read too. Checks the range,
+ * not whether the cell is free. Never throws.
  *
  * @example
  * ```ts
  * parseMove('I block: <move>3,4</move>', 9); // { ok: true, row: 3, col: 4 }
  * parseMove('<move>9,0</move>', 9);          // { ok: false, error: 'out_of_range', row: 9, col: 0 }
+ * parseMove('3,4', 9, 'bare');                // { ok: true, row: 3, col: 4 }
  * ```
  */
-export function parseMove(text: string, size: number): ParsedMove {
-  const content = parseTaggedAction(typeof text === 'string' ? text : '', 'move');
+export function parseMove(text: string, size: number, format: 'tag' | 'bare' = 'tag'): ParsedMove {
+  const reply = typeof text === 'string' ? text : '';
+  let content = parseTaggedAction(reply, 'move');
+  // A bare reply is the coordinates alone; anything else around them is still a missing tag.
+  if (content === null && format === 'bare' && COORDS.test(reply.trim())) content = reply.trim();
   if (content === null) return { ok: false, error: 'missing_tag' };
   const m = COORDS.exec(content);
   if (!m) return { ok: false, error: 'unparsable', content };

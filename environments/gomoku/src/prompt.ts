@@ -4,6 +4,12 @@ import type { GomokuConfig } from './config';
 export const MOVE_REQUEST = 'Your move: reply with <move>row,col</move>.';
 
 /**
+ * The request that ends every observation with `prompt_style: 'compact'`, after the bare board: the
+ * reply format is the same `<move>row,col</move>`, learnt from examples rather than read from rules.
+ */
+export const COMPACT_MOVE_REQUEST = 'X:';
+
+/**
  * The system prompt: the rules for this config, the 0-based coordinate convention, the board legend
  * and the answer format.
  */

@@ -1,5 +1,5 @@
 import { Board, O, X } from './board';
-import { formatCell, renderBoard } from './render';
+import { formatCell, renderBoard, renderCompactBoard } from './render';
 
 describe('renderBoard', () => {
   it('draws a 9×9 board with one-digit indices and the last move in brackets', () => {
@@ -74,5 +74,17 @@ describe('renderBoard', () => {
   it('formats cells as (row, col)', () => {
     const board = new Board({ size: 15, winLength: 5, allowOverline: true });
     expect(formatCell(board, board.index(12, 3))).toBe('(12, 3)');
+  });
+});
+
+describe('renderCompactBoard', () => {
+  it('draws bare rows of X, O and ., row r on line r, column c at character c', () => {
+    const board = new Board({ size: 5, winLength: 4, allowOverline: true });
+    board.place(board.index(1, 1), X);
+    board.place(board.index(2, 4), O);
+    const text = renderCompactBoard(board);
+    expect(text).toBe(['.....', '.X...', '....O', '.....', '.....'].join('\n'));
+    expect(text).toHaveLength(29);
+    expect(text.split('\n')[2][4]).toBe('O');
   });
 });

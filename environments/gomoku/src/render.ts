@@ -41,3 +41,30 @@ export function formatCell(board: Board, cell: number): string {
   const row = (cell / board.size) | 0;
   return `(${row}, ${cell - row * board.size})`;
 }
+
+/**
+ * Draws the board as bare rows of `X`, `O` and `.`, one line per row, no labels or spaces: a 5×5 board
+ * is 29 characters. Cell (r, c) is character c of line r, so in a prompt that ends with the board and
+ * a fixed request every cell sits at a fixed distance from the reply: small models with relative
+ * positions (RoPE) read it without counting labels.
+ *
+ * @example
+ * ```text
+ * .....
+ * .X...
+ * ..O..
+ * .....
+ * .....
+ * ```
+ */
+export function renderCompactBoard(board: Board): string {
+  const n = board.size;
+  const cells = board.cells;
+  const lines: string[] = [];
+  for (let r = 0; r < n; r++) {
+    let line = '';
+    for (let c = 0; c < n; c++) line += cellSymbol(cells[r * n + c]);
+    lines.push(line);
+  }
+  return lines.join('\n');
+}

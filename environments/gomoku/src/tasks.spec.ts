@@ -84,7 +84,11 @@ describe('config', () => {
       max_turns: null,
       test_size: 64,
       random_opening_moves: 0,
-      rewards: { win: 10, loss: -10, draw: 0, invalid_move: -1, timeout: -20 },
+      random_opening_moves_min: null,
+      move_format: 'tag',
+      prompt_style: 'full',
+      task_hints: false,
+      rewards: { win: 10, loss: -10, draw: 0, invalid_move: -1, timeout: -20, move: 0 },
     });
   });
 
@@ -105,5 +109,49 @@ describe('config', () => {
     const result = gomokuConfigSchema.safeParse(input);
     expect(result.success).toBe(false);
     if (key) expect(result.error!.issues[0].path[0]).toBe(key);
+  });
+});
+
+describe('task_hints', () => {
+  it("gives each task the greedy heuristic's move for X in its opening position, on an empty cell", () => {
+    const config = cfg({ board_size: 5, win_length: 4, random_opening_moves: 2, task_hints: true });
+    const seen = new Set<string>();
+    for (let index = 0; index < 50; index++) {
+      const task = makeTask(config, 'train', index);
+      expect(task.opening).toHaveLength(2);
+      expect(task.hint).toMatch(/^[0-4],[0-4]$/);
+      const [r, c] = task.hint!.split(',').map(Number);
+      expect(task.opening!.some(([or, oc]) => or === r && oc === c)).toBe(false);
+      expect(makeTask(config, 'train', index)).toEqual(task);
+      seen.add(task.hint!);
+    }
+    // The opening varies, so does the demonstrated move.
+    expect(seen.size).toBeGreaterThan(3);
+  });
+
+  it('without an opening the hint is the centre, the cell in the most windows', () => {
+    const config = cfg({ board_size: 5, win_length: 4, task_hints: true });
+    // No opening: the centre scores highest on an empty board.
+    expect(makeTask(config, 'test', 0)).toEqual({ index: 0, hint: '2,2' });
+  });
+
+  it('keeps tasks unchanged when off, and refuses a config where O would be to move', () => {
+    expect(makeTask(cfg({ random_opening_moves: 2 }), 'train', 3)).not.toHaveProperty('hint');
+    const refused = gomokuConfigSchema.safeParse({ random_opening_moves: 1, task_hints: true });
+    expect(refused.success).toBe(false);
+    expect(refused.error!.issues[0].path).toEqual(['task_hints']);
+    expect(gomokuConfigSchema.safeParse({ random_opening_moves: 1, task_hints: true, model_first: false }).success).toBe(true);
+  });
+
+  it('random_opening_moves_min: openings of every count in the range with the parity of the maximum, hints on each', () => {
+    const config = cfg({ board_size: 5, win_length: 4, random_opening_moves: 6, random_opening_moves_min: 1, task_hints: true });
+    const counts = new Set<number>();
+    for (let index = 0; index < 60; index++) {
+      const task = makeTask(config, 'train', index);
+      counts.add(task.opening?.length ?? 0);
+      expect(task.hint).toMatch(/^[0-4],[0-4]$/);
+    }
+    expect([...counts].sort()).toEqual([2, 4, 6]);
+    expect(gomokuConfigSchema.safeParse({ random_opening_moves: 2, random_opening_moves_min: 4 }).error!.issues[0].path).toEqual(['random_opening_moves_min']);
   });
 });

@@ -1,18 +1,20 @@
 import { createRng, EnvironmentError, type Rng, type Split, type TaskSet } from '@opentinker/env-sdk';
 import { Board, DIRECTIONS, EMPTY, O, other, X, type Player } from './board';
 import type { GomokuConfig } from './config';
+import { greedyMove } from './opponent';
 
 /**
  * A gomoku task: its index in the split and, optionally, opening stones as 0-based `[row, col]`
  * pairs. Opening stones are played in turn order before the game starts: the first by whoever moves
- * first (X when `model_first`), then alternating.
+ * first (X when `model_first`), then alternating. With `task_hints`, `hint` is a good first move for X
+ * (the greedy heuristic's) as `"row,col"`: a demonstration for an SFT warm-up, unused by the game.
  *
  * @example
  * ```json
- * { "index": 3, "opening": [[4, 4], [3, 5]] }
+ * { "index": 3, "opening": [[4, 4], [3, 5]], "hint": "4,3" }
  * ```
  */
-export type GomokuTask = { index: number; opening?: Array<[number, number]> };
+export type GomokuTask = { index: number; opening?: Array<[number, number]>; hint?: string };
 
 /** The player who places the first stone of a game. */
 export function firstPlayer(config: Pick<GomokuConfig, 'model_first'>): Player {
@@ -37,20 +39,36 @@ export function makeTask(config: GomokuConfig, split: Split, index: number): Gom
   if (split === 'test' && index >= config.test_size) {
     throw new EnvironmentError('ENV_INVALID_TASK', `The test split has ${config.test_size} tasks; index ${index} is out of range`, 'index');
   }
-  if (config.random_opening_moves === 0) return { index };
+  if (config.random_opening_moves === 0 && !config.task_hints) return { index };
   // Distinct streams for train and test: index i of each split gets a different opening.
   const rng = createRng(index * 2 + (split === 'test' ? 1 : 0));
   const board = new Board({ size: config.board_size, winLength: config.win_length, allowOverline: config.allow_overline });
+  const opening = randomOpening(config, board, rng);
+  if (!config.task_hints) return { index, opening };
+  // The config guarantees X is to move here. Ties are broken by the same stream, so a task is still a
+  // function of its split and index.
+  const hint = greedyMove(board, X, rng);
+  return { index, ...(opening.length > 0 ? { opening } : {}), hint: `${(hint / board.size) | 0},${hint % board.size}` };
+}
+
+/** Plays the task's opening (`random_opening_moves` quiet stones, or a count down to `random_opening_moves_min`) on `board` in turn order; returns [row, col] pairs. */
+function randomOpening(config: GomokuConfig, board: Board, rng: Rng): Array<[number, number]> {
   const opening: Array<[number, number]> = [];
   let player = firstPlayer(config);
-  for (let k = 0; k < config.random_opening_moves; k++) {
+  let count = config.random_opening_moves;
+  if (config.random_opening_moves_min !== null) {
+    // Same parity as the maximum, so every task has the same side to move.
+    const low = config.random_opening_moves_min + ((count - config.random_opening_moves_min) % 2);
+    count = low + 2 * rng.int(0, (count - low) / 2);
+  }
+  for (let k = 0; k < count; k++) {
     const cell = pickQuietCell(board, player, rng);
     if (cell < 0) break;
     board.place(cell, player);
     opening.push([(cell / board.size) | 0, cell % board.size]);
     player = other(player);
   }
-  return { index, opening };
+  return opening;
 }
 
 /**

@@ -39,9 +39,22 @@ export const modelSpec = z
       .default('auto')
       .describe("auto: the folder's template (ChatML for presets); plain: message contents joined, no role markers (tiny models)"),
     seed: z.number().int().min(0).default(0).describe('Seed of the random init of a preset'),
+    context_length: z
+      .number()
+      .int()
+      .min(16)
+      .max(32768)
+      .optional()
+      .describe("A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only"),
   })
   .strict()
-  .refine((m) => (m.preset === undefined) !== (m.path === undefined), { message: 'Give exactly one of model.preset and model.path', path: ['preset'] });
+  .refine((m) => (m.preset === undefined) !== (m.path === undefined), { message: 'Give exactly one of model.preset and model.path', path: ['preset'] })
+  // A loaded model's positions were trained up to its own max_position_embeddings: lengthening it
+  // silently would be a different model.
+  .refine((m) => m.context_length === undefined || m.preset !== undefined, {
+    message: "model.context_length applies to presets only; a model folder's context is its config.json max_position_embeddings",
+    path: ['context_length'],
+  });
 
 /** How responses are sampled and how long an episode may run. */
 export const rolloutSpec = z
