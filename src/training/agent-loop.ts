@@ -231,11 +231,11 @@ export async function runEpisodes(policy: Policy, env: EnvironmentInstance<unkno
     }
     s.turnRewards.push(result.reward);
     s.info = result.info;
-    const observation: Message | null = result.observation.length > 0 ? { role: result.observationRole ?? 'user', content: result.observation } : null;
+    const observation = observationMessage(result);
     if (observation) s.messages.push(observation);
     if (result.done) return void (s.finish = 'done');
     if (s.turns >= r.max_turns) return void (s.finish = 'max_turns');
-    const obsIds = observation ? policy.renderObservation([observation], s.turnIds[s.turnIds.length - 1]) : [];
+    const obsIds = observationTokens(policy, observation, s.turnIds[s.turnIds.length - 1]);
     const after = s.responseIds.length + obsIds.length;
     // Room for at least one more sampled token, in the budget and in the context.
     if (after + 1 > budget || s.promptIds.length + after + 1 > policy.contextLength) return void (s.finish = 'length');
@@ -272,6 +272,21 @@ function toTrajectory(s: EpisodeState): Trajectory {
   };
 }
 
+/** The message a step's observation adds to the conversation: null when the observation is empty. */
+export function observationMessage(result: Pick<StepResult, 'observation' | 'observationRole'>): Message | null {
+  return result.observation.length > 0 ? { role: result.observationRole ?? 'user', content: result.observation } : null;
+}
+
+/**
+ * The tokens between a model turn that ended with `lastTokenId` and the next model turn: the
+ * observation as the chat template renders it there, plus the opening of the next assistant turn;
+ * none for an empty observation. They join the sequence with loss mask 0. The scripted SFT replay
+ * (`sft.ts`) uses this too, so its examples are token for token what an episode here records.
+ */
+export function observationTokens(policy: Pick<Policy, 'renderObservation'>, observation: Message | null, lastTokenId: number | undefined): number[] {
+  return observation ? policy.renderObservation([observation], lastTokenId) : [];
+}
+
 /** An environment's answers are untrusted: shapes and sizes are checked before they enter a sequence. */
 function checkMessages(value: unknown): Message[] {
   const roles = new Set(['system', 'user', 'assistant', 'tool']);
@@ -287,7 +302,8 @@ function checkMessages(value: unknown): Message[] {
   });
 }
 
-function checkStep(value: unknown): StepResult {
+/** A step result from an untrusted environment, checked (reward, done, observation size, JSON info); throws what is wrong. */
+export function checkStep(value: unknown): StepResult {
   const v = value as Partial<StepResult> | null;
   if (!v || typeof v !== 'object') throw new Error('step must return { observation, reward, done, info }');
   if (typeof v.reward !== 'number' || !Number.isFinite(v.reward)) throw new Error(`step returned a reward that is not a finite number: ${String(v.reward)}`);

@@ -1,8 +1,13 @@
 /**
  * The supervised warm-up before RL: imitate a response rendered from each task's fields (`sft.target`),
- * placed after the rendered prompt; the loss covers the response and its stop token only.
+ * placed after the rendered prompt, or a scripted conversation of several assistant turns played
+ * through the environment (`sft.turns`); the loss covers the assistant's tokens and their stop tokens
+ * only, never the prompt's or the environment's.
  */
 import { crossEntropyCoefficients, padBatch, type LossCoefficients, type TokenBatch } from '@opentinker/engine';
+import type { Episode } from '@opentinker/env-sdk';
+import { checkStep, observationMessage, observationTokens } from './agent-loop';
+import type { Policy } from './policy';
 
 const FIELD = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}/g;
 
@@ -15,7 +20,7 @@ const FIELD = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}/g;
  * renderTarget('\\boxed{{ground_truth}}', { ground_truth: '42' }); // '\\boxed{42}'
  * ```
  */
-export function renderTarget(template: string, task: unknown): string {
+export function renderTarget(template: string, task: unknown, key = 'sft.target'): string {
   return template.replace(FIELD, (_, path: string) => {
     let value: unknown = task;
     for (const key of path.split('.')) {
@@ -23,19 +28,62 @@ export function renderTarget(template: string, task: unknown): string {
     }
     if (typeof value === 'string') return value;
     if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-    throw new Error(`sft.target: the task has no text field ${path}${value === undefined ? '' : ` (it is ${value === null ? 'null' : typeof value})`}`);
+    throw new Error(`${key}: the task has no text field ${path}${value === undefined ? '' : ` (it is ${value === null ? 'null' : typeof value})`}`);
   });
 }
 
-/** One imitation example: the prompt as the policy sees it, then the response to learn (stop token included). */
+/** One imitation example: the prompt as the policy sees it, then the response to learn (stop tokens included). */
 export interface SftExample {
   promptIds: number[];
   responseIds: number[];
+  /** 1 where `responseIds[i]` is learned (assistant tokens), 0 for environment tokens; absent: all are learned. */
+  lossMask?: number[];
+}
+
+/** What a scripted replay needs of the policy: how it renders conversations, and its context. */
+export type ReplayPolicy = Pick<Policy, 'renderPrompt' | 'renderObservation' | 'tokenizer' | 'stopTokenIds' | 'contextLength'>;
+
+/**
+ * Plays a scripted conversation (`sft.turns`) through a real episode and records it as the policy would
+ * see it in RL: `reset`, then for each template its rendering from the task's fields as the assistant's
+ * turn (with the stop token), `step` with that text, and the environment's real observation rendered
+ * by the agent loop's own helpers ({@link observationTokens}). The assistant's tokens get loss mask 1,
+ * the observations' 0. Nothing is added after the last turn. Returns null as soon as the conversation
+ * outgrows the context (the caller skips and counts it); throws when the environment ends the episode
+ * before the script does, or when a call fails. The caller owns (and closes) the episode.
+ *
+ * @example
+ * ```ts
+ * // math-tool, plain template: 347*958= | ```py\nprint(347*958)\n```<eos> | 332426\n | \boxed{332426}<eos>
+ * const example = await replayScript(policy, env.newEpisode(), task, ['```py\nprint({extra_info.expression})\n```', '\\boxed{{ground_truth}}'], seed);
+ * ```
+ */
+export async function replayScript(policy: ReplayPolicy, episode: Episode<unknown>, task: unknown, turns: readonly string[], seed: number): Promise<SftExample | null> {
+  const promptIds = policy.renderPrompt(await episode.reset(task, seed));
+  const stop = policy.stopTokenIds[0];
+  const responseIds: number[] = [];
+  const lossMask: number[] = [];
+  const fits = () => promptIds.length + responseIds.length <= policy.contextLength;
+  for (let k = 0; k < turns.length; k++) {
+    const text = renderTarget(turns[k], task, `sft.turns[${k}]`);
+    const turnIds = [...policy.tokenizer.encode(text), ...(stop === undefined ? [] : [stop])];
+    responseIds.push(...turnIds);
+    lossMask.push(...turnIds.map(() => 1));
+    if (!fits()) return null;
+    if (k === turns.length - 1) break;
+    const result = checkStep(await episode.step(text));
+    if (result.done) throw new Error(`sft.turns: the environment ended the episode after turn ${k + 1} of ${turns.length} (reward ${result.reward})`);
+    const obsIds = observationTokens(policy, observationMessage(result), turnIds[turnIds.length - 1]);
+    responseIds.push(...obsIds);
+    lossMask.push(...obsIds.map(() => 0));
+    if (!fits()) return null;
+  }
+  return { promptIds, responseIds, lossMask };
 }
 
 /**
  * The padded batch of examples and its cross-entropy coefficients: the mean negative log-likelihood of
- * the response tokens (token-aligned, so the prompt's tokens get no loss).
+ * the learned response tokens (token-aligned, so the prompt's and the environment's tokens get no loss).
  */
 export function sftBatch(examples: readonly SftExample[], padId: number): { batch: TokenBatch; coefficients: LossCoefficients; tokens: number } {
   const batch = padBatch(
@@ -45,8 +93,11 @@ export function sftBatch(examples: readonly SftExample[], padId: number): { batc
   const lossMask = new Float32Array(batch.batchSize * batch.seqLen);
   let tokens = 0;
   examples.forEach((e, b) => {
-    for (let t = e.promptIds.length; t < e.promptIds.length + e.responseIds.length; t++) lossMask[b * batch.seqLen + t] = 1;
-    tokens += e.responseIds.length;
+    e.responseIds.forEach((_, i) => {
+      const learned = e.lossMask ? e.lossMask[i] : 1;
+      lossMask[b * batch.seqLen + e.promptIds.length + i] = learned;
+      tokens += learned;
+    });
   });
   return { batch, coefficients: crossEntropyCoefficients(batch, lossMask), tokens };
 }

@@ -15,7 +15,7 @@ import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } f
 import type { Policy } from './policy';
 import { openTrainablePolicy, RlLearner, type IndexedTask } from './rl-learner';
 import { withPolicyAndEnvironment } from './policy-and-environment';
-import { renderTarget, sftBatch, type SftExample } from './sft';
+import { renderTarget, replayScript, sftBatch, type SftExample } from './sft';
 import { plannedSteps, TaskCursor } from './task-cursor';
 
 /** SFT loss is reported as a mean over this many metric points across the warm-up. */
@@ -219,7 +219,8 @@ class TrainRun {
     let lossSum = 0;
     let lossN = 0;
     const t0 = process.hrtime.bigint();
-    this.log(`sft: ${s.steps} steps × ${s.batch_size} examples (${fixed > 0 ? `${fixed} fixed tasks` : 'fresh tasks'}), lr ${s.lr}, target ${JSON.stringify(s.target)}`);
+    const what = s.turns ? `turns ${JSON.stringify(s.turns)} (replayed through the environment)` : `target ${JSON.stringify(s.target)}`;
+    this.log(`sft: ${s.steps} steps × ${s.batch_size} examples (${fixed > 0 ? `${fixed} fixed tasks` : 'fresh tasks'}), lr ${s.lr}, ${what}`);
     try {
       for (let i = 1; i <= s.steps; i++) {
         if (this.signal.aborted) {
@@ -227,18 +228,21 @@ class TrainRun {
           return null;
         }
         const batch: SftExample[] = [];
-        for (const index of cursor.next(s.batch_size)) {
-          if (!examples.has(index)) {
-            const e = await this.sftExample(index);
-            if (e === null) tooLong++;
-            examples.set(index, e);
-          }
+        const indices = cursor.next(s.batch_size);
+        // Built concurrently: a scripted replay waits on the environment (math-tool runs code in its sandbox).
+        const missing = [...new Set(indices.filter((index) => !examples.has(index)))];
+        const built = await Promise.all(missing.map((index) => this.sftExample(index)));
+        missing.forEach((index, k) => {
+          if (built[k] === null) tooLong++;
+          examples.set(index, built[k]);
+        });
+        for (const index of indices) {
           const e = examples.get(index);
           if (e) batch.push(e);
           // Fresh tasks are seen once; only the fixed set is worth keeping.
           if (fixed === 0) examples.delete(index);
         }
-        if (batch.length === 0) throw new Error(`sft: no example fits the context of ${this.policy.contextLength} tokens (prompt + target)`);
+        if (batch.length === 0) throw new Error(`sft: no example fits the context of ${this.policy.contextLength} tokens (prompt + ${s.turns ? 'scripted conversation' : 'target'})`);
         const { batch: tokens, coefficients } = sftBatch(batch, this.padId);
         const r = trainer.trainStep(tokens, coefficients);
         lossSum += r.loss;
@@ -257,19 +261,25 @@ class TrainRun {
     } finally {
       trainer.dispose();
     }
-    if (tooLong > 0) this.log(`sft: skipped ${tooLong} task(s) whose prompt + target exceed the context of ${this.policy.contextLength} tokens`);
+    if (tooLong > 0) this.log(`sft: skipped ${tooLong} task(s) whose prompt + ${s.turns ? 'scripted conversation' : 'target'} exceed the context of ${this.policy.contextLength} tokens`);
     return fixed > 0 ? fixed : s.steps * s.batch_size;
   }
 
-  /** The prompt the environment opens task `index` with, then the target and a stop token; null when it does not fit. */
+  /**
+   * The prompt the environment opens task `index` with, then the target and a stop token, or the
+   * scripted conversation of `sft.turns` played through the episode; null when it does not fit.
+   */
   private async sftExample(index: number): Promise<SftExample | null> {
     const task = await this.task('train', index);
     const episode = this.env.newEpisode();
+    const seed = mixSeed(this.spec.seed, index);
+    const turns = this.spec.sft.turns;
     let messages;
     try {
-      messages = await episode.reset(task, mixSeed(this.spec.seed, index));
+      if (turns) return await replayScript(this.policy, episode, task, turns, seed);
+      messages = await episode.reset(task, seed);
     } catch (error) {
-      throw new Error(`sft: environment ${this.envId} failed to reset train task ${index}: ${(error as Error).message}`);
+      throw new Error(`sft: environment ${this.envId} failed to ${turns ? 'replay sft.turns on' : 'reset'} train task ${index}: ${(error as Error).message}`);
     } finally {
       await Promise.resolve()
         .then(() => episode.close())

@@ -67,7 +67,7 @@ describe('MathToolEpisode', () => {
       observationRole: 'tool',
       reward: 0,
       done: false,
-      info: { turn: 1, action: 'code', blocks: 1, run_status: 'ok', exit_code: 0, truncated: false, turns_left: 2 },
+      info: { turn: 1, action: 'code', blocks: 1, run_status: 'ok', exit_code: 0, truncated: false, turns_left: 2, code_runs: 1 },
     });
     const last = await ep.step('The product is \\boxed{42}.');
     expect(last).toEqual({
@@ -122,12 +122,12 @@ describe('MathToolEpisode', () => {
     const ep = new MathToolEpisode(config, fakeRunner());
     ep.reset(task, 1);
     const first = await ep.step('Hmm.');
-    expect(first).toMatchObject({ observationRole: 'user', reward: 0, done: false, info: { turn: 1, action: 'none', turns_left: 2 } });
+    expect(first).toMatchObject({ observationRole: 'user', reward: 0, done: false, info: { turn: 1, action: 'none', turns_left: 2, code_runs: 0 } });
     expect(first.observation).toContain('no ```python code block');
     expect(first.observation).not.toContain('one reply left');
     const second = await ep.step(code('print(1)'));
     expect(second.observation).toBe('ran print(1)\n\n[one reply left: it must give the final answer as \\boxed{...}]');
-    expect(second.info.turns_left).toBe(1);
+    expect(second.info).toMatchObject({ turns_left: 1, code_runs: 1 });
   });
 
   it('ends at the turn limit with reward 0 and says why; code in the last reply is not run', async () => {

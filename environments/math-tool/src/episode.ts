@@ -41,9 +41,10 @@ export type EndReason = 'answer' | 'turn_limit';
  *    and the observation is the output, as a `tool` message, reward 0.
  * 4. Otherwise (neither), a `user` message explains what is expected, reward 0.
  *
- * Every step's `info` has `turn` and `action` (`answer` | `code` | `none`); code steps add
+ * Every step's `info` has `turn`, `action` (`answer` | `code` | `none`) and `code_runs` (programs run
+ * so far: an episode cut short by the trainer still says whether it used the tool); code steps add
  * `run_status`, `exit_code`, `truncated`; the last step adds `reason`, `correct`, `extracted`,
- * `ground_truth`, `data_source`, `turns` and `code_runs`.
+ * `ground_truth`, `data_source` and `turns`.
  */
 export class MathToolEpisode implements Episode<MathTask> {
   private state: 'new' | 'open' | 'done' | 'closed' = 'new';
@@ -106,7 +107,13 @@ export class MathToolEpisode implements Episode<MathTask> {
     const left = this.config.max_turns - turn;
     const withNote = (text: string) => (left === 1 ? `${text.replace(/\n$/, '')}\n\n${lastTurnNote()}` : text);
     if (reply.code === null) {
-      return { observation: withNote(NOTHING_TO_DO), observationRole: 'user', reward: 0, done: false, info: { turn, action: 'none', turns_left: left } };
+      return {
+        observation: withNote(NOTHING_TO_DO),
+        observationRole: 'user',
+        reward: 0,
+        done: false,
+        info: { turn, action: 'none', turns_left: left, code_runs: this.codeRuns },
+      };
     }
 
     const generation = this.generation;
@@ -129,6 +136,7 @@ export class MathToolEpisode implements Episode<MathTask> {
         exit_code: result.exitCode,
         truncated: result.output.truncated,
         turns_left: left,
+        code_runs: this.codeRuns,
       },
     };
   }

@@ -41,6 +41,9 @@ const optimSpec = z
   })
   .strict();
 
+/** The default `sft.target`: the task's answer as the whole response. */
+export const DEFAULT_SFT_TARGET = '{ground_truth}';
+
 /** Optional supervised warm-up before RL, on the environment's train tasks. */
 const sftSpec = z
   .object({
@@ -48,9 +51,22 @@ const sftSpec = z
     batch_size: z.number().int().min(1).max(4096).default(32),
     lr: z.number().positive().max(1).default(1e-3),
     examples: z.number().int().min(0).default(0).describe('Fixed set of the first N train tasks (0: fresh tasks every step)'),
-    target: z.string().min(1).max(1000).default('{ground_truth}').describe("The response to imitate; {field} is replaced by the task's field"),
+    target: z.string().min(1).max(1000).default(DEFAULT_SFT_TARGET).describe("The response to imitate; {field} is replaced by the task's field"),
+    turns: z
+      .array(z.string().min(1).max(1000))
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        "Instead of target: one response template per assistant turn ({field} as in target), played through the environment; " +
+          "the example is the whole conversation, with loss on the assistant's turns only",
+      ),
   })
-  .strict();
+  .strict()
+  .refine((s) => s.turns === undefined || s.target === DEFAULT_SFT_TARGET, {
+    message: 'Give sft.target or sft.turns, not both (turns holds one template per assistant turn)',
+    path: ['turns'],
+  });
 
 const trainSpecFields = z.object({
   environment: environmentSpec,

@@ -95,7 +95,8 @@ export function createSyntheticTasks(config: Partial<Pick<MathTaskConfig, 'diffi
         question: p.question,
         ground_truth: p.answer,
         data_source: equation ? EQUATION_DATA_SOURCE : SYNTHETIC_DATA_SOURCE,
-        extra_info: { split, index, difficulty, ...(equation ? { style } : {}) },
+        // `expression` (`47+385` for `47+385=`) is the problem as code, for scripted tool use (`sft.turns`).
+        extra_info: { split, index, difficulty, ...(equation ? { style, expression: p.question.replace(/=$/, '') } : {}) },
         metadata: { difficulty, ...(equation ? { style } : {}) },
       };
     },

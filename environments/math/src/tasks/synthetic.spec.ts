@@ -127,8 +127,10 @@ describe("synthetic equations (style: 'equation')", () => {
 
   it('serves bare prompts, graded on the first line, never sharing a problem between train and test', () => {
     const tasks = createSyntheticTasks({ difficulty: 3, style: 'equation', seed: 1, test_size: 300 });
-    const t = tasks.get('test', 0) as { prompt: Array<{ role: string; content: string }>; ground_truth: string; data_source: string; question: string };
+    const t = tasks.get('test', 0) as { prompt: Array<{ role: string; content: string }>; ground_truth: string; data_source: string; question: string; extra_info: Record<string, unknown> };
     expect(t.prompt).toEqual([{ role: 'user', content: t.question }]);
+    expect(t.extra_info).toEqual({ split: 'test', index: 0, difficulty: 3, style: 'equation', expression: t.question.slice(0, -1) });
+    expect(t.question).toMatch(/^\d+\+\d+=$/);
     expect(t.data_source).toBe('opentinker/synthetic-equation');
     expect(gradeAnswer(`${t.ground_truth}\nand more`, t.ground_truth, t.data_source).correct).toBe(true);
     const test = new Set<string>();
@@ -141,6 +143,6 @@ describe("synthetic equations (style: 'equation')", () => {
   it('leaves the word style as it was', () => {
     const word = createSyntheticTasks({ difficulty: 2 }).get('train', 5);
     expect(createSyntheticTasks({ difficulty: 2, style: 'word' }).get('train', 5)).toEqual(word);
-    expect(word).toEqual(expect.objectContaining({ data_source: 'opentinker/synthetic-arithmetic', metadata: { difficulty: 2 } }));
+    expect(word).toEqual(expect.objectContaining({ data_source: 'opentinker/synthetic-arithmetic', metadata: { difficulty: 2 }, extra_info: { split: 'train', index: 5, difficulty: 2 } }));
   });
 });
