@@ -27,7 +27,7 @@ export interface AppRoles {
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, roles: AppRoles): DynamicModule {
-    const imports: DynamicModule['imports'] = [CoreModule.forRoot(config), QueueModule];
+    const imports: DynamicModule['imports'] = [CoreModule.forRoot(config, roles.hostRoot), QueueModule];
     if (roles.api) {
       const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));

@@ -13,20 +13,24 @@ class DatabaseCloser implements OnApplicationShutdown {
   }
 }
 
+/** The server package's folder (its `dist/` holds the entry files of child processes and threads). */
+export const HOST_ROOT = Symbol('HostRoot');
+
 /** Configuration, the database connection and the in-process event bus, shared by every module. */
 @Global()
 @Module({})
 export class CoreModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  static forRoot(config: AppConfig, hostRoot: string): DynamicModule {
     return {
       module: CoreModule,
       providers: [
         { provide: AppConfig, useValue: config },
+        { provide: HOST_ROOT, useValue: hostRoot },
         { provide: DataSource, useFactory: () => openDatabase(config) },
         LocalBus,
         DatabaseCloser,
       ],
-      exports: [AppConfig, DataSource, LocalBus],
+      exports: [AppConfig, HOST_ROOT, DataSource, LocalBus],
     };
   }
 }

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { QueueModule } from '../scheduler/queue.module';
 import { JobsDataModule } from './jobs-data.module';
 import { JobsController } from './jobs.controller';
+import { JobListReader } from './job-list-reader.service';
 import { JobsService } from './jobs.service';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobStreamService } from './job-stream.service';
@@ -9,7 +10,7 @@ import { JobStreamService } from './job-stream.service';
 @Module({
   imports: [JobsDataModule, QueueModule],
   controllers: [JobsController],
-  providers: [JobsService, JobStreamService, JobSpecChecksService],
+  providers: [JobsService, JobStreamService, JobSpecChecksService, JobListReader],
   exports: [JobsService],
 })
 export class JobsModule {}

@@ -1,52 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import type { AppConfig } from '../config/app-config';
 import { ENTITIES, MIGRATIONS } from '../core/database/data-source';
 import { JobEntity } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 
-/** A throw-away database: SQLite always; PostgreSQL too when IT_PG_URL names a server (as in the integration run). */
-interface TestDatabase {
-  options: DataSourceOptions;
-  drop(): Promise<void>;
-}
-const databases: [string, () => Promise<TestDatabase>][] = [
-  [
-    'SQLite',
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'jobs-repository-'));
-      return { options: { type: 'better-sqlite3', database: join(dir, 'db.sqlite') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-    },
-  ],
-];
-const pgUrl = process.env.IT_PG_URL;
-if (pgUrl) {
-  databases.push([
-    'PostgreSQL',
-    async () => {
-      const name = `opentinker_repo_spec_${process.pid}_${Date.now()}`;
-      const admin = async (sql: string) => {
-        const c = new Client({ connectionString: pgUrl });
-        await c.connect();
-        try {
-          await c.query(sql);
-        } finally {
-          await c.end();
-        }
-      };
-      await admin(`CREATE DATABASE ${name}`);
-      const url = new URL(pgUrl);
-      url.pathname = `/${name}`;
-      return { options: { type: 'postgres', url: url.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-    },
-  ]);
-}
-
 /** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less three fields. */
-describe.each(databases)('JobsRepository.list (%s)', (_, open) => {
+describe.each(testDatabases('jobs-repository'))('JobsRepository.list (%s)', (_, open) => {
   let database: TestDatabase;
   let db: DataSource;
   let repo: JobsRepository;

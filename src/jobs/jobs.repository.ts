@@ -2,34 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, FindOptionsWhere, In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
-import { SUMMARY_COLUMNS, summaryFromRow } from './job-summary-row';
+import { JobListSql, type JobListQuery, type PgPool, type SqliteDatabase } from './job-list.sql';
 import { ACTIVE_STATES, DeviceIds, JobEntity, JobProgress, JobState, JobSummary } from './job.entity';
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
-export interface JobListQuery {
-  ownerId?: string;
-  states?: JobState[];
-  kind?: string;
-  limit: number;
-  offset: number;
-}
-
 class UserLimitReached extends Error {}
-
-const SUMMARY_SELECT = SUMMARY_COLUMNS.map((c) => `"${c}"`).join(', ');
-
-/** The parts of better-sqlite3 and pg that {@link JobsRepository.list} uses. */
-interface SqliteStatement {
-  raw(on: boolean): SqliteStatement;
-  all(...params: unknown[]): unknown[][];
-}
-interface SqliteDatabase {
-  prepare(sql: string): SqliteStatement;
-}
-interface PgPool {
-  query(q: { name: string; text: string; values: unknown[]; rowMode: 'array' }): Promise<{ rows: unknown[][] }>;
-}
 
 /**
  * Job rows and their state transitions. Every transition is a conditional UPDATE on the state the caller
@@ -39,12 +17,7 @@ interface PgPool {
 @Injectable()
 export class JobsRepository {
   private readonly jobs: Repository<JobEntity>;
-  /**
-   * The list's statements by SQL text, prepared once (per connection on PostgreSQL): a few dozen at
-   * most (with or without owner and kind, 0–6 states, page or count).
-   */
-  private readonly sqliteStatements = new Map<string, SqliteStatement>();
-  private readonly pgStatementNames = new Map<string, string>();
+  private listSql: JobListSql | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -64,50 +37,13 @@ export class JobsRepository {
     return this.jobs.findOneBy({ id });
   }
 
-  /**
-   * One page of summaries, newest first, and the total: the busiest read route, so it is one statement
-   * (the count is a scalar subquery beside the page: one round trip to PostgreSQL), read as arrays
-   * straight from the driver — a cached better-sqlite3 statement, or a named (prepared once per
-   * connection) pg statement with `rowMode: 'array'`. Through TypeORM's `query()`, building one object
-   * per row cost more than the SQL itself (SQLite, 50 of 1,000 jobs: 273 µs as objects, 111 µs as arrays).
-   * Only the summary's columns are read: the spec is the largest column, and a listing does not show it.
-   */
-  async list(q: JobListQuery): Promise<{ items: JobSummary[]; total: number }> {
-    const pg = this.config.usesPostgres;
-    const params: unknown[] = [];
-    const p = (v: unknown): string => (params.push(v), pg ? `$${params.length}` : '?');
-    // Distinct states keep the number of distinct statements (prepared and kept) small.
-    const states = [...new Set(q.states ?? [])];
-    const filter = (): string => {
-      const where: string[] = [];
-      if (q.ownerId) where.push(`"owner_id" = ${p(q.ownerId)}`);
-      if (states.length) where.push(`"state" IN (${states.map(p).join(', ')})`);
-      if (q.kind) where.push(`"kind" = ${p(q.kind)}`);
-      return where.length ? ` WHERE ${where.join(' AND ')}` : '';
-    };
-    const countSql = `SELECT COUNT(*) FROM "jobs"${filter()}`;
-    const countParams = params.slice();
-    const sql = `SELECT ${SUMMARY_SELECT}, (${countSql}) FROM "jobs"${filter()} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`;
-    const rows = await this.arrayRows(sql, params);
-    // A page past the end has no row to carry the total.
-    const total = rows.length ? rows[0][SUMMARY_COLUMNS.length] : q.offset === 0 ? 0 : (await this.arrayRows(countSql, countParams))[0][0];
-    return { items: rows.map(summaryFromRow), total: Number(total) };
-  }
-
-  private async arrayRows(sql: string, params: unknown[]): Promise<unknown[][]> {
-    if (this.config.usesPostgres) {
-      let name = this.pgStatementNames.get(sql);
-      if (name === undefined) this.pgStatementNames.set(sql, (name = `opentinker_jobs_list_${this.pgStatementNames.size}`));
-      const pool = (this.dataSource.driver as unknown as { master: PgPool }).master;
-      return (await pool.query({ name, text: sql, values: params, rowMode: 'array' })).rows;
+  /** One page of summaries, newest first, and the total (see {@link JobListSql}). */
+  list(q: JobListQuery): Promise<{ items: JobSummary[]; total: number }> {
+    if (!this.listSql) {
+      const driver = this.dataSource.driver as unknown as { master: PgPool; databaseConnection: SqliteDatabase };
+      this.listSql = new JobListSql(this.config.usesPostgres ? { pg: driver.master } : { sqlite: driver.databaseConnection });
     }
-    let statement = this.sqliteStatements.get(sql);
-    if (!statement) {
-      const db = (this.dataSource.driver as unknown as { databaseConnection: SqliteDatabase }).databaseConnection;
-      statement = db.prepare(sql).raw(true);
-      this.sqliteStatements.set(sql, statement);
-    }
-    return statement.all(...params);
+    return this.listSql.list(q);
   }
 
   async countByState(): Promise<Record<string, number>> {

@@ -8,9 +8,10 @@ import { JOB_QUEUE } from '../scheduler/job-queue';
 import type { JobQueue } from '../scheduler/job-queue';
 import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventsRepository } from './job-events.repository';
+import { JobListReader } from './job-list-reader.service';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobMetricEntity } from './job-metric.entity';
-import { FINAL_STATES, JobEntity, JobState, JobSummary } from './job.entity';
+import { FINAL_STATES, JobEntity, JobState } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 import { parseJobSpec } from './kinds/job-kinds';
 
@@ -24,6 +25,7 @@ export class JobsService {
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
     private readonly checks: JobSpecChecksService,
+    private readonly listReader: JobListReader,
   ) {}
 
   async submit(caller: Principal, body: unknown): Promise<JobEntity> {
@@ -66,15 +68,10 @@ export class JobsService {
     return job;
   }
 
-  async list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<{ items: JobSummary[]; total: number }> {
-    const { items, total } = await this.jobs.list({
-      ownerId: isAdmin(caller) ? undefined : caller.userId,
-      states: q.state,
-      kind: q.kind,
-      limit: q.limit,
-      offset: (q.page - 1) * q.limit,
-    });
-    return { items, total };
+  /** One page of the caller's jobs (every job for an admin), newest first, as the response's JSON body. */
+  listPage(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<Buffer> {
+    const query = { ownerId: isAdmin(caller) ? undefined : caller.userId, states: q.state, kind: q.kind, limit: q.limit, offset: (q.page - 1) * q.limit };
+    return this.listReader.page(query, q.page, q.limit);
   }
 
   /** A job the caller may see. Someone else's job is "not found", so ids cannot be probed. */

@@ -11,6 +11,7 @@
  *
  *   node test/bench/http.bench.js [--db sqlite,postgres] [--duration 10] [--warmup 2] [--connections 50]
  *                                 [--jobs 1000] [--root DIR] [--out FILE] [--bare] [--cpu-prof DIR]
+ *                                 [--set list_reader_threads=2]   (a server setting, OPENTINKER_<KEY>)
  */
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
@@ -43,6 +44,7 @@ function parseArgs(argv) {
     bare: false,
     cpuProf: undefined,
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432',
+    settings: {},
   };
   for (let i = 2; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
@@ -58,6 +60,7 @@ function parseArgs(argv) {
       case '--bare': opts.bare = true; break;
       case '--cpu-prof': opts.cpuProf = resolve(value()); break;
       case '--pg-url': opts.pgUrl = value(); break;
+      case '--set': { const [k, ...v] = value().split('='); opts.settings[`OPENTINKER_${k.toUpperCase()}`] = v.join('='); break; }
       case '-h': case '--help':
         process.stdout.write(readFileSync(__filename, 'utf8').split('\n').slice(3, 14).map((l) => l.replace(/^ \*\/?\s?/, '')).join('\n') + '\n');
         process.exit(0);
@@ -128,7 +131,7 @@ function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function startServer({ root, home, port, adminKey, databaseUrl, cpuProf, command }) {
+async function startServer({ root, home, port, adminKey, databaseUrl, cpuProf, command, settings = {} }) {
   const env = {};
   // Only our settings: an OPENTINKER_* variable in the caller's shell must not change what is measured.
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OPENTINKER_')) env[k] = v;
@@ -143,6 +146,7 @@ async function startServer({ root, home, port, adminKey, databaseUrl, cpuProf, c
     OPENTINKER_GPUS: 'none',
   });
   if (databaseUrl) env.OPENTINKER_DATABASE_URL = databaseUrl;
+  Object.assign(env, settings);
   const args = command ?? [...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] : []), join(root, 'bin', 'opentinker.js'), 'serve'];
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -420,7 +424,7 @@ async function runDatabase(db, o, cleanups) {
   }
   const adminKey = `otk_bench_${randomBytes(24).toString('base64url')}`;
   const port = await freePort();
-  const server = await startServer({ root: o.root, home, port, adminKey, databaseUrl, cpuProf: o.cpuProf });
+  const server = await startServer({ root: o.root, home, port, adminKey, databaseUrl, cpuProf: o.cpuProf, settings: o.settings });
   cleanups.push(() => server.stop());
   const auth = { authorization: `Bearer ${adminKey}` };
   const rows = [];
@@ -588,6 +592,7 @@ async function main() {
       jobs: o.jobs,
       embedded_worker: false,
       list_caller: 'admin (sees every job)',
+      server_settings: o.settings,
       note: 'cpu.*_cores: average cores used during the measured interval by the server, by this process (autocannon) and by all other processes',
     },
     targets: TARGETS,
