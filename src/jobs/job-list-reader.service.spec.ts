@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
-import { DataSource, DataSourceOptions } from 'typeorm';
-import { testDatabases, type TestDatabase } from '../../test/support/test-databases';
+import type { DataSource } from 'typeorm';
+import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import type { AppConfig } from '../config/app-config';
-import { ENTITIES, MIGRATIONS } from '../core/database/data-source';
 import { JobListReader, listReaderEntry } from './job-list-reader.service';
 import type { JobListQuery } from './job-list.sql';
 import { serializeJobPage } from './job-page.serializer';
@@ -36,11 +35,7 @@ describe.each(testDatabases('job-list-reader'))('JobListReader (%s)', (_, open) 
     // The thread runs the compiled entry, as the server does (`npm test` builds first).
     expect(existsSync(listReaderEntry(process.cwd()))).toBe(true);
     database = await open();
-    db = new DataSource({ ...database.options, entities: ENTITIES, migrations: MIGRATIONS, logging: false } as DataSourceOptions);
-    await db.initialize();
-    await db.runMigrations({ transaction: 'all' });
-    await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
-    repo = new JobsRepository(db, { usesPostgres: database.options.type === 'postgres' } as AppConfig);
+    ({ db, repo } = await jobsFixture(database));
     for (let n = 1; n <= 30; n++) await repo.insert(job(n));
     reader = newReader(2);
     reader.onModuleInit();

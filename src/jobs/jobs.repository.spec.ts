@@ -1,7 +1,5 @@
-import { DataSource, DataSourceOptions } from 'typeorm';
-import { testDatabases, type TestDatabase } from '../../test/support/test-databases';
-import type { AppConfig } from '../config/app-config';
-import { ENTITIES, MIGRATIONS } from '../core/database/data-source';
+import type { DataSource } from 'typeorm';
+import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import { JobEntity } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 
@@ -22,11 +20,7 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository.list (%s)', (_, 
 
   beforeAll(async () => {
     database = await open();
-    db = new DataSource({ ...database.options, entities: ENTITIES, migrations: MIGRATIONS, logging: false } as DataSourceOptions);
-    await db.initialize();
-    await db.runMigrations({ transaction: 'all' });
-    await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
-    repo = new JobsRepository(db, { usesPostgres: database.options.type === 'postgres' } as AppConfig);
+    ({ db, repo } = await jobsFixture(database));
     const t = 1_764_700_000_000;
     await repo.insert(job('00000000-0000-4000-8000-000000000001', t, { name: 'plain' }));
     await repo.insert(

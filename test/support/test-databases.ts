@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { DataSourceOptions } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import type { AppConfig } from '../../src/config/app-config';
+import { ENTITIES, MIGRATIONS } from '../../src/core/database/data-source';
+import { JobsRepository } from '../../src/jobs/jobs.repository';
 
 /** A throw-away database and how to remove it. */
 export interface TestDatabase {
@@ -47,4 +50,13 @@ export function testDatabases(prefix: string): [string, () => Promise<TestDataba
     ]);
   }
   return databases;
+}
+
+/** The database migrated, with users `u1` (alice) and `u2` (bob), and a jobs repository on it. */
+export async function jobsFixture(database: TestDatabase): Promise<{ db: DataSource; repo: JobsRepository }> {
+  const db = new DataSource({ ...database.options, entities: ENTITIES, migrations: MIGRATIONS, logging: false } as DataSourceOptions);
+  await db.initialize();
+  await db.runMigrations({ transaction: 'all' });
+  await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
+  return { db, repo: new JobsRepository(db, { usesPostgres: database.options.type === 'postgres' } as AppConfig) };
 }
