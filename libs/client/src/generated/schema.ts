@@ -1134,6 +1134,8 @@ export interface components {
                  * @enum {string}
                  */
                 chat_template?: "auto" | "chatml" | "plain";
+                /** @description A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only */
+                context_length?: number;
                 /** @description Train LoRA adapters with the base frozen (PEFT layout) */
                 lora?: {
                     /** @default 16 */
@@ -1401,6 +1403,8 @@ export interface components {
                  * @enum {string}
                  */
                 chat_template?: "auto" | "chatml" | "plain";
+                /** @description A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only */
+                context_length?: number;
                 /** @description Train LoRA adapters with the base frozen (PEFT layout) */
                 lora?: {
                     /** @default 16 */
@@ -1755,6 +1759,8 @@ export interface components {
                  * @enum {string}
                  */
                 chat_template?: "auto" | "chatml" | "plain";
+                /** @description A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only */
+                context_length?: number;
                 /** @description Train LoRA adapters with the base frozen (PEFT layout) */
                 lora?: {
                     /** @default 16 */
@@ -1921,7 +1927,8 @@ export interface components {
              *       "examples": 0,
              *       "lr": 0.001,
              *       "steps": 0,
-             *       "target": "{ground_truth}"
+             *       "target": "{ground_truth}",
+             *       "turns_repeat_last": false
              *     }
              */
             sft?: {
@@ -1944,6 +1951,13 @@ export interface components {
                  * @default {ground_truth}
                  */
                 target?: string;
+                /** @description Instead of target: one response template per assistant turn ({field} as in target), played through the environment; the example is the whole conversation, with loss on the assistant's turns only; after the first turn {info.x} reads the previous step's info */
+                turns?: string[];
+                /**
+                 * @description The last of sft.turns repeats until the environment ends the episode (then no error) or rollout.max_turns turns are played
+                 * @default false
+                 */
+                turns_repeat_last?: boolean;
             };
             /**
              * @description Validate every N steps (0: only before and after training)
