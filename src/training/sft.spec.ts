@@ -33,6 +33,20 @@ function scriptedEpisode(calls: string[], opts: { doneAfter?: number; badStep?: 
   };
 }
 
+/** A game-like episode: step n answers `board n` and `info.hint` `"n,n"`, and ends the episode at step `doneAfter`. */
+function hintedEpisode(calls: string[], doneAfter: number): Episode<unknown> {
+  let n = 0;
+  return {
+    reset: () => [{ role: 'user', content: 'board 0\n' }],
+    step(action: string): StepResult {
+      n++;
+      calls.push(action);
+      return n >= doneAfter ? { observation: '', reward: 1, done: true, info: {} } : { observation: `board ${n}\n`, reward: 0, done: false, info: { hint: `${n},${n}` } };
+    },
+    close: () => undefined,
+  };
+}
+
 const paths = { hostRoot: process.cwd(), pluginsDir: '', home: tmpdir(), jobsDir: join(tmpdir(), 'jobs'), datasetsDir: join(tmpdir(), 'datasets') };
 let chatml: Policy;
 let plain: Policy;
@@ -55,6 +69,13 @@ describe('renderTarget', () => {
   it('names the key and the missing field', () => {
     expect(() => renderTarget('{extra_info.nope}', TASK)).toThrow('sft.target: the task has no text field extra_info.nope');
     expect(() => renderTarget('{extra_info}', TASK, 'sft.turns[1]')).toThrow('sft.turns[1]: the task has no text field extra_info (it is object)');
+  });
+
+  it("given the previous step's info, {info.x} reads it and other fields still read the task", () => {
+    expect(renderTarget('{info.hint} for {question}', TASK, 'sft.turns[1]', { hint: '2,3' })).toBe('2,3 for 347*958=');
+    expect(() => renderTarget('{info.nope}', TASK, 'sft.turns[1]', { hint: '2,3' })).toThrow("sft.turns[1]: the previous step's info has no text field nope");
+    // On the first turn there is no step yet: {info.x} is looked up in the task, which has none.
+    expect(() => renderTarget('{info.hint}', TASK, 'sft.turns[0]')).toThrow('sft.turns[0]: the task has no text field info.hint');
   });
 });
 
@@ -124,6 +145,35 @@ describe('replayScript', () => {
     );
     await expect(replayScript(plain, scriptedEpisode([], { badStep: true }), TASK, TURNS, 1)).rejects.toThrow(/reward that is not a finite number/);
   });
+
+  it("fills each turn's {info.x} from the step before it", async () => {
+    const calls: string[] = [];
+    const e = (await replayScript(plain, hintedEpisode(calls, 9), TASK, ['{ground_truth}', 'at {info.hint}'], 1))!;
+    expect(calls).toEqual(['332426']);
+    expect(plain.tokenizer.decode(e.responseIds, { skipSpecial: true })).toBe('332426board 1\nat 1,1');
+  });
+
+  it('repeatLast: the last template repeats until the environment ends the episode, without an error', async () => {
+    const calls: string[] = [];
+    const e = (await replayScript(plain, hintedEpisode(calls, 4), TASK, ['0,0', '{info.hint}'], 1, { repeatLast: true, maxTurns: 13 }))!;
+    expect(calls).toEqual(['0,0', '1,1', '2,2', '3,3']);
+    const eos = plain.stopTokenIds[0];
+    const turn = (text: string) => [...plain.tokenizer.encode(text), eos];
+    const obs = (n: number) => plain.tokenizer.encode(`board ${n}\n`);
+    // Every turn is learned, the winning last one included; nothing follows it.
+    expect(e.responseIds).toEqual([...turn('0,0'), ...obs(1), ...turn('1,1'), ...obs(2), ...turn('2,2'), ...obs(3), ...turn('3,3')]);
+    expect(e.responseIds.filter((_, i) => e.lossMask![i] === 1)).toEqual([...turn('0,0'), ...turn('1,1'), ...turn('2,2'), ...turn('3,3')]);
+  });
+
+  it('repeatLast: at most maxTurns turns, the last one not stepped; an episode that ends inside the fixed part is still an error', async () => {
+    const calls: string[] = [];
+    const e = (await replayScript(plain, hintedEpisode(calls, 99), TASK, ['0,0', '{info.hint}'], 1, { repeatLast: true, maxTurns: 3 }))!;
+    expect(calls).toEqual(['0,0', '1,1']);
+    expect(e.lossMask!.filter((m, i) => m === 1 && e.responseIds[i] === plain.stopTokenIds[0])).toHaveLength(3);
+    await expect(replayScript(plain, hintedEpisode([], 1), TASK, ['0,0', 'a', '{info.hint}'], 1, { repeatLast: true, maxTurns: 13 })).rejects.toThrow(
+      'sft.turns: the environment ended the episode after turn 1 of 3 (reward 1)',
+    );
+  });
 });
 
 describe('sftBatch', () => {
@@ -162,5 +212,11 @@ describe('sft.turns in the train spec', () => {
     );
     expect(() => parseJobSpec({ ...base, sft: { turns: [] } })).toThrow(expect.objectContaining({ field: 'sft.turns' }));
     expect(() => parseJobSpec({ ...base, sft: { turns: [''] } })).toThrow(expect.objectContaining({ field: 'sft.turns.0' }));
+  });
+
+  it('turns_repeat_last defaults to false and needs turns', () => {
+    expect(parseJobSpec({ ...base, sft: { turns: TURNS } }).spec).toMatchObject({ sft: { turns_repeat_last: false } });
+    expect(parseJobSpec({ ...base, sft: { turns: TURNS, turns_repeat_last: true } }).spec).toMatchObject({ sft: { turns_repeat_last: true } });
+    expect(() => parseJobSpec({ ...base, sft: { turns_repeat_last: true } })).toThrow(expect.objectContaining({ field: 'sft.turns_repeat_last' }));
   });
 });

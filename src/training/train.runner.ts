@@ -219,7 +219,7 @@ class TrainRun {
     let lossSum = 0;
     let lossN = 0;
     const t0 = process.hrtime.bigint();
-    const what = s.turns ? `turns ${JSON.stringify(s.turns)} (replayed through the environment)` : `target ${JSON.stringify(s.target)}`;
+    const what = s.turns ? `turns ${JSON.stringify(s.turns)}${s.turns_repeat_last ? ', the last repeating until the episode ends' : ''} (replayed through the environment)` : `target ${JSON.stringify(s.target)}`;
     this.log(`sft: ${s.steps} steps × ${s.batch_size} examples (${fixed > 0 ? `${fixed} fixed tasks` : 'fresh tasks'}), lr ${s.lr}, ${what}`);
     try {
       for (let i = 1; i <= s.steps; i++) {
@@ -276,7 +276,7 @@ class TrainRun {
     const turns = this.spec.sft.turns;
     let messages;
     try {
-      if (turns) return await replayScript(this.policy, episode, task, turns, seed);
+      if (turns) return await replayScript(this.policy, episode, task, turns, seed, { repeatLast: this.spec.sft.turns_repeat_last, maxTurns: this.spec.rollout.max_turns });
       messages = await episode.reset(task, seed);
     } catch (error) {
       throw new Error(`sft: environment ${this.envId} failed to ${turns ? 'replay sft.turns on' : 'reset'} train task ${index}: ${(error as Error).message}`);

@@ -9,7 +9,7 @@ function start(config: GomokuConfigInput = {}, task: GomokuTask = { index: 0 }, 
   const messages = episode.reset(task, seed);
   return { episode, messages };
 }
-const info = (r: StepResult) => r.info as GomokuInfo;
+const info = (r: StepResult) => r.info as GomokuInfo & { hint?: string };
 const move = (r: number, c: number) => `<move>${r},${c}</move>`;
 
 /** X four in a row on row 0 (cols 0..3), O scattered on row 8: X to move. */
@@ -336,5 +336,59 @@ describe("prompt_style: 'compact'", () => {
 
   it('the default stays the full prompt', () => {
     expect(start({ board_size: 5, win_length: 4 }).messages.map((m) => m.role)).toEqual(['system', 'user']);
+  });
+});
+
+describe("task_hints: each step's info.hint", () => {
+  const hinted: GomokuConfigInput = { board_size: 5, win_length: 4, move_format: 'bare', task_hints: true };
+
+  it('while the game runs, hint is an empty cell; following the hints plays a whole game with no invalid move, and the last step has none', async () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const { episode } = start(hinted, { index: 0 }, seed);
+      let action = '2,2';
+      let r: StepResult;
+      do {
+        r = await episode.step(action);
+        expect(info(r).error).toBeNull();
+        if (!r.done) {
+          // An occupied or off-board hint would fail the next step with an error.
+          expect(info(r).hint).toMatch(/^[0-4],[0-4]$/);
+          action = info(r).hint!;
+        }
+      } while (!r.done);
+      expect(info(r).hint).toBeUndefined();
+      expect(info(r).result).not.toBe('invalid');
+    }
+  });
+
+  it('the hint takes a win when there is one', async () => {
+    // X (2,1),(2,2); X plays (2,3): three with both ends open; the greedy opponent blocks one end.
+    const { episode } = start({ ...hinted, opponent: 'greedy' }, { index: 0, opening: [[2, 1], [4, 4], [2, 2], [4, 0]] });
+    const r = await episode.step('2,3');
+    expect(r.done).toBe(false);
+    expect(['2,0', '2,4']).toContain(info(r).hint);
+    expect(info(r).hint).not.toBe(info(r).opponent_move!.join(','));
+    expect(info(await episode.step(info(r).hint!))).toMatchObject({ result: 'win' });
+  });
+
+  it('an invalid move that does not end the game gets a hint too; without task_hints there is none, and the opponent plays the same either way', async () => {
+    const { episode } = start({ ...hinted, max_invalid_moves: 2 }, { index: 0, opening: [[2, 2], [0, 4]] });
+    const r = await episode.step('2,2');
+    expect(info(r)).toMatchObject({ error: 'occupied' });
+    expect(info(r).hint).toMatch(/^[0-4],[0-4]$/);
+    expect(info(r).hint).not.toBe('2,2');
+
+    const replies = async (task_hints: boolean) => {
+      const { episode } = start({ ...hinted, task_hints }, { index: 0 }, 3);
+      const out: unknown[] = [];
+      for (const a of ['0,0', '4,4', '0,4']) {
+        const s = await episode.step(a);
+        if (!task_hints) expect(info(s)).not.toHaveProperty('hint');
+        out.push(info(s).opponent_move);
+        if (s.done) break;
+      }
+      return out;
+    };
+    expect(await replies(true)).toEqual(await replies(false));
   });
 });

@@ -2,7 +2,7 @@ import { createRng, EnvironmentError, type Episode, type JsonObject, type Messag
 import { Board, O, other, X } from './board';
 import type { GomokuConfig } from './config';
 import { parseMove, type MoveErrorKind } from './move';
-import { opponentMove } from './opponent';
+import { greedyMove, opponentMove } from './opponent';
 import { COMPACT_MOVE_REQUEST, MOVE_REQUEST, ordinal, systemPrompt } from './prompt';
 import { formatCell, renderBoard, renderCompactBoard } from './render';
 import { firstPlayer, readTask, type GomokuTask } from './tasks';
@@ -21,6 +21,9 @@ export type GomokuResult = 'win' | 'loss' | 'draw' | 'timeout' | 'invalid';
  * - `invalid_moves`: invalid replies so far; `turns`: model replies so far (valid or not).
  * - `move`: the model's move this step as `[row, col]` (null if invalid); `opponent_move`: the
  *   opponent's answer (null if none); `error`: why this step's move was invalid, else null.
+ * - `hint` (only with `task_hints`, only while the game continues): the greedy heuristic's move for X
+ *   in the position it is now to move in, as `"row,col"`: a per-turn demonstration for a scripted SFT
+ *   warm-up (`sft.turns: ['{hint}', '{info.hint}']` with `sft.turns_repeat_last`).
  */
 export interface GomokuInfo extends JsonObject {
   winner: 'x' | 'o' | 'draw' | null;
@@ -47,6 +50,8 @@ export class GomokuEpisode implements Episode<GomokuTask> {
   private state: State = 'new';
   private board!: Board;
   private rng!: Rng;
+  /** Breaks the hints' ties; its own stream, so hints leave the opponent's moves as they would be without them. */
+  private hintRng!: Rng;
   private readonly maxTurns: number;
   private turns = 0;
   private modelMoves = 0;
@@ -77,6 +82,7 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     }
     this.board = board;
     this.rng = createRng(seed);
+    this.hintRng = createRng(seed ^ 0x68696e74);
     this.turns = 0;
     this.modelMoves = 0;
     this.opponentMoves = 0;
@@ -189,7 +195,14 @@ export class GomokuEpisode implements Episode<GomokuTask> {
       move,
       opponent_move: reply,
       error,
+      ...(this.config.task_hints && this.result === null ? { hint: this.hint() } : {}),
     };
+  }
+
+  /** The greedy heuristic's move for X on the current board, as "row,col" (the task hint's format). */
+  private hint(): string {
+    const [row, col] = this.pair(greedyMove(this.board, X, this.hintRng));
+    return `${row},${col}`;
   }
 
   /** O's stone when O is to move at the start (`model_first: false`, or an odd opening); returns its cell. */

@@ -59,13 +59,21 @@ const sftSpec = z
       .optional()
       .describe(
         "Instead of target: one response template per assistant turn ({field} as in target), played through the environment; " +
-          "the example is the whole conversation, with loss on the assistant's turns only",
+          "the example is the whole conversation, with loss on the assistant's turns only; after the first turn {info.x} reads the previous step's info",
       ),
+    turns_repeat_last: z
+      .boolean()
+      .default(false)
+      .describe('The last of sft.turns repeats until the environment ends the episode (then no error) or rollout.max_turns turns are played'),
   })
   .strict()
   .refine((s) => s.turns === undefined || s.target === DEFAULT_SFT_TARGET, {
     message: 'Give sft.target or sft.turns, not both (turns holds one template per assistant turn)',
     path: ['turns'],
+  })
+  .refine((s) => !s.turns_repeat_last || s.turns !== undefined, {
+    message: 'sft.turns_repeat_last repeats the last of sft.turns: give sft.turns',
+    path: ['turns_repeat_last'],
   });
 
 const trainSpecFields = z.object({
