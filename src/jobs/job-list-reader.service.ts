@@ -98,8 +98,7 @@ export class JobListReader implements OnModuleInit, OnModuleDestroy {
     const options = this.dataSource.options as { type: string; url?: string; database?: string };
     const source: ListReaderSource = options.type === 'postgres' ? { postgresUrl: options.url! } : { sqliteFile: options.database! };
     const thread: ReaderThread = { worker: new Worker(entry, { workerData: source }), pending: new Map() };
-    thread.worker.on('message', (m: ListReply | { ready: true }) => {
-      if ('ready' in m) return;
+    thread.worker.on('message', (m: ListReply) => {
       const p = thread.pending.get(m.id);
       if (!p) return;
       thread.pending.delete(m.id);

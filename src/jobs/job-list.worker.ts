@@ -49,5 +49,4 @@ if (parentPort) {
       (e: unknown) => port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) } satisfies ListReply),
     );
   });
-  port.postMessage({ ready: true });
 }
