@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { SUMMARY_COLUMNS, summaryFromRow } from './job-summary-row';
 import type { JobState, JobSummary } from './job.entity';
 
@@ -47,6 +48,31 @@ export class JobListSql {
   constructor(private readonly connection: JobListConnection) {}
 
   async list(q: JobListQuery): Promise<{ items: JobSummary[]; total: number }> {
+    const { rows, total } = await this.pageRows(q, SUMMARY_SELECT);
+    return { items: rows.map(summaryFromRow), total };
+  }
+
+  /**
+   * The page's job ids with each row's `row_version` (raised by a trigger on every update), and the
+   * total: what `JobPageWriter` needs to tell which jobs' JSON it already holds.
+   */
+  async pageVersions(q: JobListQuery): Promise<{ rows: [id: string, version: number][]; total: number }> {
+    const { rows, total } = await this.pageRows(q, '"id", "row_version"');
+    return { rows: rows.map((r) => [r[0] as string, Number(r[1])]), total };
+  }
+
+  /** The summaries of these jobs (any order; a job that does not exist is left out), each with its `row_version`. */
+  async summaries(ids: readonly string[]): Promise<{ summary: JobSummary; version: number }[]> {
+    if (!ids.length) return [];
+    const pg = 'pg' in this.connection;
+    // One statement for any number of ids: an array parameter (PostgreSQL) or a JSON array (SQLite).
+    const sql = `SELECT ${SUMMARY_SELECT}, "row_version" FROM "jobs" WHERE "id" ${pg ? '= ANY($1)' : 'IN (SELECT "value" FROM json_each(?))'}`;
+    const rows = await this.arrayRows(sql, [pg ? ids : JSON.stringify(ids)]);
+    return rows.map((r) => ({ summary: summaryFromRow(r), version: Number(r[SUMMARY_COLUMNS.length]) }));
+  }
+
+  /** A page of `select`'s columns, newest first, with the total beside each row (one round trip). */
+  private async pageRows(q: JobListQuery, select: string): Promise<{ rows: unknown[][]; total: number }> {
     const pg = 'pg' in this.connection;
     const params: unknown[] = [];
     const p = (v: unknown): string => (params.push(v), pg ? `$${params.length}` : '?');
@@ -61,17 +87,19 @@ export class JobListSql {
     };
     const countSql = `SELECT COUNT(*) FROM "jobs"${filter()}`;
     const countParams = params.slice();
-    const sql = `SELECT ${SUMMARY_SELECT}, (${countSql}) FROM "jobs"${filter()} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`;
+    const sql = `SELECT ${select}, (${countSql}) FROM "jobs"${filter()} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`;
     const rows = await this.arrayRows(sql, params);
+    const width = rows[0]?.length;
     // A page past the end has no row to carry the total.
-    const total = rows.length ? rows[0][SUMMARY_COLUMNS.length] : q.offset === 0 ? 0 : (await this.arrayRows(countSql, countParams))[0][0];
-    return { items: rows.map(summaryFromRow), total: Number(total) };
+    const total = rows.length ? rows[0][width - 1] : q.offset === 0 ? 0 : (await this.arrayRows(countSql, countParams))[0][0];
+    return { rows, total: Number(total) };
   }
 
   private async arrayRows(sql: string, params: unknown[]): Promise<unknown[][]> {
     if ('pg' in this.connection) {
       let name = this.pgStatementNames.get(sql);
-      if (name === undefined) this.pgStatementNames.set(sql, (name = `opentinker_jobs_list_${this.pgStatementNames.size}`));
+      // Named by the text, so that any JobListSql sharing a connection gives one statement one name.
+      if (name === undefined) this.pgStatementNames.set(sql, (name = `opentinker_jobs_list_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`));
       return (await this.connection.pg.query({ name, text: sql, values: params, rowMode: 'array' })).rows;
     }
     let statement = this.sqliteStatements.get(sql);

@@ -1,13 +1,14 @@
 /**
  * The list reader thread's entry (see `JobListReader`): answers job-list pages, as JSON bodies, from
  * its own read connection, so that reading rows and writing JSON — most of a list request's cost — run
- * on the second core instead of the API's event loop.
+ * on the second core instead of the API's event loop. The thread keeps the JSON of the jobs it has
+ * listed while their rows are unchanged (`JobPageWriter`).
  */
 import Database from 'better-sqlite3';
 import { Pool } from 'pg';
 import { parentPort, workerData } from 'node:worker_threads';
 import { JobListSql, type JobListQuery } from './job-list.sql';
-import { serializeJobPage } from './job-page.serializer';
+import { JobPageWriter } from './job-page.writer';
 
 /** Where the thread reads from: the API's SQLite file, or its PostgreSQL database. */
 export type ListReaderSource = { sqliteFile: string } | { postgresUrl: string };
@@ -23,27 +24,27 @@ export type ListReply = { id: number; body: Uint8Array } | { id: number; error: 
 /** Connections the thread keeps to PostgreSQL: requests overlap while pg parses replies. */
 const PG_CONNECTIONS = 4;
 
-function open(source: ListReaderSource): JobListSql {
+function open(source: ListReaderSource): JobPageWriter {
   if ('postgresUrl' in source) {
     const pool = new Pool({ connectionString: source.postgresUrl, max: PG_CONNECTIONS });
     // An idle connection that drops is replaced on the next query; without a listener it would kill the thread.
     pool.on('error', () => undefined);
-    return new JobListSql({ pg: pool });
+    return new JobPageWriter(new JobListSql({ pg: pool }));
   }
   // Read-only: this connection can never write; WAL lets it read while the API writes.
   const db = new Database(source.sqliteFile, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
-  return new JobListSql({ sqlite: db });
+  return new JobPageWriter(new JobListSql({ sqlite: db }));
 }
 
 if (parentPort) {
   const port = parentPort;
-  const sql = open(workerData as ListReaderSource);
+  const writer = open(workerData as ListReaderSource);
   const utf8 = new TextEncoder();
   port.on('message', (m: ListRequest) => {
-    sql.list(m.query).then(
-      (r) => {
-        const body = utf8.encode(serializeJobPage({ items: r.items, total: r.total, page: m.page, limit: m.limit }));
+    writer.page(m.query, m.page, m.limit).then(
+      (json) => {
+        const body = utf8.encode(json);
         port.postMessage({ id: m.id, body } satisfies ListReply, [body.buffer]);
       },
       (e: unknown) => port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) } satisfies ListReply),

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { JOB_PAGE_SCHEMA, jobSummaryFields, serializeJobPage } from './job-page.serializer';
+import { JOB_PAGE_SCHEMA, joinJobPage, jobSummaryFields, serializeJobPage, serializeJobSummary } from './job-page.serializer';
 import type { JobSummary } from './job.entity';
 
 type Schema = { type?: string | string[]; nullable?: boolean; properties?: Record<string, Schema>; items?: Schema; $ref?: string; allOf?: Schema[]; enum?: unknown[] };
@@ -46,7 +46,10 @@ describe('JOB_PAGE_SCHEMA', () => {
       { items: [summary(), everything, summary({ progress: { step: 1, total: null, message: null }, devices: [] })], page: 1, limit: 2, total: 1_000 },
     ];
     for (const page of pages) {
-      expect(serializeJobPage(page)).toBe(JSON.stringify({ ...page, items: page.items.map(jobSummaryFields) }));
+      const expected = JSON.stringify({ ...page, items: page.items.map(jobSummaryFields) });
+      expect(serializeJobPage(page)).toBe(expected);
+      // The reader threads' way: items written one by one (and kept), then joined.
+      expect(joinJobPage(page.items.map(serializeJobSummary), page)).toBe(expected);
     }
   });
 });

@@ -81,8 +81,22 @@ export function jobSummaryFields(j: JobSummary): JobSummaryDto {
 }
 
 const writePage = fastJson(JOB_PAGE_SCHEMA as never) as (page: JobPageDto) => string;
+const writeSummary = fastJson(JOB_PAGE_SCHEMA.properties.items.items as never) as (job: JobSummaryDto) => string;
 
 /** The JSON body of `GET /v1/jobs`: byte for byte what `JSON.stringify` writes for the same page. */
 export function serializeJobPage(page: { items: readonly JobSummary[]; page: number; limit: number; total: number }): string {
   return writePage({ items: page.items.map(jobSummaryFields), page: page.page, limit: page.limit, total: page.total });
+}
+
+/** One item of a page's `items`, as {@link serializeJobPage} writes it. */
+export function serializeJobSummary(job: JobSummary): string {
+  return writeSummary(jobSummaryFields(job));
+}
+
+/**
+ * A page's body from its items already written by {@link serializeJobSummary}: the bytes
+ * {@link serializeJobPage} writes for the same page (`job-page.serializer.spec.ts` checks it).
+ */
+export function joinJobPage(items: readonly string[], page: { page: number; limit: number; total: number }): string {
+  return `{"items":[${items.join(',')}],"page":${page.page},"limit":${page.limit},"total":${page.total}}`;
 }

@@ -58,5 +58,5 @@ export async function jobsFixture(database: TestDatabase): Promise<{ db: DataSou
   await db.initialize();
   await db.runMigrations({ transaction: 'all' });
   await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
-  return { db, repo: new JobsRepository(db, { usesPostgres: database.options.type === 'postgres' } as AppConfig) };
+  return { db, repo: new JobsRepository(db, { usesPostgres: database.options.type === 'postgres', values: { lease_seconds: 30 } } as AppConfig) };
 }

@@ -16,9 +16,10 @@ import { JobListIndexes1764800000000 } from './1764800000000-job-list-indexes.mi
 import { SessionCalls1765000000000 } from './1765000000000-session-calls.migration';
 import { Datasets1765100000000 } from './1765100000000-datasets.migration';
 import { JobEnvironment1765200000000 } from './1765200000000-job-environment.migration';
+import { JobRowVersion1765300000000 } from './1765300000000-job-row-version.migration';
 
 export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity];
-export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000, Datasets1765100000000, JobEnvironment1765200000000];
+export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000, Datasets1765100000000, JobEnvironment1765200000000, JobRowVersion1765300000000];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   const common = { entities: ENTITIES, migrations: MIGRATIONS, migrationsRun: false, synchronize: false, logging: false } as const;
