@@ -3,11 +3,24 @@ import { DataSource, MoreThan, Repository } from 'typeorm';
 import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventEntity, JobEventType } from './job-event.entity';
 import { JobMetricEntity } from './job-metric.entity';
+import { JobEntity, type JobProgress } from './job.entity';
 
 export interface MetricPoint {
   step: number;
   name: string;
   value: number;
+}
+
+/** A job runner's output to record: the stream events (metric points travel in `metrics` events). */
+export type JobOutputEvent =
+  | { type: 'metrics'; data: { points: MetricPoint[] } }
+  | { type: 'progress'; data: JobProgress }
+  | { type: 'log'; data: { text: string } };
+
+export interface JobOutput {
+  /** The job's latest progress, saved on its row (null: unchanged). */
+  progress: JobProgress | null;
+  events: JobOutputEvent[];
 }
 
 /** What a job produces while it runs: its event stream, metric series and artifacts. */
@@ -27,13 +40,22 @@ export class JobEventsRepository {
     await this.events.insert({ jobId, type, data: data as object, createdAt: Date.now() });
   }
 
-  /** Metric points go to the series table and, as one event, to the stream — in one transaction. */
-  async appendMetrics(jobId: string, points: MetricPoint[]): Promise<void> {
-    if (points.length === 0) return;
+  /**
+   * What a running job reported since the last call, in one transaction: its latest progress (the jobs
+   * row), its events in the order given (one multi-row insert, so their ids keep that order), and the
+   * metric points of its `metrics` events in the series table. A job reports several things per step
+   * (progress, metrics, log text); one transaction of three statements rather than a transaction per
+   * statement keeps the server's share of the machine small while the job runner computes beside it.
+   */
+  async appendOutput(jobId: string, output: JobOutput): Promise<void> {
+    const { progress, events } = output;
+    if (!progress && events.length === 0) return;
     const now = Date.now();
+    const points = events.flatMap((e) => (e.type === 'metrics' ? e.data.points : []));
     await this.dataSource.transaction(async (m) => {
-      await m.insert(JobMetricEntity, points.map((p) => ({ jobId, ...p, createdAt: now })));
-      await m.insert(JobEventEntity, { jobId, type: 'metrics', data: { points }, createdAt: now });
+      if (progress) await m.update(JobEntity, { id: jobId }, { progress });
+      if (points.length > 0) await m.insert(JobMetricEntity, points.map((p) => ({ jobId, ...p, createdAt: now })));
+      if (events.length > 0) await m.insert(JobEventEntity, events.map((e) => ({ jobId, type: e.type, data: e.data as object, createdAt: now })));
     });
   }
 

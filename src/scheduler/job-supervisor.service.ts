@@ -3,8 +3,8 @@ import { statSync } from 'node:fs';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { findJobKind } from '../jobs/kinds/job-kinds';
-import { JobEventsRepository, MetricPoint } from '../jobs/job-events.repository';
-import type { JobEntity } from '../jobs/job.entity';
+import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
+import type { JobEntity, JobProgress } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { SessionRelayService } from '../sessions/session-relay.service';
 import type { RunnerMessage } from '../runner/runner-protocol';
@@ -15,6 +15,8 @@ import type { JobQueue } from './job-queue';
 export const RUNNER_ENTRY = Symbol('RunnerEntry');
 
 const LOG_FLUSH_MS = 300;
+/** Events per batched write of a job's output (a `metrics` event of a train step carries about 25 points). */
+const MAX_BATCH_EVENTS = 64;
 /** Log text kept in the database per job; the file on the worker keeps everything. */
 const DB_LOG_LIMIT = 8 * 1024 * 1024;
 
@@ -27,6 +29,11 @@ interface Running {
   onEnded: () => void;
   /** Serialises this job's database writes so they land in the order the runner sent them. */
   writes: Promise<void>;
+  /**
+   * Progress, metrics and log text not yet written: they queue here and go to the database together,
+   * in one transaction, when the writes before them are done (null: none waiting).
+   */
+  output: JobOutput | null;
   log: { buffer: string; stored: number; truncated: boolean; timer?: NodeJS.Timeout };
   stopReason?: StopReason;
   failure?: string;
@@ -57,7 +64,7 @@ export class JobSupervisor {
 
   /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
   start(job: JobEntity, workerId: string, onEnded: () => void): void {
-    const entry = { job, workerId, onEnded, writes: Promise.resolve(), log: { buffer: '', stored: 0, truncated: false } } as Running;
+    const entry = { job, workerId, onEnded, writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
     entry.process = new JobProcess(job, {
       runnerEntry: this.runnerEntry,
       jobDir: this.config.jobDir(job.id),
@@ -87,6 +94,36 @@ export class JobSupervisor {
   }
 
   private write(entry: Running, work: () => Promise<unknown>): void {
+    // Output that arrives after this write must land after it: it starts a new batch.
+    entry.output = null;
+    this.chain(entry, work);
+  }
+
+  /**
+   * Queues a progress, metrics or log event for the job's next batched write. A runner reports a step
+   * as a few messages and log lines that arrive together; writing them in one transaction (with one
+   * wake-up of the event streams) rather than one each keeps the server's work per step small, and that
+   * work competes with the job runner for the same CPUs.
+   */
+  private record(entry: Running, event: JobOutputEvent, progress?: JobProgress): void {
+    let output = entry.output;
+    if (!output) {
+      const batch: JobOutput = { progress: null, events: [] };
+      output = entry.output = batch;
+      this.chain(entry, () => {
+        // Taken as it starts: what arrives while it is written goes into the next batch.
+        if (entry.output === batch) entry.output = null;
+        return this.events.appendOutput(entry.job.id, batch);
+      });
+    }
+    output.events.push(event);
+    if (progress) output.progress = progress;
+    // While the database lags, batches would grow without bound; a statement has a bound-parameter
+    // limit (SQLite 32,766, PostgreSQL 65,535), so a full batch is closed and the next one starts.
+    if (output.events.length >= MAX_BATCH_EVENTS) entry.output = null;
+  }
+
+  private chain(entry: Running, work: () => Promise<unknown>): void {
     entry.writes = entry.writes
       .then(work)
       .then(() => this.bus.jobEvents(entry.job.id))
@@ -98,17 +135,16 @@ export class JobSupervisor {
     switch (m.type) {
       case 'running':
         return this.write(entry, () => this.jobs.markRunning(id, entry.workerId));
-      case 'progress':
-        return this.write(entry, async () => {
-          const progress = { step: m.step, total: m.total, message: m.message };
-          await this.jobs.saveProgress(id, progress);
-          await this.events.append(id, 'progress', progress);
-        });
+      case 'progress': {
+        const progress = { step: m.step, total: m.total, message: m.message };
+        return this.record(entry, { type: 'progress', data: progress }, progress);
+      }
       case 'metrics': {
         const points: MetricPoint[] = Object.entries(m.values)
           .filter(([, v]) => typeof v === 'number' && Number.isFinite(v))
           .map(([name, value]) => ({ step: m.step, name: name.slice(0, 128), value }));
-        return this.write(entry, () => this.events.appendMetrics(id, points));
+        if (points.length > 0) this.record(entry, { type: 'metrics', data: { points } });
+        return;
       }
       case 'checkpoint':
         return this.write(entry, () => this.jobs.saveResumeState(id, entry.workerId, m.state));
@@ -148,7 +184,7 @@ export class JobSupervisor {
       log.truncated = true;
     }
     log.stored += text.length;
-    this.write(entry, () => this.events.append(entry.job.id, 'log', { text }));
+    this.record(entry, { type: 'log', data: { text } });
   }
 
   private async onExit(entry: Running, code: number | null, signal: NodeJS.Signals | null, stderrTail: string[]): Promise<void> {
