@@ -5,6 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { HOST_ROOT } from '../core/core.module';
+import { BatchedPort } from './batched-port';
 import type { JobListQuery } from './job-list.sql';
 import type { ListReaderSource, ListReply, ListRequest } from './job-list.worker';
 import { serializeJobPage } from './job-page.serializer';
@@ -89,7 +90,7 @@ export class JobListReader implements OnModuleInit, OnModuleDestroy {
   private ask(thread: ReaderThread, request: ListRequest): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       thread.pending.set(request.id, { resolve, reject });
-      thread.worker.postMessage(request);
+      thread.requests.send(request);
     });
   }
 
@@ -97,13 +98,16 @@ export class JobListReader implements OnModuleInit, OnModuleDestroy {
     // The database the API's own connection has open, whichever configuration named it.
     const options = this.dataSource.options as { type: string; url?: string; database?: string };
     const source: ListReaderSource = options.type === 'postgres' ? { postgresUrl: options.url! } : { sqliteFile: options.database! };
-    const thread: ReaderThread = { worker: new Worker(entry, { workerData: source }), pending: new Map() };
-    thread.worker.on('message', (m: ListReply) => {
-      const p = thread.pending.get(m.id);
-      if (!p) return;
-      thread.pending.delete(m.id);
-      if ('body' in m) p.resolve(Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength));
-      else p.reject(new Error(m.error));
+    const worker = new Worker(entry, { workerData: source });
+    const thread: ReaderThread = { worker, requests: new BatchedPort(worker), pending: new Map() };
+    worker.on('message', (replies: ListReply[]) => {
+      for (const m of replies) {
+        const p = thread.pending.get(m.id);
+        if (!p) continue;
+        thread.pending.delete(m.id);
+        if ('body' in m) p.resolve(Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength));
+        else p.reject(new Error(m.error));
+      }
     });
     thread.worker.on('error', (error) => this.logger.error(`Job list reader thread failed: ${error.message}`));
     thread.worker.on('exit', (code) => {
@@ -121,5 +125,6 @@ export class JobListReader implements OnModuleInit, OnModuleDestroy {
 
 interface ReaderThread {
   worker: Worker;
+  requests: BatchedPort<ListRequest>;
   pending: Map<number, Pending>;
 }

@@ -93,10 +93,19 @@ export function serializeJobSummary(job: JobSummary): string {
   return writeSummary(jobSummaryFields(job));
 }
 
+const ITEMS_OPEN = Buffer.from('{"items":[');
+const COMMA = Buffer.from(',');
+
 /**
- * A page's body from its items already written by {@link serializeJobSummary}: the bytes
- * {@link serializeJobPage} writes for the same page (`job-page.serializer.spec.ts` checks it).
+ * A page's body (UTF-8) from its items already written by {@link serializeJobSummary} and encoded: the
+ * bytes of {@link serializeJobPage} for the same page (`job-page.serializer.spec.ts` checks it). The
+ * items are copied, not re-encoded; the body has an ArrayBuffer of its own, so it can be transferred.
  */
-export function joinJobPage(items: readonly string[], page: { page: number; limit: number; total: number }): string {
-  return `{"items":[${items.join(',')}],"page":${page.page},"limit":${page.limit},"total":${page.total}}`;
+export function joinJobPage(items: readonly Uint8Array[], page: { page: number; limit: number; total: number }): Buffer {
+  const close = Buffer.from(`],"page":${page.page},"limit":${page.limit},"total":${page.total}}`);
+  const parts = [ITEMS_OPEN, ...items.flatMap((item, i) => (i ? [COMMA, item] : [item])), close];
+  const body = Buffer.allocUnsafeSlow(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) at += (body.set(part, at), part.length);
+  return body;
 }

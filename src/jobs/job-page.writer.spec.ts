@@ -26,7 +26,7 @@ describe.each(testDatabases('job-page-writer'))('JobPageWriter (%s)', (_, open) 
 
   /** What the API thread writes for the same page: the rows read in full, no JSON kept. */
   const expected = async (q: JobListQuery, page = 1) => serializeJobPage({ ...(await repo.list(q)), page, limit: q.limit });
-  const read = (q: JobListQuery, page = 1) => writer.page(q, page, q.limit);
+  const read = async (q: JobListQuery, page = 1) => (await writer.page(q, page, q.limit)).toString('utf8');
   const all: JobListQuery = { limit: 50, offset: 0 };
 
   beforeAll(async () => {

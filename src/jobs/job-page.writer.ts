@@ -21,21 +21,23 @@ const MAX_KEPT = 20_000;
  * The bytes are those of `serializeJobPage` for the same rows (`job-page.serializer.spec.ts`).
  */
 export class JobPageWriter {
-  private readonly kept = new Map<string, { version: number; json: string }>();
+  /** As UTF-8: a page is then a copy of its items' bytes (joining them as strings cost a sixth of the thread's time). */
+  private readonly kept = new Map<string, { version: number; json: Buffer }>();
 
   constructor(
     private readonly sql: JobListSql,
     private readonly maxKept = MAX_KEPT,
   ) {}
 
-  async page(query: JobListQuery, page: number, limit: number): Promise<string> {
+  /** The page's JSON body as UTF-8 bytes. */
+  async page(query: JobListQuery, page: number, limit: number): Promise<Buffer> {
     const { rows, total } = await this.sql.pageVersions(query);
     let stale = rows.filter(([id, version]) => this.kept.get(id)?.version !== version).map(([id]) => id);
     if (this.kept.size + stale.length > this.maxKept) {
       this.kept.clear();
       stale = rows.map(([id]) => id);
     }
-    if (stale.length) for (const { summary, version } of await this.sql.summaries(stale)) this.kept.set(summary.id, { version, json: serializeJobSummary(summary) });
+    if (stale.length) for (const { summary, version } of await this.sql.summaries(stale)) this.kept.set(summary.id, { version, json: Buffer.from(serializeJobSummary(summary)) });
     const items = rows.map(([id]) => {
       const json = this.kept.get(id)?.json;
       // Jobs are never deleted; if one were, between the two reads, this page fails and is read again on the API thread.
