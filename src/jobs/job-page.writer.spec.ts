@@ -1,9 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
+import { JobEventsRepository } from './job-events.repository';
 import { JobListSql, type JobListQuery, type PgPool, type SqliteDatabase } from './job-list.sql';
 import { serializeJobPage } from './job-page.serializer';
 import { JobPageWriter } from './job-page.writer';
-import { JobEntity } from './job.entity';
+import { JobEntity, type JobProgress } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 
 const T = 1_764_700_000_000;
@@ -28,6 +29,8 @@ describe.each(testDatabases('job-page-writer'))('JobPageWriter (%s)', (_, open) 
   const expected = async (q: JobListQuery, page = 1) => serializeJobPage({ ...(await repo.list(q)), page, limit: q.limit });
   const read = async (q: JobListQuery, page = 1) => (await writer.page(q, page, q.limit)).toString('utf8');
   const all: JobListQuery = { limit: 50, offset: 0 };
+  /** A running job's progress, written as the supervisor writes it (with the job's output batch). */
+  const progress = (jobId: string, p: JobProgress) => new JobEventsRepository(db).appendOutput(jobId, { progress: p, events: [{ type: 'progress', data: p }] });
 
   beforeAll(async () => {
     database = await open();
@@ -68,7 +71,7 @@ describe.each(testDatabases('job-page-writer'))('JobPageWriter (%s)', (_, open) 
     expect(await read({ ownerId: 'u1', limit: 3, offset: 1 })).toBe(await expected({ ownerId: 'u1', limit: 3, offset: 1 }));
     expect(fullReads).toHaveLength(1);
 
-    await repo.saveProgress(id(5), { step: 3, total: 10, message: 'half way' });
+    await progress(id(5), { step: 3, total: 10, message: 'half way' });
     expect(await read(all)).toBe(await expected(all));
     expect(fullReads[1]).toEqual([id(5)]);
   });
@@ -97,7 +100,7 @@ describe.each(testDatabases('job-page-writer'))('JobPageWriter (%s)', (_, open) 
   it('raises row_version on every update, and keeps conditional updates counting only their own rows', async () => {
     const version = async () => Number((await db.query(`SELECT "row_version" AS v FROM "jobs" WHERE "id" = '${id(3)}'`))[0].v);
     const before = await version();
-    await repo.saveProgress(id(3), { step: 1, total: null, message: null });
+    await progress(id(3), { step: 1, total: null, message: null });
     await db.query(`UPDATE "jobs" SET "priority" = "priority" WHERE "id" = '${id(3)}'`);
     expect(await version()).toBe(before + 2);
     // A conditional transition that matches one row reports one, though the trigger wrote the row again.

@@ -3,7 +3,7 @@ import { DataSource, EntityManager, FindOptionsWhere, In, IsNull, LessThan, Not,
 import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
 import { JobListSql, type JobListQuery, type PgPool, type SqliteDatabase } from './job-list.sql';
-import { ACTIVE_STATES, DeviceIds, JobEntity, JobProgress, JobState, JobSummary } from './job.entity';
+import { ACTIVE_STATES, DeviceIds, JobEntity, JobState, JobSummary } from './job.entity';
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
@@ -196,10 +196,6 @@ export class JobsRepository {
       select: { id: true, workerId: true, devices: true, ownerId: true },
       where: { state: In([...ACTIVE_STATES]), workerId: Not(IsNull()) },
     });
-  }
-
-  async saveProgress(id: string, progress: JobProgress): Promise<void> {
-    await this.jobs.update({ id }, { progress });
   }
 
   async saveResumeState(id: string, workerId: string, resumeState: unknown): Promise<void> {
