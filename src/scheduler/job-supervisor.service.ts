@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { findJobKind } from '../jobs/kinds/job-kinds';
 import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
-import type { JobEntity, JobProgress } from '../jobs/job.entity';
+import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { SessionRelayService } from '../sessions/session-relay.service';
 import type { RunnerMessage } from '../runner/runner-protocol';
@@ -105,7 +105,7 @@ export class JobSupervisor {
    * wake-up of the event streams) rather than one each keeps the server's work per step small, and that
    * work competes with the job runner for the same CPUs.
    */
-  private record(entry: Running, event: JobOutputEvent, progress?: JobProgress): void {
+  private record(entry: Running, event: JobOutputEvent): void {
     let output = entry.output;
     if (!output) {
       const batch: JobOutput = { progress: null, events: [] };
@@ -117,7 +117,8 @@ export class JobSupervisor {
       });
     }
     output.events.push(event);
-    if (progress) output.progress = progress;
+    // The row keeps the latest progress; every progress event stays in the stream.
+    if (event.type === 'progress') output.progress = event.data;
     // While the database lags, batches would grow without bound; a statement has a bound-parameter
     // limit (SQLite 32,766, PostgreSQL 65,535), so a full batch is closed and the next one starts.
     if (output.events.length >= MAX_BATCH_EVENTS) entry.output = null;
@@ -135,10 +136,8 @@ export class JobSupervisor {
     switch (m.type) {
       case 'running':
         return this.write(entry, () => this.jobs.markRunning(id, entry.workerId));
-      case 'progress': {
-        const progress = { step: m.step, total: m.total, message: m.message };
-        return this.record(entry, { type: 'progress', data: progress }, progress);
-      }
+      case 'progress':
+        return this.record(entry, { type: 'progress', data: { step: m.step, total: m.total, message: m.message } });
       case 'metrics': {
         const points: MetricPoint[] = Object.entries(m.values)
           .filter(([, v]) => typeof v === 'number' && Number.isFinite(v))
