@@ -27,7 +27,7 @@ export const FULL_SIZE: QuickstartSize = {
   sftSteps: 1400,
   sftExamples: 2000,
   sftBatch: 32,
-  rlSteps: 600,
+  rlSteps: 1000,
   rlBatch: 32,
   rolloutN: 8,
   testFreq: 100,

@@ -29,6 +29,8 @@ export interface QuickstartSummary {
   sampled_accuracy_sft: number | null;
   sampled_accuracy_rl: number | null;
   sampled_gain_points: number | null;
+  /** The train job's greedy validations on the same held-out problems (step 0: the SFT-only policy): the RL curve. */
+  val_accuracy: { step: number; value: number }[];
   eval_tasks: number;
   checkpoint_sft: string | null;
   checkpoint: string | null;
@@ -127,6 +129,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
       throw new CliError(`The train job ${train.id} ${finished.state}${finished.error ? `: ${finished.error}` : ''}${tail ? `\nLast log lines:\n${tail}` : ''}`, EXIT.FAILED);
     }
     const phases = await phaseSeconds(client, finished);
+    const curve = (await client.jobs.metrics(train.id, { name: 'val/accuracy', limit: 10_000 })).map((p) => ({ step: p.step, value: p.value }));
 
     say(`\nEvaluating both checkpoints on ${size.evalTasks} held-out problems (never seen in training), greedy and sampled…`);
     const tEval = Date.now();
@@ -159,6 +162,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
       sampled_accuracy_sft: sampledSft,
       sampled_accuracy_rl: sampledRl,
       sampled_gain_points: gain(sampledSft, sampledRl),
+      val_accuracy: curve,
       eval_tasks: size.evalTasks,
       checkpoint_sft: sftDir,
       checkpoint: finalDir,
@@ -178,6 +182,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
     say(`  after SFT only       ${pct(accSft)}  ${pct(sampledSft)}   job:${train.id}/step-0`);
     say(`  after SFT + GRPO     ${pct(accRl)}  ${pct(sampledRl)}   job:${train.id}`);
     say(`  RL gain (points)     ${points(summary.gain_points)}  ${points(summary.sampled_gain_points)}`);
+    if (curve.length > 2) say(`During GRPO (greedy, same problems): ${curve.map((p) => `step ${p.step} ${(p.value * 100).toFixed(1)}%`).join(', ')}`);
     say('');
     say(
       `Took ${formatDuration(total * 1000)}: server ${tServer.toFixed(0)} s, SFT ${phases.sft?.toFixed(0) ?? '?'} s, GRPO ${phases.rl?.toFixed(0) ?? '?'} s` +
