@@ -39,8 +39,10 @@ describe('opentinker quickstart --quick', () => {
     }
     // The training curve: validations before the first GRPO step and after the last (--quick validates only those).
     expect(summary.val_accuracy.map((p: { step: number }) => p.step)).toEqual([0, 2]);
-    for (const p of summary.val_accuracy) expect(p.value).toBeGreaterThanOrEqual(0);
-    for (const p of summary.val_accuracy) expect(p.value).toBeLessThanOrEqual(1);
+    for (const p of summary.val_accuracy) {
+      expect(p.value).toBeGreaterThanOrEqual(0);
+      expect(p.value).toBeLessThanOrEqual(1);
+    }
     expect(summary.checkpoint_sft).toBe(join(home, 'jobs', summary.train_job, 'work', 'checkpoints', 'step-0', 'model'));
     expect(summary.checkpoint).toBe(join(home, 'jobs', summary.train_job, 'work', 'checkpoints', 'step-2', 'model'));
     expect(JSON.parse(readFileSync(join(summary.checkpoint, 'config.json'), 'utf8'))).toMatchObject({ model_type: 'llama', hidden_size: 128 });
