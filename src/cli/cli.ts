@@ -70,16 +70,26 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .option('--timeout-seconds <n>', 'longest one environment call may take', '30')
     .option('--max-episodes <n>', 'open episodes allowed at once', '4096')
     .action(async (target: string, opts: Record<string, string | undefined>) => {
+      // The same operator settings as the server's: sandbox ceilings (OPENTINKER_SANDBOX_*) cap what a
+      // caller may ask of the environment; --config is the operator's own and may set host-only keys.
+      const settings = loadConfig(process.env);
       const environment = await resolveEnvironment(target, context.root);
+      const token = opts.token ?? process.env.OPENTINKER_ENV_TOKEN;
       const { app, store } = await createEnvServer(environment, {
         config: parseJsonOption(opts.config, '--config'),
-        token: opts.token ?? process.env.OPENTINKER_ENV_TOKEN,
+        host: settings.environmentHost,
+        token,
         idleSeconds: positive(opts.idleSeconds, '--idle-seconds'),
         callTimeoutSeconds: positive(opts.timeoutSeconds, '--timeout-seconds'),
         maxEpisodes: positive(opts.maxEpisodes, '--max-episodes'),
         log: (m) => process.stderr.write(`${m}\n`),
       });
       await store.instance();
+      if (!token && !isLoopbackHost(opts.host!)) {
+        process.stderr.write(
+          `Warning: serving on ${opts.host} without --token: anyone who can reach this port can run episodes (and the code they send) here. Pass --token or set OPENTINKER_ENV_TOKEN.\n`,
+        );
+      }
       await app.listen({ host: opts.host, port: positive(opts.port, '--port') });
       process.stdout.write(`Environment ${environment.id}@${environment.version} served on http://${opts.host}:${opts.port} (protocol v1${opts.token || process.env.OPENTINKER_ENV_TOKEN ? ', token required' : ''})\n`);
       const stop = () => void app.close().then(() => process.exit(0));
@@ -131,6 +141,10 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     process.stderr.write(`opentinker: ${message}\n`);
     process.exit(1);
   }
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
 
 /** The Nest application is loaded only by the commands that run it (`env serve` starts in half the time). */

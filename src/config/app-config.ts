@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { HostConfigInput, HostLimit } from '@opentinker/env-sdk';
 import { z } from 'zod';
 import { AppError, ErrorCode } from '../core/app-error';
 
@@ -14,6 +15,10 @@ const booleanish = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes
   (v) => v === true || v === 'true' || v === '1' || v === 'yes',
 );
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A list: a YAML sequence, or a comma-separated string (environment variables). */
+const list = z
+  .union([z.array(z.string()), z.string()])
+  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((x) => x.trim()).filter((x) => x !== ''));
 
 export const configSchema = z
   .object({
@@ -48,6 +53,46 @@ export const configSchema = z
     dataset_max_bytes: int(1024, 1024 ** 4).default(256 * 1024 * 1024),
     auth_failures_per_minute: int(1, 1_000_000).default(20),
     plugins_dir: z.string().min(1).optional(),
+    /**
+     * Folders whose model folders tenants may name in `model.path` (absolute; a path must resolve, links
+     * followed, inside one of them). Empty: only presets and `job:<id>` checkpoints of one's own jobs.
+     */
+    model_roots: list.pipe(z.array(z.string().regex(/^\//, 'must be absolute paths'))).default([]),
+    /** Highest `priority` a plain user may give a job (admins: up to 100). */
+    max_user_priority: int(-100, 100).default(0),
+    /** Episodes one user may hold open at once on `/v1/environments/<id>/protocol` (per environment). */
+    max_episodes_per_user: int(1, 100_000).default(64),
+    /** Bytes of datasets and checkpoints one plain user may keep (0: no quota). */
+    storage_quota_bytes: int(0, 1024 ** 5).default(50 * 1024 ** 3),
+    /** Rows an uploaded dataset may have. */
+    dataset_max_rows: int(1, 100_000_000).default(1_000_000),
+    /** Longest JSONL line of an upload, in bytes. */
+    dataset_max_line_bytes: int(1024, 1024 ** 3).default(8 * 1024 * 1024),
+    /** Memory the thread that parses an upload may use (MiB); a file needing more is refused. */
+    dataset_parse_memory_mb: int(64, 65_536).default(1024),
+    /**
+     * Remote environments (`environment.url`) tenants may use beyond public addresses: host names, IPs or
+     * CIDR ranges, each optionally with `:port` (`10.0.0.0/8`, `envs.internal:8088`, `127.0.0.1:8090`).
+     * Loopback, private, link-local and other non-public addresses are refused unless listed here; the
+     * admin may also use loopback.
+     */
+    environment_url_allow: list.default([]),
+    /** Set `environment_url_allow_public=false` to allow only the listed hosts. */
+    environment_url_allow_public: booleanish.default(true),
+    // Ceilings of the resources an environment's sandbox may give model-written code (the keys an
+    // environment marks with `{ limit }` in its configPolicy, e.g. math-tool's memory_mb).
+    sandbox_memory_mb: int(16, 1_048_576).default(1024),
+    sandbox_max_processes: int(1, 4096).default(16),
+    sandbox_cpu_seconds: int(1, 86_400).default(30),
+    sandbox_wall_seconds: int(1, 86_400).default(60),
+    sandbox_scratch_mb: int(1, 65_536).default(256),
+    sandbox_file_size_mb: int(1, 65_536).default(64),
+    sandbox_concurrent_runs: int(1, 1024).default(4),
+    sandbox_output_chars: int(16, 100_000_000).default(65_536),
+    /** The uid sandboxed code runs as when the server is root (default: the environment's, nobody). */
+    sandbox_uid: int(1, 4_294_967_294).optional(),
+    /** The interpreter inside a Python sandbox (default: the environment's, /usr/bin/python3). */
+    sandbox_python: z.string().regex(/^\/usr\//, 'must live under /usr').optional(),
     log_level: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
     /** Checkpoints held in model server processes at once for chat completions (each is one process). */
     serving_max_models: int(1, 64).default(2),
@@ -76,6 +121,25 @@ export class AppConfig {
 
   jobDir(jobId: string): string {
     return join(this.values.home, 'jobs', jobId);
+  }
+
+  /** What this host contributes to a tenant's environment config: its sandbox ceilings and settings. */
+  get environmentHost(): Required<Pick<HostConfigInput, 'limits' | 'settings'>> {
+    const v = this.values;
+    const limits: Record<HostLimit, number> = {
+      sandbox_memory_mb: v.sandbox_memory_mb,
+      sandbox_max_processes: v.sandbox_max_processes,
+      sandbox_cpu_seconds: v.sandbox_cpu_seconds,
+      sandbox_wall_seconds: v.sandbox_wall_seconds,
+      sandbox_scratch_mb: v.sandbox_scratch_mb,
+      sandbox_file_size_mb: v.sandbox_file_size_mb,
+      sandbox_concurrent_runs: v.sandbox_concurrent_runs,
+      sandbox_output_chars: v.sandbox_output_chars,
+    };
+    const settings: HostConfigInput['settings'] = {};
+    if (v.sandbox_uid !== undefined) settings.sandbox_uid = v.sandbox_uid;
+    if (v.sandbox_python !== undefined) settings.sandbox_python = v.sandbox_python;
+    return { limits, settings };
   }
 }
 

@@ -32,6 +32,16 @@ export enum ErrorCode {
   DATASET_TOO_LARGE = 'OT_ERR_DATASET_TOO_LARGE',
   DATASET_IN_USE = 'OT_ERR_DATASET_IN_USE',
   RESULTS_NOT_FOUND = 'OT_ERR_RESULTS_NOT_FOUND',
+  /** A request set something only the server's operator sets (a host path, a sandbox uid). */
+  HOST_ONLY = 'OT_ERR_HOST_ONLY',
+  /** A request asked for more of a resource than the operator allows (sandbox memory, priority, episodes). */
+  LIMIT_EXCEEDED = 'OT_ERR_LIMIT_EXCEEDED',
+  /** No registered worker could ever run the job (more GPUs or CPU slots than any worker has). */
+  UNSCHEDULABLE = 'OT_ERR_UNSCHEDULABLE',
+  /** A remote environment URL outside the operator's allow-list. */
+  URL_NOT_ALLOWED = 'OT_ERR_URL_NOT_ALLOWED',
+  /** The user's datasets and checkpoints already fill their storage quota. */
+  QUOTA_EXCEEDED = 'OT_ERR_QUOTA_EXCEEDED',
 }
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -64,6 +74,11 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.DATASET_TOO_LARGE]: 413,
   [ErrorCode.DATASET_IN_USE]: 409,
   [ErrorCode.RESULTS_NOT_FOUND]: 404,
+  [ErrorCode.HOST_ONLY]: 400,
+  [ErrorCode.LIMIT_EXCEEDED]: 400,
+  [ErrorCode.UNSCHEDULABLE]: 400,
+  [ErrorCode.URL_NOT_ALLOWED]: 400,
+  [ErrorCode.QUOTA_EXCEEDED]: 413,
 };
 
 export interface AppErrorOptions {

@@ -32,5 +32,5 @@ export function datasetFile(datasetsDir: string, id: string): string {
     const path = datasetPath(datasetsDir, id, format);
     if (existsSync(path)) return path;
   }
-  throw new Error(`dataset ${id} has no file under ${datasetDir(datasetsDir, id)} (deleted, or never uploaded here)`);
+  throw new Error(`dataset ${id} has no file on this server (deleted, or uploaded to another server)`);
 }

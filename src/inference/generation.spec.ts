@@ -57,7 +57,7 @@ describe('generateChat', () => {
     const tokenizer = new ByteTokenizer();
     await saveHfModelDir(join(tmp, 'a'), { ...fixedModel(97), tokenizer, chatTemplate: CHATML_TEMPLATE });
     await saveHfModelDir(join(tmp, 'eos'), { ...fixedModel(258), tokenizer, chatTemplate: CHATML_TEMPLATE });
-    const paths = { hostRoot: tmp, pluginsDir: tmp, home: tmp, jobsDir: tmp, datasetsDir: tmp };
+    const paths = { hostRoot: tmp, pluginsDir: tmp, home: tmp, jobsDir: tmp, datasetsDir: tmp, modelRoots: [tmp] };
     alwaysA = await loadPolicy({ path: join(tmp, 'a'), chat_template: 'auto', seed: 0 }, { paths, log });
     alwaysEos = await loadPolicy({ path: join(tmp, 'eos'), chat_template: 'auto', seed: 0 }, { paths, log });
   });

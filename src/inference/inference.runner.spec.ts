@@ -33,7 +33,13 @@ function context(spec: Record<string, unknown>, name: string): Recorded {
       home,
       jobsDir: join(home, 'jobs'),
       datasetsDir: join(home, 'datasets'),
+      modelRoots: [home],
     },
+    policy: {
+      environmentHost: { limits: {}, settings: {} },
+      modelRoots: [home],
+      remoteEnvironments: { allow: [], allowPublic: true, allowLoopback: true },
+    } as RunContext['policy'],
     signal: abort.signal,
     log: (line) => r.logs.push(line),
     progress: (step, total = null) => r.progress.push([step, total]),

@@ -19,7 +19,8 @@ function send(message: FromModelServer): void {
 async function handle(message: ToModelServer): Promise<void> {
   if (message.type === 'load') {
     try {
-      const paths = { hostRoot: process.cwd(), pluginsDir: '', home: message.home, jobsDir: message.jobsDir, datasetsDir: join(message.home, 'datasets') };
+      // The API resolved the name to one of the caller's checkpoints: model folders here are job folders.
+      const paths = { hostRoot: process.cwd(), pluginsDir: '', home: message.home, jobsDir: message.jobsDir, datasetsDir: join(message.home, 'datasets'), modelRoots: [message.jobsDir] };
       policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) });
       send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });
     } catch (error) {

@@ -1,11 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { MODEL_PRESETS } from '@opentinker/engine';
-import { isEnvironmentError, parseConfig } from '@opentinker/env-sdk';
-import type { Principal } from '../auth/principal';
+import { datasetConfigKey, isEnvironmentError, resolveTenantConfig } from '@opentinker/env-sdk';
+import type { HostConfigInput } from '@opentinker/env-sdk';
+import { isAdmin, type Principal } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { DatasetsService } from '../datasets/datasets.service';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
+import { environmentConfigError } from '../registry/tenant-config';
+import { checkEnvironmentUrl, UrlNotAllowedError, urlPolicyFor } from '../registry/url-policy';
+import { WorkersRepository } from '../scheduler/workers.repository';
+import { modelPathAllowed, modelPathRefusal } from '../training/model-roots';
 import type { JobEntity } from './job.entity';
 
 /** Kinds whose jobs save checkpoints that `model.path: job:<id>` can name. */
@@ -19,22 +25,77 @@ interface RlSpecParts {
 
 /**
  * Checks of a parsed job spec that need more than its schema, so a bad spec fails at submission with
- * 400 and the field instead of minutes later in a job runner: the environment id and its config (local
- * environments), the model preset, and a `job:<id>` model path the caller may use.
+ * 400 and the field instead of minutes later in a job runner: the environment id and its config under
+ * the operator's policy (no host-only keys, sandbox ceilings), the remote environment's URL against the
+ * allow-list, the model preset or path (a `job:<id>` of the caller's, or a folder under `model_roots`),
+ * the priority ceiling, and resources some registered worker can hold.
  */
 @Injectable()
 export class JobSpecChecksService {
-  constructor(private readonly modules: ModuleRef) {}
+  constructor(
+    private readonly modules: ModuleRef,
+    private readonly config: AppConfig,
+    private readonly workers: WorkersRepository,
+  ) {}
 
   /** `visibleJob` is the caller's access check (JobsService.get): someone else's job is not found. */
   async check(spec: Record<string, unknown>, visibleJob: (id: string) => Promise<JobEntity>, caller?: Principal): Promise<void> {
     const { environment, model } = spec as RlSpecParts;
+    if (caller) this.checkPriority(spec.priority as number | undefined, caller);
     if (environment && environment.url === undefined) this.checkEnvironment(environment);
+    if (environment?.url !== undefined) await this.checkUrl(environment.url, caller);
     if (environment && caller) await this.checkDatasets(environment, caller);
     if (model?.preset !== undefined && !Object.prototype.hasOwnProperty.call(MODEL_PRESETS, model.preset)) {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
     if (model?.path?.startsWith('job:')) await this.checkJobPath(model.path, visibleJob);
+    else if (model?.path !== undefined && !modelPathAllowed(model.path, this.config.values.model_roots)) {
+      throw new AppError(ErrorCode.HOST_ONLY, modelPathRefusal(model.path, this.config.values.model_roots), { field: 'model.path' });
+    }
+    await this.checkResources(spec.resources as { gpus: number; cpu_slots: number } | undefined);
+  }
+
+  /** Plain users up to the operator's `max_user_priority`; admins up to the schema's 100. */
+  private checkPriority(priority: number | undefined, caller: Principal): void {
+    const max = this.config.values.max_user_priority;
+    if (priority !== undefined && priority > max && !isAdmin(caller)) {
+      throw new AppError(ErrorCode.LIMIT_EXCEEDED, `priority ${priority} is above this server's limit for users, ${max} (operator setting max_user_priority)`, {
+        field: 'priority',
+      });
+    }
+  }
+
+  /**
+   * A job no registered worker could ever hold would wait forever: refused now. With no worker
+   * registered yet (an API started before its workers) the job is accepted and waits for one.
+   */
+  private async checkResources(resources: { gpus: number; cpu_slots: number } | undefined): Promise<void> {
+    if (!resources) return;
+    const since = Date.now() - this.config.values.lease_seconds * 1000;
+    const workers = await this.workers.alive(since);
+    if (workers.length === 0) return;
+    const fits = workers.some((w) => {
+      const gpus = w.devices.filter((d) => d.kind === 'gpu').length;
+      const cpus = w.devices.filter((d) => d.kind === 'cpu').length;
+      return gpus >= resources.gpus && cpus >= resources.cpu_slots;
+    });
+    if (fits) return;
+    const most = (kind: 'gpu' | 'cpu') => Math.max(...workers.map((w) => w.devices.filter((d) => d.kind === kind).length));
+    const field = resources.gpus > most('gpu') ? 'resources.gpus' : 'resources.cpu_slots';
+    throw new AppError(
+      ErrorCode.UNSCHEDULABLE,
+      `No worker can run this job: it asks for ${resources.gpus} GPU(s) and ${resources.cpu_slots} CPU slot(s); the largest worker has ${most('gpu')} GPU(s), and ${most('cpu')} CPU slot(s) at most`,
+      { field },
+    );
+  }
+
+  private async checkUrl(url: string, caller: Principal | undefined): Promise<void> {
+    try {
+      await checkEnvironmentUrl(url, urlPolicyFor(this.config, caller ? isAdmin(caller) : false));
+    } catch (error) {
+      if (error instanceof UrlNotAllowedError) throw new AppError(ErrorCode.URL_NOT_ALLOWED, error.message, { field: 'environment.url' });
+      throw error;
+    }
   }
 
   private checkEnvironment(environment: NonNullable<RlSpecParts['environment']>): void {
@@ -46,11 +107,19 @@ export class JobSpecChecksService {
     if (!record?.environment) {
       throw invalid('environment.id', `Unknown environment ${environment.id} (known: ${loaded.map((r) => r.id).join(', ') || 'none'})`);
     }
+    const env = record.environment;
+    // The runner fills in the real files; here a stand-in lets the schema see that a dataset is given.
+    const datasets: HostConfigInput['datasets'] = {};
+    for (const [key, split] of [['dataset', 'train'], ['val_dataset', 'test']] as const) {
+      if (environment[key] === undefined) continue;
+      if (datasetConfigKey(env, split) === null) throw invalid(`environment.${key}`, `environment ${env.id} reads no ${split} dataset`);
+      datasets[split] = `dataset:${environment[key]}`;
+    }
     try {
-      parseConfig(record.environment, environment.config ?? {});
+      resolveTenantConfig(env, environment.config ?? {}, { ...this.config.environmentHost, datasets });
     } catch (error) {
-      const field = isEnvironmentError(error) && error.field ? `environment.${error.field}` : 'environment.config';
-      throw invalid(field, (error as Error).message);
+      if (isEnvironmentError(error)) throw environmentConfigError(error, 'environment.');
+      throw error;
     }
   }
 

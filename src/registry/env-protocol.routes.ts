@@ -17,12 +17,17 @@ export interface ProtocolRouteOptions {
   store: EpisodeStore;
   /** Bearer token every call except /health must carry; none means open. */
   token?: string;
-  /** Checks the Authorization header instead of a fixed token (the main server's API keys); throws to refuse. */
-  authorize?: (header: string | undefined, address: string) => Promise<void>;
+  /**
+   * Checks the Authorization header instead of a fixed token (the main server's API keys); throws to
+   * refuse. Returns the caller's id: episodes belong to the caller that created them.
+   */
+  authorize?: (header: string | undefined, address: string) => Promise<string>;
 }
 
 const STATUS: Record<string, number> = {
   ENV_INVALID_CONFIG: 400,
+  ENV_CONFIG_FORBIDDEN: 400,
+  ENV_CONFIG_LIMIT: 400,
   ENV_INVALID_TASK: 400,
   ENV_NOT_RESET: 409,
   ENV_STEP_AFTER_DONE: 409,
@@ -43,13 +48,18 @@ const MAX_ACTION_CHARS = 1024 * 1024;
  */
 export async function envProtocolRoutes(app: FastifyInstance, { store, token, authorize }: ProtocolRouteOptions): Promise<void> {
   const expected = token ? Buffer.from(`Bearer ${token}`) : null;
+  // The caller's id per request (one owner, '', when a fixed token or none guards the server).
+  const owners = new WeakMap<FastifyRequest, string>();
+  const owner = (request: FastifyRequest) => owners.get(request) ?? '';
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (authorize) {
       try {
-        await authorize(request.headers.authorization, request.ip);
+        owners.set(request, await authorize(request.headers.authorization, request.ip));
       } catch (e) {
         const { statusCode = 401, code = 'ENV_UNAUTHENTICATED', message = 'Unauthenticated', field } = e as { status?: number; statusCode?: number; code?: string; message?: string; field?: string };
         const status = (e as { status?: number }).status ?? statusCode;
+        const retryAfter = (e as { retryAfter?: number }).retryAfter;
+        if (retryAfter !== undefined) reply.header('retry-after', String(Math.ceil(retryAfter)));
         return reply.code(status).send(error(status, code, message, field));
       }
       return;
@@ -133,7 +143,7 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
       },
     },
     async (request, reply): Promise<CreateEpisodeResponse> => {
-      const { id, messages, task } = await store.create(request.body as CreateEpisodeRequest);
+      const { id, messages, task } = await store.create(request.body as CreateEpisodeRequest, owner(request));
       reply.code(201);
       return { episode_id: id, messages, task: task as JsonValue };
     },
@@ -154,14 +164,14 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
     },
     async (request): Promise<StepResponse> => {
       const { id } = request.params as { id: string };
-      const r = await store.step(id, (request.body as { action: string }).action);
+      const r = await store.step(id, (request.body as { action: string }).action, owner(request));
       return { observation: r.observation, observation_role: r.observationRole ?? 'user', reward: r.reward, done: r.done, info: r.info };
     },
   );
 
   app.delete('/v1/episodes/:id', async (request, reply) => {
     const { id } = request.params as { id: string };
-    if (!(await store.close(id))) return reply.code(404).send(error(404, 'ENV_EPISODE_CLOSED', `Episode ${id} does not exist or has expired`, 'id'));
+    if (!(await store.close(id, owner(request)))) return reply.code(404).send(error(404, 'ENV_EPISODE_CLOSED', `Episode ${id} does not exist or has expired`, 'id'));
     return reply.code(204).send();
   });
 }

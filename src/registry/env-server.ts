@@ -1,10 +1,13 @@
-import type { Environment } from '@opentinker/env-sdk';
+import type { Environment, HostConfigInput } from '@opentinker/env-sdk';
 import Fastify, { FastifyInstance } from 'fastify';
 import { EpisodeStore } from './episode-store';
 import { envProtocolRoutes } from './env-protocol.routes';
 
 export interface EnvServerOptions {
+  /** The operator's default config (may set host-only keys such as dataset paths). */
   config?: unknown;
+  /** Ceilings and operator values applied to the config each caller sends. */
+  host?: Pick<HostConfigInput, 'limits' | 'settings'>;
   token?: string;
   idleSeconds?: number;
   callTimeoutSeconds?: number;
@@ -17,6 +20,7 @@ export interface EnvServerOptions {
 export async function createEnvServer(env: Environment<unknown, unknown>, options: EnvServerOptions = {}): Promise<{ app: FastifyInstance; store: EpisodeStore }> {
   const store = new EpisodeStore(env, {
     config: options.config ?? {},
+    host: options.host,
     idleMs: (options.idleSeconds ?? 600) * 1000,
     callTimeoutMs: (options.callTimeoutSeconds ?? 30) * 1000,
     maxEpisodes: options.maxEpisodes ?? 4096,

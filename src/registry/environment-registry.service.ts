@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { configJsonSchema, parseConfig } from '@opentinker/env-sdk';
 import type { Environment } from '@opentinker/env-sdk';
+import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { EpisodeStore } from './episode-store';
 import type { PluginRecord } from './plugin-loader';
@@ -19,7 +20,10 @@ export class EnvironmentRegistry implements OnModuleInit, OnModuleDestroy {
   private records: PluginRecord[] = [];
   private readonly stores = new Map<string, EpisodeStore>();
 
-  constructor(@Inject(REGISTRY_PATHS) private readonly paths: RegistryPaths) {}
+  constructor(
+    @Inject(REGISTRY_PATHS) private readonly paths: RegistryPaths,
+    private readonly config: AppConfig,
+  ) {}
 
   async onModuleInit(): Promise<void> {
     this.records = await loadRegistry(this.paths);
@@ -53,7 +57,15 @@ export class EnvironmentRegistry implements OnModuleInit, OnModuleDestroy {
   store(id: string): EpisodeStore {
     let store = this.stores.get(id);
     if (!store) {
-      store = new EpisodeStore(this.get(id), { config: {}, idleMs: 600_000, callTimeoutMs: 30_000, maxEpisodes: 4096, log: (m) => this.logger.log(m) });
+      store = new EpisodeStore(this.get(id), {
+        config: {},
+        host: this.config.environmentHost,
+        idleMs: 600_000,
+        callTimeoutMs: 30_000,
+        maxEpisodes: 4096,
+        maxEpisodesPerOwner: this.config.values.max_episodes_per_user,
+        log: (m) => this.logger.log(m),
+      });
       this.stores.set(id, store);
     }
     return store;

@@ -1,13 +1,17 @@
-import { EnvironmentError, isEnvironmentError, parseConfig } from '@opentinker/env-sdk';
-import type { Environment, EnvironmentInstance, Episode, JsonObject, JsonValue, Message, Split, StepResult } from '@opentinker/env-sdk';
+import { EnvironmentError, isEnvironmentError, resolveTenantConfig } from '@opentinker/env-sdk';
+import type { Environment, EnvironmentInstance, Episode, HostConfigInput, JsonObject, JsonValue, Message, Split, StepResult } from '@opentinker/env-sdk';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface EpisodeStoreOptions {
-  /** The server's default config (raw; defaults are filled by the environment's schema). */
+  /** The server's default config (raw; defaults are filled by the environment's schema). The operator's: trusted. */
   config: unknown;
+  /** Sandbox ceilings and operator values applied to the config a caller sends with an episode. */
+  host?: Pick<HostConfigInput, 'limits' | 'settings'>;
+  /** Open episodes one owner may hold at once (default: no limit beyond `maxEpisodes`). */
+  maxEpisodesPerOwner?: number;
   /** Episodes untouched this long are closed. */
   idleMs: number;
   /** Longest one environment call may take. */
@@ -19,6 +23,8 @@ export interface EpisodeStoreOptions {
 }
 
 interface OpenEpisode {
+  /** Who created it: only they may step or close it. */
+  owner: string;
   episode: Episode<unknown>;
   lastUsed: number;
   busy: boolean;
@@ -42,7 +48,7 @@ export class EpisodeStore {
     readonly env: Environment<unknown, unknown>,
     private readonly options: EpisodeStoreOptions,
   ) {
-    this.defaults = parseConfig(env, options.config ?? {});
+    this.defaults = resolveTenantConfig(env, {}, { ...options.host, base: (options.config ?? {}) as Record<string, unknown> });
     this.sweeper = setInterval(() => void this.expire(), Math.max(1000, Math.min(options.idleMs / 2, 30_000)));
     this.sweeper.unref();
   }
@@ -51,10 +57,13 @@ export class EpisodeStore {
     return this.episodes.size;
   }
 
-  /** The instance for the default config merged with `overrides`. */
+  /**
+   * The instance for the default config with a caller's `overrides`, which the operator's policy applies
+   * to (`resolveTenantConfig`: no host-only keys such as dataset paths, values within the ceilings).
+   */
   instance(overrides?: JsonObject): Promise<EnvironmentInstance<unknown>> {
-    const merged = overrides && Object.keys(overrides).length ? { ...(this.options.config as object), ...overrides } : this.options.config;
-    const config = parseConfig(this.env, merged ?? {});
+    const base = (this.options.config ?? {}) as Record<string, unknown>;
+    const config = resolveTenantConfig(this.env, overrides ?? {}, { ...this.options.host, base });
     const key = JSON.stringify(config);
     let instance = this.instances.get(key);
     if (!instance) {
@@ -85,7 +94,21 @@ export class EpisodeStore {
     return { total, tasks };
   }
 
-  async create(req: { task?: JsonValue; split?: Split; index?: number; seed: number; config?: JsonObject }): Promise<{ id: string; messages: Message[]; task: unknown }> {
+  /** Episodes `owner` holds open. */
+  openBy(owner: string): number {
+    let n = 0;
+    for (const e of this.episodes.values()) if (e.owner === owner) n += 1;
+    return n;
+  }
+
+  async create(req: { task?: JsonValue; split?: Split; index?: number; seed: number; config?: JsonObject }, owner = ''): Promise<{ id: string; messages: Message[]; task: unknown }> {
+    const perOwner = this.options.maxEpisodesPerOwner;
+    if (perOwner !== undefined && this.openBy(owner) >= perOwner) {
+      await this.expire();
+      if (this.openBy(owner) >= perOwner) {
+        throw new EnvironmentError('ENV_CAPACITY', `You have ${perOwner} open episodes, the most allowed (operator setting max_episodes_per_user); close some or retry later`);
+      }
+    }
     if (this.episodes.size >= this.options.maxEpisodes) {
       await this.expire();
       if (this.episodes.size >= this.options.maxEpisodes) {
@@ -107,19 +130,25 @@ export class EpisodeStore {
       throw error;
     });
     const id = randomUUID();
-    this.episodes.set(id, { episode, lastUsed: Date.now(), busy: false });
+    this.episodes.set(id, { owner, episode, lastUsed: Date.now(), busy: false });
     return { id, messages, task };
   }
 
-  async step(id: string, action: string): Promise<StepResult> {
+  /** Someone else's episode is "not found", like one that never existed, so ids cannot be probed. */
+  private owned(id: string, owner: string): OpenEpisode | undefined {
     const open = this.episodes.get(id);
+    return open && open.owner === owner ? open : undefined;
+  }
+
+  async step(id: string, action: string, owner = ''): Promise<StepResult> {
+    const open = this.owned(id, owner);
     if (!open) throw new EnvironmentError('ENV_EPISODE_CLOSED', `Episode ${id} does not exist or has expired`, 'id');
     if (open.busy) throw new EnvironmentError('ENV_INVALID_TASK', `Episode ${id} is already handling a step`, 'id');
     open.busy = true;
     try {
       return await this.timed('step', () => open.episode.step(action));
     } catch (error) {
-      if (!isEnvironmentError(error) || error.code === 'ENV_TIMEOUT') await this.close(id);
+      if (!isEnvironmentError(error) || error.code === 'ENV_TIMEOUT') await this.close(id, owner);
       throw error;
     } finally {
       open.busy = false;
@@ -127,8 +156,8 @@ export class EpisodeStore {
     }
   }
 
-  async close(id: string): Promise<boolean> {
-    const open = this.episodes.get(id);
+  async close(id: string, owner = ''): Promise<boolean> {
+    const open = this.owned(id, owner);
     if (!open) return false;
     this.episodes.delete(id);
     await Promise.resolve(open.episode.close()).catch(() => undefined);
@@ -137,14 +166,14 @@ export class EpisodeStore {
 
   async shutdown(): Promise<void> {
     clearInterval(this.sweeper);
-    await Promise.all([...this.episodes.keys()].map((id) => this.close(id)));
+    await Promise.all([...this.episodes].map(([id, e]) => this.close(id, e.owner)));
     for (const instance of this.instances.values()) await instance.then((i) => i.close?.()).catch(() => undefined);
     this.instances.clear();
   }
 
   private async expire(): Promise<void> {
     const cutoff = Date.now() - this.options.idleMs;
-    for (const [id, open] of this.episodes) if (!open.busy && open.lastUsed < cutoff) await this.close(id);
+    for (const [id, open] of this.episodes) if (!open.busy && open.lastUsed < cutoff) await this.close(id, open.owner);
   }
 
   private async timed<T>(what: string, work: () => T | Promise<T>): Promise<T> {

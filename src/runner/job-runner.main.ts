@@ -83,6 +83,7 @@ async function run(start: StartMessage): Promise<void> {
     resumeState: start.job.resumeState ?? null,
     workDir: start.workDir,
     paths: runnerPaths(start),
+    policy: start.policy,
     signal: controller.signal,
     log: (line) => console.log(line),
     progress: (step, total = null, message = null) => send({ type: 'progress', step, total, message }),
@@ -106,6 +107,8 @@ function runnerPaths(start: StartMessage): RunnerPaths {
     home,
     jobsDir: join(home, 'jobs'),
     datasetsDir: join(home, 'datasets'),
+    // The job's own folder holds what it saves and resumes from.
+    modelRoots: [...start.policy.modelRoots, join(home, 'jobs', start.job.id)],
   };
 }
 

@@ -1,3 +1,5 @@
+import type { HostConfigInput } from '@opentinker/env-sdk';
+import type { UrlPolicy } from '../registry/url-policy';
 /**
  * Messages between a worker and the job runner child process it spawned (Node IPC channel). Logs do
  * not travel here: the runner's stdout and stderr are the job's log.
@@ -8,6 +10,22 @@ export interface StartMessage {
   workDir: string;
   /** The data directory (`OPENTINKER_HOME`) and the plugins folder when configured (else `<install>/plugins`). */
   paths: { home: string; pluginsDir: string | null };
+  /** What the job's owner may reach on this worker, from the worker's settings. */
+  policy: RunnerPolicy;
+}
+
+/**
+ * The operator's limits a job runner applies to the (tenant-written) spec it runs, on the machine that
+ * opens the files and connections. The API checks the same rules at submission; the runner checks them
+ * again where links are followed and names are resolved.
+ */
+export interface RunnerPolicy {
+  /** Sandbox ceilings and operator values for the environment's config (`resolveTenantConfig`). */
+  environmentHost: Required<Pick<HostConfigInput, 'limits' | 'settings'>>;
+  /** Folders `model.path` may name (setting model_roots); the job's own folder is added by the runner. */
+  modelRoots: string[];
+  /** Which remote environment servers the job may connect to. */
+  remoteEnvironments: UrlPolicy;
 }
 
 export type RunnerMessage =
@@ -50,6 +68,8 @@ export interface RunContext {
   log(line: string): void;
   progress(step: number, total?: number | null, message?: string | null): void;
   metrics(step: number, values: Record<string, number>): void;
+  /** The operator's limits for this job (see {@link RunnerPolicy}). */
+  policy: RunnerPolicy;
   /** Saves resume state; a job re-queued after losing its worker gets it back. */
   checkpoint(state: unknown): void;
   /** Publishes a file under `workDir` as a job artifact. */
@@ -69,4 +89,6 @@ export interface RunnerPaths {
   jobsDir: string;
   /** `<home>/datasets`: uploaded datasets. */
   datasetsDir: string;
+  /** Folders a model may be loaded from when named by path (see `openableModelDir`). */
+  modelRoots: string[];
 }

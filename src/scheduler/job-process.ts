@@ -9,6 +9,7 @@ export interface JobProcessOptions {
   runnerEntry: string;
   jobDir: string;
   paths: StartMessage['paths'];
+  policy: StartMessage['policy'];
   graceMs: number;
   onMessage(message: RunnerMessage): void;
   onLog(text: string): void;
@@ -80,6 +81,7 @@ export class JobProcess {
       job: { id: job.id, kind: job.kind, spec: job.spec, attempt: job.attempts, resumeState: job.resumeState ?? null },
       workDir: join(options.jobDir, 'work'),
       paths: options.paths,
+      policy: options.policy,
     };
     this.child.send(start, (error) => {
       if (error) this.stderrTail.push(`could not reach the job runner: ${error.message}`);

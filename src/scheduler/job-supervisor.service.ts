@@ -8,6 +8,7 @@ import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { SessionRelayService } from '../sessions/session-relay.service';
 import type { RunnerMessage } from '../runner/runner-protocol';
+import { urlPolicyFor } from '../registry/url-policy';
 import { JobProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
@@ -63,12 +64,17 @@ export class JobSupervisor {
   }
 
   /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
-  start(job: JobEntity, workerId: string, onEnded: () => void): void {
+  start(job: JobEntity, workerId: string, owner: { admin: boolean }, onEnded: () => void): void {
     const entry = { job, workerId, onEnded, writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
     entry.process = new JobProcess(job, {
       runnerEntry: this.runnerEntry,
       jobDir: this.config.jobDir(job.id),
       paths: { home: this.config.home, pluginsDir: this.config.values.plugins_dir ?? null },
+      policy: {
+        environmentHost: this.config.environmentHost,
+        modelRoots: this.config.values.model_roots,
+        remoteEnvironments: urlPolicyFor(this.config, owner.admin),
+      },
       graceMs: this.config.values.cancel_grace_seconds * 1000,
       onMessage: (m) => this.onMessage(entry, m),
       onLog: (text) => this.onLog(entry, text),

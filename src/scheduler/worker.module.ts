@@ -5,6 +5,7 @@ import { JobSupervisor, RUNNER_ENTRY } from './job-supervisor.service';
 import { WorkerService } from './worker.service';
 import { SessionCallsRepository } from '../sessions/session-calls.repository';
 import { SessionRelayService } from '../sessions/session-relay.service';
+import { UsersRepository } from '../auth/users.repository';
 
 /** The worker role: present in `opentinker serve` (unless disabled) and in `opentinker worker`. */
 @Module({})
@@ -13,7 +14,7 @@ export class WorkerModule {
     return {
       module: WorkerModule,
       imports: [JobsDataModule, QueueModule],
-      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService, SessionCallsRepository, SessionRelayService],
+      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService, SessionCallsRepository, SessionRelayService, UsersRepository],
       exports: [WorkerService],
     };
   }

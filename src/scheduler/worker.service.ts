@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
+import { UsersRepository } from '../auth/users.repository';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { detectDevices } from './device-detector';
 import { DevicePool } from './device-pool';
@@ -38,6 +39,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
     private readonly supervisor: JobSupervisor,
+    private readonly users: UsersRepository,
   ) {
     this.id = config.values.worker_id ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}-${randomBytes(4).toString('hex')}`;
   }
@@ -92,7 +94,9 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     while (!this.stopping && this.pool.hasFree) {
       const job = await this.queue.claimNext({ workerId: this.id, pool: this.pool, userLimit: this.config.values.max_jobs_per_user });
       if (!job) return;
-      this.supervisor.start(job, this.id, () => {
+      // What the job may reach (loopback environment servers) depends on its owner's role.
+      const owner = await this.users.findUser(job.ownerId).catch(() => null);
+      this.supervisor.start(job, this.id, { admin: owner?.role === 'admin' }, () => {
         this.pool.release(job.devices ?? []);
         this.kick();
       });

@@ -57,7 +57,7 @@ function fakeEnv(log: string[] = []): EnvironmentInstance<FakeTask> {
   };
 }
 
-const paths = { hostRoot: process.cwd(), pluginsDir: '', home: tmpdir(), jobsDir: join(tmpdir(), 'jobs'), datasetsDir: join(tmpdir(), 'datasets') };
+const paths = { hostRoot: process.cwd(), pluginsDir: '', home: tmpdir(), jobsDir: join(tmpdir(), 'jobs'), datasetsDir: join(tmpdir(), 'datasets'), modelRoots: [] };
 let policy: Policy;
 
 beforeAll(async () => {

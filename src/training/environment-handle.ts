@@ -1,11 +1,12 @@
-import { isEnvironmentError, parseConfig, RemoteEnvironment } from '@opentinker/env-sdk';
-import type { EnvironmentInstance, JsonObject, TurnMode } from '@opentinker/env-sdk';
+import { datasetConfigKey, isEnvironmentError, RemoteEnvironment, resolveTenantConfig } from '@opentinker/env-sdk';
+import type { Environment, EnvironmentInstance, HostConfigInput, JsonObject, TurnMode } from '@opentinker/env-sdk';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { datasetFile } from '../datasets/dataset-files';
 import type { EnvironmentSpec } from '../jobs/kinds/rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
-import type { RunnerPaths } from '../runner/runner-protocol';
+import { checkEnvironmentUrl, policyFetch } from '../registry/url-policy';
+import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
 
 /** An environment made ready for a job: its instance, what it is, and how to free it. */
 export interface EnvironmentHandle {
@@ -17,6 +18,8 @@ export interface EnvironmentHandle {
 
 export interface OpenEnvironmentContext {
   paths: RunnerPaths;
+  /** The operator's limits: sandbox ceilings, reachable environment servers. */
+  policy: RunnerPolicy;
   /** The job's folder; the environment gets `<workDir>/env` for scratch files. */
   workDir: string;
   log(line: string): void;
@@ -24,14 +27,16 @@ export interface OpenEnvironmentContext {
   timeoutMs?: number;
 }
 
-/** The config keys the math-style environments read their splits from. */
-const DATASET_KEYS = { dataset: 'train_path', val_dataset: 'test_path' } as const;
+/** The spec keys naming uploaded datasets, and the split each one becomes. */
+const DATASET_SPLITS = { dataset: 'train', val_dataset: 'test' } as const;
 
 /**
  * Opens the environment a spec names: the installed plugin `id` in-process (discovered the way the
  * server discovers them, without Nest), or the server at `url`. A local config is validated by the
- * environment's own schema (a remote server validates the config sent with each episode; its task
- * list is the one of its own config); `dataset` / `val_dataset` ids become `config.train_path` / `test_path`.
+ * environment's own schema after the operator's policy (`resolveTenantConfig`: no host-only keys, values
+ * within the sandbox ceilings); a remote server validates the config sent with each episode (its task
+ * list is the one of its own config). `dataset` / `val_dataset` ids become the config keys the environment
+ * marks as its train and test dataset files.
  * Errors name the spec field at fault (`environment.id`, `environment.config.<key>`, …).
  */
 export async function openEnvironment(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
@@ -45,10 +50,10 @@ export async function openEnvironment(spec: EnvironmentSpec, ctx: OpenEnvironmen
     throw new Error(`environment.id: unknown environment ${spec.id} (known: ${known.join(', ') || 'none'})`);
   }
   const definition = record.environment;
-  const raw: Record<string, unknown> = { ...spec.config, ...datasetPaths(spec, ctx.paths.datasetsDir) };
+  const datasets = datasetPaths(spec, definition, ctx.paths.datasetsDir);
   let config: unknown;
   try {
-    config = parseConfig(definition, raw);
+    config = resolveTenantConfig(definition, spec.config, { ...ctx.policy.environmentHost, datasets });
   } catch (error) {
     const field = isEnvironmentError(error) && error.field ? `environment.${error.field}` : 'environment.config';
     throw new Error(`${field}: ${(error as Error).message}`);
@@ -66,16 +71,14 @@ export async function openEnvironment(spec: EnvironmentSpec, ctx: OpenEnvironmen
   return { env, meta: { id: definition.id, turnMode: definition.turnMode, version: definition.version }, close: closer(env) };
 }
 
-function datasetPaths(spec: EnvironmentSpec, datasetsDir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [specKey, configKey] of Object.entries(DATASET_KEYS) as Array<[keyof typeof DATASET_KEYS, string]>) {
+function datasetPaths(spec: EnvironmentSpec, env: Environment<unknown, unknown>, datasetsDir: string): HostConfigInput['datasets'] {
+  const out: NonNullable<HostConfigInput['datasets']> = {};
+  for (const [specKey, split] of Object.entries(DATASET_SPLITS) as Array<[keyof typeof DATASET_SPLITS, 'train' | 'test']>) {
     const id = spec[specKey];
     if (id === undefined) continue;
-    if (spec.config[configKey] !== undefined) {
-      throw new Error(`environment.${specKey}: give either environment.${specKey} or environment.config.${configKey}, not both`);
-    }
+    if (datasetConfigKey(env, split) === null) throw new Error(`environment.${specKey}: environment ${env.id} reads no ${split} dataset`);
     try {
-      out[configKey] = datasetFile(datasetsDir, id);
+      out[split] = datasetFile(datasetsDir, id);
     } catch (error) {
       throw new Error(`environment.${specKey}: ${(error as Error).message}`);
     }
@@ -84,17 +87,22 @@ function datasetPaths(spec: EnvironmentSpec, datasetsDir: string): Record<string
 }
 
 async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
-  for (const key of Object.keys(DATASET_KEYS) as Array<keyof typeof DATASET_KEYS>) {
+  for (const key of Object.keys(DATASET_SPLITS) as Array<keyof typeof DATASET_SPLITS>) {
     if (spec[key] !== undefined) throw new Error(`environment.${key}: uploaded datasets live on this server; a remote environment (environment.url) cannot read them`);
   }
   let env: RemoteEnvironment;
   try {
+    await checkEnvironmentUrl(spec.url!, ctx.policy.remoteEnvironments);
     env = await RemoteEnvironment.connect({
       url: spec.url!,
       token: spec.token,
       config: spec.config as JsonObject,
       timeoutMs: ctx.timeoutMs ?? 30_000,
       retries: 3,
+      fetch: policyFetch(ctx.policy.remoteEnvironments),
+      // The URL is the tenant's: what failed at the transport level stays in this process, so a job's
+      // error cannot map the server's network (open, closed or HTTP ports look the same).
+      opaqueErrors: true,
     });
   } catch (error) {
     throw new Error(`environment.url: ${(error as Error).message}`);

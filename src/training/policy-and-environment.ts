@@ -17,6 +17,7 @@ export async function withPolicyAndEnvironment<T>(
   await ensureEngineBackend();
   const handle = await openEnvironment(spec.environment, {
     paths: ctx.paths,
+    policy: ctx.policy,
     workDir: ctx.workDir,
     log: (line) => ctx.log(line),
     timeoutMs: spec.rollout.env_timeout_seconds * 1000,

@@ -2,8 +2,9 @@ import { ByteTokenizer, CHATML_TEMPLATE, ChatTemplate, initBackend, loadHfModelD
 import type { BackendInfo, ModelConfig, Tokenizer } from '@opentinker/engine';
 import type { Message } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { ModelSpec } from '../jobs/kinds/rl-spec';
+import { openableModelDir } from './model-roots';
 import type { RunnerPaths } from '../runner/runner-protocol';
 import { checkpointSteps, jobCheckpointsDir } from './checkpoint-folders';
 
@@ -114,7 +115,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, spec.context_length);
   const path = spec.path!;
   const ref = parseJobModelRef(path);
-  const dir = ref ? await resolveJobModelDir(ref, ctx.paths.jobsDir) : resolve(path);
+  const dir = ref ? await resolveJobModelDir(ref, ctx.paths.jobsDir) : await openableModelDir(path, ctx.paths.modelRoots);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
   }

@@ -47,7 +47,7 @@ function hintedEpisode(calls: string[], doneAfter: number): Episode<unknown> {
   };
 }
 
-const paths = { hostRoot: process.cwd(), pluginsDir: '', home: tmpdir(), jobsDir: join(tmpdir(), 'jobs'), datasetsDir: join(tmpdir(), 'datasets') };
+const paths = { hostRoot: process.cwd(), pluginsDir: '', home: tmpdir(), jobsDir: join(tmpdir(), 'jobs'), datasetsDir: join(tmpdir(), 'datasets'), modelRoots: [] };
 let chatml: Policy;
 let plain: Policy;
 

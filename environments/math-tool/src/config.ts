@@ -2,7 +2,8 @@
  * The config of the math-tool environment: the math package's task keys plus the tool's keys.
  */
 import { z } from '@opentinker/env-sdk';
-import { mathConfigShape } from '@opentinker/env-math';
+import type { ConfigPolicy } from '@opentinker/env-sdk';
+import { mathConfigPolicy, mathConfigShape } from '@opentinker/env-math';
 import { DEFAULT_LIMITS, outputByteBudget } from './sandbox/limits';
 import type { SandboxLimits } from './sandbox/limits';
 
@@ -34,6 +35,25 @@ export const toolConfigShape = {
   system_prompt: z.string().optional().describe('System message before each problem; unset: the built-in tool instructions; empty: none'),
   mixed_numbers: z.boolean().default(false).describe('Grade `2 1/2` as a mixed number (2.5) instead of a product'),
 };
+
+/**
+ * Who may set what: the dataset files and the sandbox's uid and interpreter are the host's; every
+ * resource a run may use is capped by the host's `sandbox_*` ceilings (a tenant asking 1 TiB of memory
+ * or 4,096 processes is refused, and a default above a ceiling is lowered to it).
+ */
+export const mathToolConfigPolicy = {
+  ...mathConfigPolicy,
+  sandbox_uid: { set: 'host', setting: 'sandbox_uid' },
+  python_path: { set: 'host', setting: 'sandbox_python' },
+  memory_mb: { limit: 'sandbox_memory_mb' },
+  max_processes: { limit: 'sandbox_max_processes' },
+  cpu_seconds: { limit: 'sandbox_cpu_seconds' },
+  wall_seconds: { limit: 'sandbox_wall_seconds' },
+  scratch_mb: { limit: 'sandbox_scratch_mb' },
+  file_size_mb: { limit: 'sandbox_file_size_mb' },
+  max_concurrent_runs: { limit: 'sandbox_concurrent_runs' },
+  max_output_chars: { limit: 'sandbox_output_chars' },
+} as const satisfies ConfigPolicy;
 
 /** The full config schema (strict: unknown keys are refused). */
 export const mathToolConfigSchema = z.object({ ...mathConfigShape, ...toolConfigShape }).strict();

@@ -5,7 +5,7 @@
 import { defineEnvironment } from '@opentinker/env-sdk';
 import { createMathTasks, validateMathRow } from '@opentinker/env-math';
 import type { MathTask } from '@opentinker/env-math';
-import { mathToolConfigSchema, sandboxLimits } from './config';
+import { mathToolConfigPolicy, mathToolConfigSchema, sandboxLimits } from './config';
 import type { MathToolConfig } from './config';
 import { MathToolEpisode } from './episode';
 import { PythonSandbox } from './sandbox/sandbox';
@@ -23,6 +23,7 @@ const mathTool = defineEnvironment<MathToolConfig, MathTask>({
   turnMode: 'multi',
   taskSource: 'dataset',
   configSchema: mathToolConfigSchema,
+  configPolicy: mathToolConfigPolicy,
   create: async (config, ctx) => {
     const tasks = await createMathTasks(config, ctx);
     const sandbox = await PythonSandbox.create({

@@ -5,7 +5,7 @@
 import { defineEnvironment, EnvironmentError, z } from '@opentinker/env-sdk';
 import type { Episode, Message } from '@opentinker/env-sdk';
 import { gradeAnswer, groundTruthAnswer } from './grader/grade';
-import { createMathTasks, mathConfigShape } from './tasks';
+import { createMathTasks, mathConfigPolicy, mathConfigShape } from './tasks';
 import type { MathTask } from './tasks';
 import { validateMathRow } from './tasks/rows';
 
@@ -28,6 +28,7 @@ const math = defineEnvironment<MathEnvironmentConfig, MathTask>({
   turnMode: 'single',
   taskSource: 'dataset',
   configSchema: mathEnvironmentConfigSchema,
+  configPolicy: mathConfigPolicy,
   create: async (config, ctx) => {
     const tasks = await createMathTasks(config, ctx);
     return {

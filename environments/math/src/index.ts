@@ -11,7 +11,7 @@ export { MathEpisode, mathEnvironmentConfigSchema } from './environment';
 export type { MathEnvironmentConfig } from './environment';
 export { gradeAnswer, groundTruthAnswer, isEquivalent, extractAnswer, answerFormats, lastBoxed, normalizeAnswer } from './grader';
 export type { GradeResult, EquivalenceOptions, AnswerFormat } from './grader';
-export { createMathTasks, createSyntheticTasks, mathConfigShape } from './tasks';
+export { createMathTasks, createSyntheticTasks, mathConfigPolicy, mathConfigShape } from './tasks';
 export type { MathTask, MathTaskSet, MathTaskConfig, PromptMessage, InvalidRow } from './tasks';
 export { validateMathRow } from './tasks/rows';
 export { generateProblem, BOXED_INSTRUCTION, SYNTHETIC_DATA_SOURCE, EQUATION_DATA_SOURCE } from './tasks/synthetic';

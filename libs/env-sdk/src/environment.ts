@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { ConfigKeyPolicy, ConfigPolicy } from './config-policy';
+import { HOST_LIMITS, HOST_SETTINGS } from './config-policy';
 import { EnvironmentError } from './errors';
 import type { JsonObject, JsonValue, Message } from './messages';
 
@@ -82,6 +84,8 @@ export interface Environment<Config = Record<string, unknown>, Task = JsonValue>
   readonly taskSource: 'dataset' | 'generator';
   /** Validates and fills defaults of a user's config. */
   readonly configSchema: z.ZodType<Config>;
+  /** Who may set which config key (see {@link ConfigPolicy}); keys not listed are the tenant's. */
+  readonly configPolicy?: ConfigPolicy;
   create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
   /**
    * Optional check of one row of an uploaded dataset (a parsed JSONL line or parquet row) for a
@@ -109,6 +113,13 @@ export interface EnvironmentOptions<Config, Task> {
   taskSource: 'dataset' | 'generator';
   /** Validates a user's config and fills its defaults; make it `.strict()` so typos are refused. */
   configSchema: z.ZodType<Config>;
+  /**
+   * Keys a tenant must not set, or may set only up to a host's ceiling: dataset files the host fills in
+   * from uploads, values the operator chooses (a sandbox uid), resource limits (sandbox memory, CPU).
+   * Hosts apply it with `resolveTenantConfig` to every config that comes from a request; see
+   * {@link ConfigPolicy}. Declare every key that names a file, a folder or a URL the environment opens.
+   */
+  configPolicy?: ConfigPolicy;
   /** Makes an instance for a validated config; do expensive setup (datasets, sandboxes) here. */
   create(config: Config, ctx: EnvironmentContext): EnvironmentInstance<Task> | Promise<EnvironmentInstance<Task>>;
   /** See {@link Environment.validateRow}. */
@@ -164,6 +175,9 @@ export function defineEnvironment<Config, Task = JsonValue>(options: Environment
   if (options.validateRow !== undefined && typeof options.validateRow !== 'function') {
     throw new EnvironmentError('ENV_INVALID_CONFIG', 'validateRow must be a function when given', 'validateRow');
   }
+  for (const [key, p] of Object.entries(options.configPolicy ?? {})) {
+    if (!isKeyPolicy(p)) throw new EnvironmentError('ENV_INVALID_CONFIG', `configPolicy.${key} is not a known policy`, `configPolicy.${key}`);
+  }
   return Object.freeze({
     $$type: ENVIRONMENT_BRAND,
     apiVersion: API_VERSION,
@@ -173,9 +187,19 @@ export function defineEnvironment<Config, Task = JsonValue>(options: Environment
     turnMode: options.turnMode,
     taskSource: options.taskSource,
     configSchema: options.configSchema,
+    ...(options.configPolicy ? { configPolicy: Object.freeze({ ...options.configPolicy }) } : {}),
     create: options.create,
     ...(options.validateRow ? { validateRow: options.validateRow } : {}),
   });
+}
+
+function isKeyPolicy(p: unknown): p is ConfigKeyPolicy {
+  if (p === null || typeof p !== 'object') return false;
+  const v = p as { set?: unknown; split?: unknown; setting?: unknown; limit?: unknown };
+  if (v.set === 'dataset') return v.split === 'train' || v.split === 'test';
+  if (v.set === 'host') return (HOST_SETTINGS as readonly unknown[]).includes(v.setting);
+  if (v.set === 'tenant') return true;
+  return (HOST_LIMITS as readonly unknown[]).includes(v.limit);
 }
 
 /**

@@ -27,6 +27,8 @@ export type {
   Split,
   TurnMode,
 } from './environment';
+export { HOST_LIMITS, HOST_SETTINGS, resolveTenantConfig, isHostOnlyKey, datasetConfigKey } from './config-policy';
+export type { ConfigPolicy, ConfigKeyPolicy, HostConfigInput, HostLimit, HostSetting } from './config-policy';
 export { createRng } from './rng';
 export type { Rng } from './rng';
 export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';

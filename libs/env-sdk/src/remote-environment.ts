@@ -30,6 +30,12 @@ export interface RemoteEnvironmentOptions {
   backoffMs?: number;
   /** The `fetch` to use (default: the global one), e.g. one with a proxy agent. */
   fetch?: typeof fetch;
+  /**
+   * Errors say only "unreachable" or "not the environment protocol" for transport failures and answers
+   * that are not protocol errors: no connection error codes, HTTP statuses or echoed bodies. For hosts
+   * that connect to URLs typed by someone else, so errors cannot map the host's network. Default false.
+   */
+  opaqueErrors?: boolean;
 }
 
 /**
@@ -71,6 +77,7 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
       retries: 5,
       backoffMs: 200,
       fetch: globalThis.fetch,
+      opaqueErrors: false,
       ...options,
       url: options.url.replace(/\/+$/, ''),
     };
@@ -127,7 +134,7 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
   }
 }
 
-type CallOptions = Pick<RemoteEnvironmentOptions, 'token'> & { url: string; timeoutMs: number; retries: number; backoffMs: number; fetch: typeof fetch };
+type CallOptions = Pick<RemoteEnvironmentOptions, 'token'> & { url: string; timeoutMs: number; retries: number; backoffMs: number; fetch: typeof fetch; opaqueErrors: boolean };
 
 /**
  * Failures that prove the request never reached the server (no connection was made), so any call,
@@ -158,6 +165,10 @@ function describeFailure(error: unknown): string {
 
 async function call<T>(o: CallOptions, method: string, path: string, body?: unknown): Promise<T> {
   const where = `${method} ${o.url}${path}`;
+  // With opaqueErrors, what went wrong below the protocol is not described (see RemoteEnvironmentOptions).
+  const detail = (text: string) => (o.opaqueErrors ? '' : ` (${text})`);
+  const unreachable = () => new EnvironmentError('ENV_UNAVAILABLE', `Environment server ${o.url} is unreachable`);
+  const notProtocol = () => new EnvironmentError('ENV_UNAVAILABLE', `${where}: the answer is not the environment protocol`);
   const attempts = Math.max(1, o.retries);
   let lastError: unknown;
   for (let attempt = 0; attempt < attempts; attempt++) {
@@ -185,10 +196,11 @@ async function call<T>(o: CallOptions, method: string, path: string, body?: unkn
         if (isIdempotent(method)) continue;
         throw new EnvironmentError(
           'ENV_UNAVAILABLE',
-          `Lost the connection to environment server ${o.url} during ${method} ${path} (${describeFailure(error)}); ` +
+          `Lost the connection to environment server ${o.url} during ${method} ${path}${detail(describeFailure(error))}; ` +
             'not retried, since the server may already have applied it',
         );
       }
+      if (o.opaqueErrors) throw unreachable();
       throw new EnvironmentError('ENV_UNAVAILABLE', `${where} failed: ${describeFailure(error)}`);
     }
     if (res.status === 204) return undefined as T;
@@ -200,7 +212,7 @@ async function call<T>(o: CallOptions, method: string, path: string, body?: unkn
     } catch (error) {
       lastError = error;
       if (isIdempotent(method)) continue;
-      throw new EnvironmentError('ENV_UNAVAILABLE', `Lost the connection to environment server ${o.url} while reading the answer to ${method} ${path}; not retried (${describeFailure(error)})`);
+      throw new EnvironmentError('ENV_UNAVAILABLE', `Lost the connection to environment server ${o.url} while reading the answer to ${method} ${path}; not retried${detail(describeFailure(error))}`);
     }
     let parsed: unknown;
     try {
@@ -208,6 +220,7 @@ async function call<T>(o: CallOptions, method: string, path: string, body?: unkn
     } catch {
       lastError = new Error(`answered ${res.status} with non-JSON`);
       if (retryable) continue;
+      if (o.opaqueErrors) throw notProtocol();
       throw new EnvironmentError('ENV_UNAVAILABLE', `${where} answered ${res.status} with non-JSON`);
     }
     if (res.ok) return parsed as T;
@@ -216,9 +229,12 @@ async function call<T>(o: CallOptions, method: string, path: string, body?: unkn
       continue;
     }
     const err = (parsed ?? {}) as Partial<ProtocolError>;
-    const code = (typeof err.code === 'string' && err.code.startsWith('ENV_') ? err.code : 'ENV_UNAVAILABLE') as EnvironmentErrorCode;
-    throw new EnvironmentError(code, err.message ?? `${where} answered ${res.status}`, err.field);
+    const isProtocolError = typeof err.code === 'string' && err.code.startsWith('ENV_') && typeof err.message === 'string';
+    if (o.opaqueErrors && !isProtocolError) throw notProtocol();
+    const code = (isProtocolError ? err.code : 'ENV_UNAVAILABLE') as EnvironmentErrorCode;
+    throw new EnvironmentError(code, err.message ?? `${where} answered ${res.status}`, typeof err.field === 'string' ? err.field : undefined);
   }
+  if (o.opaqueErrors) throw unreachable();
   throw new EnvironmentError(
     'ENV_UNAVAILABLE',
     `Environment server ${o.url} is unreachable after ${attempts} attempts (${describeFailure(lastError)}); is it running?`,

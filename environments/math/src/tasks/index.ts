@@ -3,7 +3,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { createRng, EnvironmentError, z } from '@opentinker/env-sdk';
-import type { EnvironmentContext, Split, TaskSet } from '@opentinker/env-sdk';
+import type { ConfigPolicy, EnvironmentContext, Split, TaskSet } from '@opentinker/env-sdk';
 import { readRows, rowToTask } from './rows';
 import type { InvalidRow, MathTask } from './rows';
 import { BOXED_INSTRUCTION, EQUATION_DATA_SOURCE, generateProblem, SYNTHETIC_DATA_SOURCE } from './synthetic';
@@ -38,6 +38,16 @@ export const mathConfigShape = {
   test_path: z.string().min(1).optional().describe('Test dataset: .jsonl, .json or .parquet (verl layout)'),
   invalid_rows: z.enum(['skip', 'error']).default('skip').describe('Rows lacking a prompt or a ground truth: skip them (logged) or fail'),
 };
+
+/**
+ * The dataset files are the host's to set (from uploaded datasets): a path from a request would let a
+ * tenant read any file the server can. Reuse it in the `configPolicy` of environments built on
+ * `mathConfigShape`.
+ */
+export const mathConfigPolicy = {
+  train_path: { set: 'dataset', split: 'train' },
+  test_path: { set: 'dataset', split: 'test' },
+} as const satisfies ConfigPolicy;
 
 const taskConfigSchema = z.object(mathConfigShape);
 /** The task-related config keys, after defaults. */
