@@ -6,6 +6,7 @@
  * what the gradient coefficients of every loss in this package are built from.
  */
 import { assertLength, checkShape, type BatchShape, type NumArray } from './shape';
+import { RlError } from './errors';
 
 /**
  * verl's `loss_agg_mode` values.
@@ -42,14 +43,14 @@ export const LOSS_AGG_MODES: readonly LossAggMode[] = [
  * ```
  */
 export interface AggOptions {
-  /** Data-parallel size; the loss is multiplied by it (verl `dp_size`). Default 1. */
+  /** Data-parallel size; the loss is multiplied by it except in `seq-mean-token-sum-norm` (verl `dp_size`). Default 1. */
   dpSize?: number;
   /** Number of unmasked tokens in the global batch, for `token-mean` (verl `batch_num_tokens`). */
   batchNumTokens?: number;
-  /** Number of non-empty sequences in the global batch, for the `seq-mean-*` modes (verl `global_batch_size`). */
+  /** Number of non-empty sequences in the global batch, for `seq-mean-token-sum` and `seq-mean-token-mean` (verl `global_batch_size`). */
   globalBatchSize?: number;
   /**
-   * Constant divisor of `seq-mean-token-sum-norm` (verl `loss_scale_factor`); default `seqLen`, the padded
+   * The whole divisor of `seq-mean-token-sum-norm` (verl `loss_scale_factor`); default `seqLen`, the padded
    * response length. Set it to a constant (e.g. the maximum response length) to keep it fixed across steps,
    * as Dr. GRPO intends.
    */
@@ -85,14 +86,15 @@ export function isLossAggMode(mode: unknown): mode is LossAggMode {
 
 /**
  * The weight matrix `W = d loss / d loss_mat` of a `loss_agg_mode` (see the module comment), with verl's
- * definitions (current `agg_loss`):
+ * definitions (`agg_loss` at the commit this package follows):
  *
  * - `token-mean`: `W = mask / batchNumTokens · dpSize` (default `batchNumTokens = Σ mask`);
  * - `seq-mean-token-sum`: `W = mask / globalBatchSize · dpSize`, `globalBatchSize` = number of rows with at
  *   least one unmasked token (fully masked rows are excluded);
  * - `seq-mean-token-mean`: `W[i,·] = mask[i,·] / (Σ_t mask[i,t] + 1e-8) / globalBatchSize · dpSize`;
- * - `seq-mean-token-sum-norm`: as `seq-mean-token-sum`, then divided by the constant `lossScaleFactor`
- *   (default `seqLen`).
+ * - `seq-mean-token-sum-norm`: `W = mask / lossScaleFactor` (default `seqLen`, the padded length). This
+ *   mode divides by neither the number of rows nor anything else, and `dpSize` does not apply: the loss
+ *   grows with the batch, exactly as in verl.
  *
  * Guard: where verl divides 0 by 0 (no unmasked token / no non-empty row) the weights are all zero and
  * the loss is 0.
@@ -118,8 +120,13 @@ export function aggWeights(lossMask: NumArray, shape: BatchShape, mode: LossAggM
       for (let k = 0; k < n; k++) w[k] = lossMask[k] === 0 ? 0 : (lossMask[k] / denom) * dp;
       return w;
     }
+    case 'seq-mean-token-sum-norm': {
+      // verl: Σ loss·mask / S, with no division by the number of rows and no dp_size factor.
+      const scale = options.lossScaleFactor ?? seqLen;
+      for (let k = 0; k < n; k++) w[k] = lossMask[k] === 0 ? 0 : lossMask[k] / scale;
+      return w;
+    }
     case 'seq-mean-token-sum':
-    case 'seq-mean-token-sum-norm':
     case 'seq-mean-token-mean': {
       const rowTokens = new Float64Array(batch);
       let nonEmpty = 0;
@@ -131,8 +138,7 @@ export function aggWeights(lossMask: NumArray, shape: BatchShape, mode: LossAggM
       }
       const denom = options.globalBatchSize ?? nonEmpty;
       if (denom === 0) return w;
-      let scale = dp / denom;
-      if (mode === 'seq-mean-token-sum-norm') scale /= options.lossScaleFactor ?? seqLen;
+      const scale = dp / denom;
       for (let i = 0; i < batch; i++) {
         if (!(rowTokens[i] > 0)) continue;
         const rowScale = mode === 'seq-mean-token-mean' ? scale / (rowTokens[i] + 1e-8) : scale;
@@ -143,7 +149,7 @@ export function aggWeights(lossMask: NumArray, shape: BatchShape, mode: LossAggM
       return w;
     }
     default:
-      throw new RangeError(`Invalid loss_agg_mode: ${String(mode)}`);
+      throw new RlError('RL_UNKNOWN_NAME', `Invalid loss_agg_mode: ${String(mode)}`, 'loss_agg_mode');
   }
 }
 

@@ -3,6 +3,7 @@
  * same reward, since they carry no group-relative learning signal.
  */
 import type { Uid } from './shape';
+import { RlError } from './errors';
 
 /**
  * Result of {@link filterGroupsByMetricStd}.
@@ -30,7 +31,7 @@ export interface FilterGroupsResult {
  * ```
  */
 export function filterGroupsByMetricStd(uids: ArrayLike<Uid>, metric: ArrayLike<number>): FilterGroupsResult {
-  if (uids.length !== metric.length) throw new RangeError(`uids (${uids.length}) and metric (${metric.length}) differ in length`);
+  if (uids.length !== metric.length) throw new RlError('RL_INVALID_INPUT', `uids (${uids.length}) and metric (${metric.length}) differ in length`, 'metric');
   const groups = new Map<Uid, number[]>();
   for (let i = 0; i < uids.length; i++) {
     const list = groups.get(uids[i]);

@@ -1,49 +1,16 @@
-import type { LossAggMode } from './aggregation';
-import { applyKlPenalty, klLoss, klPenalty, klPenaltyGrad, parseKlPenalty, updateKlCoef } from './kl';
-import { expectClose, f32, f64, F32, F64, F64_GRAD, finiteDiff, loadGolden, reportWorst } from './testing/golden';
+import { isRlError } from './errors';
+import { klLoss, klPenalty, klPenaltyGrad, parseKlPenalty, updateKlCoef } from './kl';
+import { getKlController } from './kl-controller';
+import { expectClose, F64, finiteDiff } from './testing/golden';
 
-interface KlCase {
-  name: string;
-  kind?: 'apply_kl_penalty';
-  klType: string;
-  lossAggMode: LossAggMode;
-  batch: number;
-  seqLen: number;
-  beta?: number;
-  inputs: Record<string, number[]>;
-  expected: Record<string, any>;
-}
-
-const all = loadGolden<KlCase[]>('kl.json');
-const lossCases = all.filter((c) => c.kind === undefined);
-const penaltyCases = all.filter((c) => c.kind === 'apply_kl_penalty');
-
-afterAll(reportWorst);
-
-describe('kl_penalty / kl loss vs verl reference', () => {
-  test.each(lossCases.map((c) => [c.name, c] as const))('%s', (_n, c) => {
-    const input = { batch: c.batch, seqLen: c.seqLen, logProb: f64(c.inputs.logProb), refLogProb: f64(c.inputs.refLogProb), responseMask: c.inputs.responseMask };
-    const r = klLoss(input, c.klType, c.lossAggMode);
-    expectClose(r.kl, c.expected.kl, F64, `${c.name} kl`, 'kl');
-    expectClose(r.loss, c.expected.loss, F64, `${c.name} loss`, 'kl');
-    expectClose(r.dLogProb, c.expected.dLogProb, F64_GRAD, `${c.name} dLogProb`, 'kl grad');
-    // float32 inputs
-    const r32 = klLoss({ ...input, logProb: f32(c.inputs.logProb), refLogProb: f32(c.inputs.refLogProb) }, c.klType, c.lossAggMode);
-    expectClose(r32.loss, c.expected.loss, F32, `${c.name} loss f32`, 'kl f32');
-    expectClose(r32.dLogProb, c.expected.dLogProb, F32, `${c.name} dLogProb f32`, 'kl f32');
-  });
-
-  test.each(penaltyCases.map((c) => [c.name, c] as const))('%s', (_n, c) => {
-    const r = applyKlPenalty(
-      { batch: c.batch, seqLen: c.seqLen, tokenLevelScores: c.inputs.tokenLevelScores, oldLogProb: c.inputs.oldLogProb, refLogProb: c.inputs.refLogProb, responseMask: c.inputs.responseMask },
-      c.beta!, c.klType);
-    expectClose(r.tokenLevelRewards, c.expected.tokenLevelRewards, F64, `${c.name} rewards`, 'kl in reward');
-    expectClose(r.currentKl, c.expected.currentKl, F64, `${c.name} current kl`, 'kl in reward');
-    expect(r.metrics['actor/reward_kl_penalty_coeff']).toBe(c.beta);
-    const next = updateKlCoef({ type: 'adaptive', kl_coef: c.beta!, target_kl: 0.1, horizon: 10000 }, c.beta!, r.currentKl, c.batch);
-    expectClose(next, c.expected.adaptiveNext, F64, `${c.name} adaptive`, 'kl in reward');
-  });
-});
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    return isRlError(e) ? e.code : `not an RlError: ${String(e)}`;
+  }
+  return undefined;
+};
 
 describe('kl estimators', () => {
   const lp = [-0.3, -1.2, -2.5, -0.05, -4];
@@ -58,11 +25,21 @@ describe('kl estimators', () => {
     }
   });
 
-  test('straight-through "+": forward of the base estimator, gradient of k2', () => {
-    expect(Array.from(klPenalty(lp, ref, 'k3+'))).toEqual(Array.from(klPenalty(lp, ref, 'k3')));
-    expectClose(klPenaltyGrad(lp, ref, 'low_var_kl+'), lp.map((x, k) => x - ref[k]), F64, 'k3+ grad');
-    expect(parseKlPenalty('k2+')).toEqual({ base: 'k2', straightThrough: false });
-    expect(parseKlPenalty('abs+')).toEqual({ base: 'abs', straightThrough: true });
+  test("verl's '+' names raise RL_NOT_IMPLEMENTED, as verl raises NotImplementedError", () => {
+    for (const name of ['k1+', 'kl+', 'abs+', 'k2+', 'mse+', 'k3+', 'low_var_kl+', 'full']) {
+      expect(codeOf(() => klPenalty(lp, ref, name))).toBe('RL_NOT_IMPLEMENTED');
+      expect(codeOf(() => klLoss({ batch: 1, seqLen: 5, logProb: lp, refLogProb: ref, responseMask: [1, 1, 1, 1, 1] }, name))).toBe('RL_NOT_IMPLEMENTED');
+    }
+    expect(codeOf(() => klPenalty(lp, ref, 'k4'))).toBe('RL_UNKNOWN_NAME');
+  });
+
+  test('OpenTinker straight-through _st: forward of the base estimator, gradient of k2', () => {
+    for (const [st, base] of [['k1_st', 'k1'], ['kl_st', 'kl'], ['abs_st', 'abs'], ['k3_st', 'k3'], ['low_var_kl_st', 'low_var_kl']]) {
+      expect(Array.from(klPenalty(lp, ref, st))).toEqual(Array.from(klPenalty(lp, ref, base)));
+      expectClose(klPenaltyGrad(lp, ref, st), lp.map((x, k) => x - ref[k]), F64, `${st} grad`);
+      expect(parseKlPenalty(st)).toEqual({ base, straightThrough: true });
+    }
+    expect(parseKlPenalty('k2')).toEqual({ base: 'k2', straightThrough: false });
   });
 
   test('k3 is non-negative, clamped at 10, and finite for extreme log-probs', () => {
@@ -72,10 +49,17 @@ describe('kl estimators', () => {
     expect(Math.min(...klPenalty(lp, ref, 'k3'))).toBeGreaterThanOrEqual(0);
   });
 
-  test('unknown types and bad controllers throw', () => {
-    expect(() => klPenalty([0], [0], 'full')).toThrow(/Unsupported/);
-    expect(() => updateKlCoef({ type: 'adaptive', kl_coef: 0.1, target_kl: 0.1, horizon: 0 }, 0.1, 0.1, 1)).toThrow(/horizon/);
+  test('KL controllers: fixed does nothing, adaptive moves by at most ±20% of n_steps/horizon, bad configs throw', () => {
+    expect(codeOf(() => updateKlCoef({ type: 'adaptive', kl_coef: 0.1, target_kl: 0.1, horizon: 0 }, 0.1, 0.1, 1))).toBe('RL_INVALID_CONFIG');
+    expect(codeOf(() => getKlController({ type: 'adaptive', kl_coef: 0.1, target_kl: 0.1, horizon: 0 }))).toBe('RL_INVALID_CONFIG');
+    expect(codeOf(() => getKlController({ type: 'other' as 'fixed', kl_coef: 0.1 }))).toBe('RL_UNKNOWN_NAME');
     expect(updateKlCoef({ type: 'fixed', kl_coef: 0.1 }, 0.1, 5, 10)).toBe(0.1);
+    const fixed = getKlController({ type: 'fixed', kl_coef: 0.1 });
+    fixed.update(5, 10);
+    expect(fixed.value).toBe(0.1);
+    const adaptive = getKlController({ type: 'adaptive', kl_coef: 0.1, target_kl: 0.1, horizon: 100 });
+    adaptive.update(1, 10); // error clipped at +0.2
+    expectClose(adaptive.value, 0.1 * (1 + 0.2 * 0.1), F64, 'adaptive');
   });
 
   test('all-masked batch: zero loss and gradient', () => {

@@ -3,16 +3,22 @@
  * `actor.kl_loss_type` / `algorithm.kl_penalty`), the KL loss of the actor (`use_kl_loss`), and the KL
  * penalty folded into rewards (`use_kl_in_reward`, verl `apply_kl_penalty`).
  *
- * With `x = logProb - refLogProb` (see http://joschu.net/blog/kl-approx.html):
+ * With `x = logProb - refLogProb` (see http://joschu.net/blog/kl-approx.html), verl's names:
  * - `kl` / `k1`: `x`
  * - `abs`: `|x|`
  * - `mse` / `k2`: `x² / 2`
  * - `low_var_kl` / `k3`: `exp(-x) + x - 1`, with `-x` clamped to `[-20, 20]` first and the result clamped
  *   to `[-10, 10]` (verl's clamps)
- * - a trailing `+` (`k1+`, `abs+`, `k3+`, `low_var_kl+`, ...) is verl's straight-through variant: the
- *   forward value of the base estimator, the gradient of `k2` (`x`). `k2+` / `mse+` equal `k2`.
+ * - `full` and every name with a trailing `+` (`k1+`, `k3+`, `low_var_kl+`, `abs+`, `k2+`, ...) raise
+ *   `RL_NOT_IMPLEMENTED`, as verl raises `NotImplementedError` for them at the commit this package follows
+ *   (the `+` is passed on to `kl_penalty_forward`, where no branch matches it).
+ *
+ * OpenTinker extension, under names verl does not use: `k1_st`, `kl_st`, `abs_st`, `k3_st` and
+ * `low_var_kl_st` are straight-through estimators: the forward value of the base estimator with the
+ * gradient of `k2` (`x`). This is what verl's `+` names appear to intend.
  */
 import { aggLoss, type AggOptions, type LossAggMode } from './aggregation';
+import { RlError } from './errors';
 import { maskedMeanRows } from './masked';
 import { assertLength, checkShape, type BatchShape, type NumArray } from './shape';
 
@@ -27,32 +33,68 @@ import { assertLength, checkShape, type BatchShape, type NumArray } from './shap
 export type KlEstimator = 'kl' | 'k1' | 'abs' | 'mse' | 'k2' | 'low_var_kl' | 'k3';
 
 /**
- * A `kl_loss_type` / `kl_penalty` value: a base estimator, optionally with verl's straight-through `+`.
+ * OpenTinker's straight-through KL estimators (not verl names): the value of the base estimator, the
+ * gradient of `k2`.
  *
  * @example
  * ```ts
- * const t: KlPenaltyType = 'k3+'; // k3 value, k2 gradient
+ * const t: KlStraightThroughType = 'k3_st'; // k3 value, k2 gradient
  * ```
  */
-export type KlPenaltyType = KlEstimator | `${KlEstimator}+`;
-
-const BASE: readonly string[] = ['kl', 'k1', 'abs', 'mse', 'k2', 'low_var_kl', 'k3'];
+export type KlStraightThroughType = 'kl_st' | 'k1_st' | 'abs_st' | 'low_var_kl_st' | 'k3_st';
 
 /**
- * Splits a `kl_penalty` name into its base estimator and whether the straight-through `+` applies.
- * Throws for unknown names (verl's `full` is not implemented there either).
+ * A `kl_loss_type` / `kl_penalty` value this package computes: one of verl's estimators or an OpenTinker
+ * straight-through one.
  *
  * @example
  * ```ts
- * parseKlPenalty('k3+'); // { base: 'k3', straightThrough: true }
+ * const t: KlPenaltyType = 'low_var_kl';
+ * ```
+ */
+export type KlPenaltyType = KlEstimator | KlStraightThroughType;
+
+/**
+ * verl's KL estimator names, in verl's order.
+ *
+ * @example
+ * ```ts
+ * KL_ESTIMATORS.includes('k3'); // true
+ * ```
+ */
+export const KL_ESTIMATORS: readonly KlEstimator[] = ['kl', 'k1', 'abs', 'mse', 'k2', 'low_var_kl', 'k3'];
+
+/**
+ * OpenTinker's straight-through estimators (see {@link KlStraightThroughType}).
+ *
+ * @example
+ * ```ts
+ * KL_STRAIGHT_THROUGH_TYPES.includes('k3_st'); // true
+ * ```
+ */
+export const KL_STRAIGHT_THROUGH_TYPES: readonly KlStraightThroughType[] = ['kl_st', 'k1_st', 'abs_st', 'low_var_kl_st', 'k3_st'];
+
+/**
+ * Splits a `kl_penalty` name into its base estimator and whether the straight-through gradient applies.
+ * Throws `RL_NOT_IMPLEMENTED` where verl raises `NotImplementedError` (`full`, any name ending in `+`)
+ * and `RL_UNKNOWN_NAME` for names verl has never had.
+ *
+ * @example
+ * ```ts
+ * parseKlPenalty('k3_st'); // { base: 'k3', straightThrough: true }
+ * parseKlPenalty('k3+');   // throws RlError RL_NOT_IMPLEMENTED
  * ```
  */
 export function parseKlPenalty(type: string): { base: KlEstimator; straightThrough: boolean } {
-  const plus = type.endsWith('+');
-  const base = plus ? type.slice(0, -1) : type;
-  if (!BASE.includes(base)) throw new RangeError(`Unsupported kl_penalty: ${type}`);
-  const straightThrough = plus && base !== 'mse' && base !== 'k2';
-  return { base: base as KlEstimator, straightThrough };
+  if ((KL_ESTIMATORS as readonly string[]).includes(type)) return { base: type as KlEstimator, straightThrough: false };
+  if ((KL_STRAIGHT_THROUGH_TYPES as readonly string[]).includes(type)) {
+    return { base: type.slice(0, -3) as KlEstimator, straightThrough: true };
+  }
+  if (type === 'full' || type.endsWith('+')) {
+    const hint = type.endsWith('+') && KL_STRAIGHT_THROUGH_TYPES.includes(`${type.slice(0, -1)}_st` as KlStraightThroughType) ? ` (the straight-through estimator is ${type.slice(0, -1)}_st)` : '';
+    throw new RlError('RL_NOT_IMPLEMENTED', `kl_penalty ${type} is not implemented: verl raises NotImplementedError for it${hint}`, 'kl_penalty');
+  }
+  throw new RlError('RL_UNKNOWN_NAME', `Unknown kl_penalty: ${type}. Known: ${[...KL_ESTIMATORS, ...KL_STRAIGHT_THROUGH_TYPES].join(', ')}`, 'kl_penalty');
 }
 
 function forward(base: KlEstimator, lp: number, ref: number): number {
@@ -116,11 +158,11 @@ export function klPenalty(logProb: NumArray, refLogProb: NumArray, type: KlPenal
 
 /**
  * Element-wise `d kl_penalty / d logProb` with torch's conventions (gradient blocked outside clamps,
- * `sign(0) = 0` for `abs`); for `+` types the `k2` gradient `logProb - refLogProb`.
+ * `sign(0) = 0` for `abs`); for the `_st` types the `k2` gradient `logProb - refLogProb`.
  *
  * @example
  * ```ts
- * klPenaltyGrad([-1], [-1.5], 'k3+'); // [0.5]
+ * klPenaltyGrad([-1], [-1.5], 'k3_st'); // [0.5]
  * ```
  */
 export function klPenaltyGrad(logProb: NumArray, refLogProb: NumArray, type: KlPenaltyType | string): Float64Array {
@@ -304,11 +346,11 @@ export interface KlCtrlConfig {
  */
 export function updateKlCoef(config: KlCtrlConfig, value: number, currentKl: number, nSteps: number): number {
   if (config.type === 'fixed') return value;
-  if (config.type !== 'adaptive') throw new RangeError(`Unknown kl_ctrl.type: ${String(config.type)}`);
+  if (config.type !== 'adaptive') throw new RlError('RL_UNKNOWN_NAME', `Unknown kl_ctrl.type: ${String(config.type)}`, 'kl_ctrl.type');
   const target = config.target_kl;
   const horizon = config.horizon;
-  if (target === undefined || horizon === undefined) throw new TypeError('adaptive kl_ctrl needs target_kl and horizon');
-  if (!(horizon > 0)) throw new RangeError(`horizon must be larger than 0. Got ${horizon}`);
+  if (target === undefined || horizon === undefined) throw new RlError('RL_INVALID_CONFIG', 'adaptive kl_ctrl needs target_kl and horizon', 'kl_ctrl');
+  if (!(horizon > 0)) throw new RlError('RL_INVALID_CONFIG', `horizon must be larger than 0. Got ${horizon}`, 'kl_ctrl.horizon');
   const err = Math.min(0.2, Math.max(-0.2, currentKl / target - 1));
   return value * (1 + (err * nSteps) / horizon);
 }

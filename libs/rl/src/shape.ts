@@ -6,6 +6,7 @@
  * non-zero, and (as in verl) a non-binary mask value also acts as a weight. Outputs are `Float64Array`:
  * all arithmetic runs in float64 whatever the input type.
  */
+import { RlError } from './errors';
 
 /**
  * Any readable numeric array (typed array or `number[]`).
@@ -44,7 +45,7 @@ export interface BatchShape {
 }
 
 /**
- * Throws a `RangeError` unless `arr` holds exactly `expected` numbers.
+ * Throws an `RL_INVALID_INPUT` {@link RlError} unless `arr` holds exactly `expected` numbers.
  *
  * @example
  * ```ts
@@ -52,9 +53,9 @@ export interface BatchShape {
  * ```
  */
 export function assertLength(name: string, arr: ArrayLike<unknown> | undefined | null, expected: number): void {
-  if (arr == null) throw new TypeError(`${name} is required`);
+  if (arr == null) throw new RlError('RL_INVALID_INPUT', `${name} is required`, name);
   if (arr.length !== expected) {
-    throw new RangeError(`${name} has length ${arr.length}, expected ${expected}`);
+    throw new RlError('RL_INVALID_INPUT', `${name} has length ${arr.length}, expected ${expected}`, name);
   }
 }
 
@@ -68,8 +69,8 @@ export function assertLength(name: string, arr: ArrayLike<unknown> | undefined |
  */
 export function checkShape(shape: BatchShape): number {
   const { batch, seqLen } = shape;
-  if (!Number.isInteger(batch) || batch < 0) throw new RangeError(`batch must be a non-negative integer, got ${batch}`);
-  if (!Number.isInteger(seqLen) || seqLen < 0) throw new RangeError(`seqLen must be a non-negative integer, got ${seqLen}`);
+  if (!Number.isInteger(batch) || batch < 0) throw new RlError('RL_INVALID_INPUT', `batch must be a non-negative integer, got ${batch}`, 'batch');
+  if (!Number.isInteger(seqLen) || seqLen < 0) throw new RlError('RL_INVALID_INPUT', `seqLen must be a non-negative integer, got ${seqLen}`, 'seqLen');
   return batch * seqLen;
 }
 

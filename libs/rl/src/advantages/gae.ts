@@ -4,6 +4,7 @@
 import { maskedWhiten } from '../masked';
 import { assertLength, checkShape } from '../shape';
 import type { AdvantageInput, AdvantageOutput } from './types';
+import { RlError } from '../errors';
 
 /**
  * GAE hyper-parameters (verl `algorithm.gamma`, `algorithm.lam`).
@@ -41,7 +42,7 @@ export function computeGaeAdvantageReturn(input: AdvantageInput, options: GaeOpt
   const { batch, seqLen, tokenLevelRewards: r, responseMask: m, values } = input;
   assertLength('tokenLevelRewards', r, n);
   assertLength('responseMask', m, n);
-  if (values == null) throw new TypeError('gae needs values');
+  if (values == null) throw new RlError('RL_INVALID_INPUT', 'gae needs values', 'values');
   assertLength('values', values, n);
   const gamma = options.gamma ?? 1;
   const lam = options.lam ?? 1;

@@ -2,6 +2,7 @@
  * Grouping of rows by prompt id (verl's `id2score` dictionaries), in first-seen order.
  */
 import type { Uid } from '../shape';
+import { RlError } from '../errors';
 
 /**
  * Row indices per group id, in order of first appearance (the order verl's `defaultdict` iterates in).
@@ -53,7 +54,7 @@ export interface GroupStats {
  */
 export function groupStats(values: ArrayLike<number>, rows: readonly number[]): GroupStats {
   const count = rows.length;
-  if (count === 0) throw new RangeError('empty group');
+  if (count === 0) throw new RlError('RL_INVALID_INPUT', 'empty group', 'index');
   if (count === 1) return { mean: 0, std: 1, count };
   let s = 0;
   for (const r of rows) s += values[r];
@@ -75,8 +76,8 @@ export function groupStats(values: ArrayLike<number>, rows: readonly number[]): 
  * ```
  */
 export function requireIndex(index: ArrayLike<Uid> | undefined, batch: number): ArrayLike<Uid> {
-  if (index == null) throw new TypeError('index (one group id per row) is required by this estimator');
-  if (index.length !== batch) throw new RangeError(`index has length ${index.length}, expected ${batch}`);
+  if (index == null) throw new RlError('RL_INVALID_INPUT', 'index (one group id per row) is required by this estimator', 'index');
+  if (index.length !== batch) throw new RlError('RL_INVALID_INPUT', `index has length ${index.length}, expected ${batch}`, 'index');
   return index;
 }
 

@@ -5,6 +5,7 @@ import { assertLength, checkShape, rowSums } from '../shape';
 import { broadcastRows, groupRows, groupStats, requireIndex } from './groups';
 import type { GrpoOptions } from './grpo';
 import type { AdvantageInput, AdvantageOutput } from './types';
+import { RlError } from '../errors';
 
 /**
  * Pass@k (arXiv 2503.19595): only the best response of each group gets a non-zero advantage,
@@ -30,7 +31,7 @@ export function computeGrpoPasskOutcomeAdvantage(input: AdvantageInput, options:
   const out = new Float64Array(batch);
   for (const [id, rows] of groupRows(index)) {
     if (rows.length < 2) {
-      throw new RangeError(`Pass@k requires at least 2 samples per group. Got ${rows.length} for group ${String(id)}.`);
+      throw new RlError('RL_DEGENERATE_INPUT', `Pass@k requires at least 2 samples per group. Got ${rows.length} for group ${String(id)}.`, 'index');
     }
     const sorted = [...rows].sort((a, b) => scores[b] - scores[a] || a - b);
     let adv = scores[sorted[0]] - scores[sorted[1]];

@@ -7,12 +7,17 @@ import { computeGpgOutcomeAdvantage } from './gpg';
 import { computeGrpoOutcomeAdvantage } from './grpo';
 import { computeGrpoPasskOutcomeAdvantage } from './grpo-passk';
 import { computeGrpoPerStepAdvantage } from './grpo-per-step';
+import { computeGrpoVectorizedOutcomeAdvantage } from './grpo-vectorized';
 import { computeOpoOutcomeAdvantage } from './opo';
+import { computeOptimalTokenBaselineAdvantage } from './optimal-token-baseline';
 import { computeReinforcePlusPlusOutcomeAdvantage } from './reinforce-plus-plus';
 import { computeReinforcePlusPlusBaselineOutcomeAdvantage } from './reinforce-plus-plus-baseline';
 import { computeRemaxOutcomeAdvantage } from './remax';
 import { computeRlooOutcomeAdvantage } from './rloo';
+import { computeRlooVectorizedOutcomeAdvantage } from './rloo-vectorized';
+import { computeTirOptimalTokenBaselineAdvantage } from './tir-optimal-token-baseline';
 import type { AdvantageInput, AdvantageOutput } from './types';
+import { RlError } from '../errors';
 
 /**
  * The `algorithm` section of a verl config, as far as advantage estimation reads it (snake_case keys, so a
@@ -32,10 +37,16 @@ export interface AlgoConfig {
   lam?: number;
   /** Divide by the group std (grpo, grpo_passk, grpo_per_step). Default true. */
   norm_adv_by_std_in_grpo?: boolean;
-  /** Epsilon added to the group std. Default 1e-6. */
+  /** verl's `epsilon` keyword: added to the group std (GRPO family, default 1e-6) or to the baseline's denominator (optimal token baselines, default 1e-8). */
   epsilon?: number;
   /** GPG divisor. Default 1. */
   f_norm?: number;
+  /**
+   * Optimal token baseline: zero the baseline of a group's single longest row past the second-longest
+   * length. Default false for `optimal_token_baseline`, true for `tir_optimal_token_baseline` (verl's
+   * function defaults).
+   */
+  handle_zero_tail?: boolean;
   /** Anything else a custom estimator wants. */
   [key: string]: unknown;
 }
@@ -68,7 +79,7 @@ const registry = new Map<string, AdvantageEstimatorFn>();
 export function registerAdvEstimator(name: string, fn: AdvantageEstimatorFn, options: { override?: boolean } = {}): void {
   const existing = registry.get(name);
   if (existing && existing !== fn && !options.override) {
-    throw new Error(`Adv estimator ${name} has already been registered`);
+    throw new RlError('RL_ALREADY_REGISTERED', `Adv estimator ${name} has already been registered`, name);
   }
   registry.set(name, fn);
 }
@@ -83,7 +94,7 @@ export function registerAdvEstimator(name: string, fn: AdvantageEstimatorFn, opt
  */
 export function getAdvEstimatorFn(name: string): AdvantageEstimatorFn {
   const fn = registry.get(name);
-  if (!fn) throw new RangeError(`Unknown advantage estimator: ${name}. Known: ${[...registry.keys()].join(', ')}`);
+  if (!fn) throw new RlError('RL_UNKNOWN_NAME', `Unknown advantage estimator: ${name}. Known: ${[...registry.keys()].join(', ')}`, 'adv_estimator');
   return fn;
 }
 
@@ -117,13 +128,19 @@ const grpoOpts = (c: AlgoConfig) => ({ epsilon: c.epsilon, normAdvByStdInGrpo: c
 
 registerAdvEstimator('gae', (input, c) => computeGaeAdvantageReturn(input, { gamma: c.gamma, lam: c.lam }));
 registerAdvEstimator('grpo', (input, c) => computeGrpoOutcomeAdvantage(input, grpoOpts(c)));
-registerAdvEstimator('grpo_vectorized', (input, c) => computeGrpoOutcomeAdvantage(input, grpoOpts(c)));
+registerAdvEstimator('grpo_vectorized', (input, c) => computeGrpoVectorizedOutcomeAdvantage(input, grpoOpts(c)));
 registerAdvEstimator('grpo_per_step', (input, c) => computeGrpoPerStepAdvantage(input, { ...grpoOpts(c), gamma: c.gamma }));
 registerAdvEstimator('grpo_passk', (input, c) => computeGrpoPasskOutcomeAdvantage(input, grpoOpts(c)));
 registerAdvEstimator('rloo', (input) => computeRlooOutcomeAdvantage(input));
-registerAdvEstimator('rloo_vectorized', (input) => computeRlooOutcomeAdvantage(input));
+registerAdvEstimator('rloo_vectorized', (input) => computeRlooVectorizedOutcomeAdvantage(input));
 registerAdvEstimator('opo', (input) => computeOpoOutcomeAdvantage(input));
 registerAdvEstimator('gpg', (input, c) => computeGpgOutcomeAdvantage(input, { fNorm: c.f_norm }));
 registerAdvEstimator('reinforce_plus_plus', (input, c) => computeReinforcePlusPlusOutcomeAdvantage(input, { gamma: c.gamma }));
 registerAdvEstimator('reinforce_plus_plus_baseline', (input) => computeReinforcePlusPlusBaselineOutcomeAdvantage(input));
 registerAdvEstimator('remax', (input) => computeRemaxOutcomeAdvantage(input));
+registerAdvEstimator('optimal_token_baseline', (input, c) =>
+  computeOptimalTokenBaselineAdvantage(input, { handleZeroTail: c.handle_zero_tail ?? false, epsilon: c.epsilon ?? 1e-8 }),
+);
+registerAdvEstimator('tir_optimal_token_baseline', (input, c) =>
+  computeTirOptimalTokenBaselineAdvantage(input, { handleZeroTail: c.handle_zero_tail ?? true, epsilon: c.epsilon ?? 1e-8 }),
+);

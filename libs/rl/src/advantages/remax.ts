@@ -3,6 +3,7 @@
  */
 import { assertLength, checkShape } from '../shape';
 import type { AdvantageInput, AdvantageOutput } from './types';
+import { RlError } from '../errors';
 
 /**
  * ReMax (arXiv 2310.10505): returns are reverse cumulative sums of the masked rewards
@@ -23,7 +24,7 @@ export function computeRemaxOutcomeAdvantage(input: AdvantageInput): AdvantageOu
   const { batch, seqLen, tokenLevelRewards: r, responseMask: m, rewardBaselines } = input;
   assertLength('tokenLevelRewards', r, n);
   assertLength('responseMask', m, n);
-  if (rewardBaselines == null) throw new TypeError('remax needs rewardBaselines');
+  if (rewardBaselines == null) throw new RlError('RL_INVALID_INPUT', 'remax needs rewardBaselines', 'rewardBaselines');
   assertLength('rewardBaselines', rewardBaselines, batch);
   const returns = new Float64Array(n);
   const advantages = new Float64Array(n);

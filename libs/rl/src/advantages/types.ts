@@ -30,6 +30,15 @@ export interface AdvantageInput extends BatchShape {
   rewardBaselines?: NumArray;
   /** Per-row list of per-turn rewards (`grpo_per_step`, OpenTinker `turn_scores`). */
   turnScores?: ReadonlyArray<ArrayLike<number> | null | undefined>;
+  /** Log-probs of the sampled tokens under the rollout policy (`optimal_token_baseline`, verl `old_log_probs`). */
+  oldLogProbs?: NumArray;
+  /**
+   * `Σ_v π(v)²` of the distribution each token was drawn from (`optimal_token_baseline`, verl
+   * `sum_pi_squared`; see {@link sumPiSquaredFromLogits}).
+   */
+  sumPiSquared?: NumArray;
+  /** Rollout importance-sampling weights per token (`optimal_token_baseline`, verl `rollout_is_weights`); optional. */
+  rolloutIsWeights?: NumArray;
 }
 
 /**

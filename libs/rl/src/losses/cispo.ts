@@ -49,5 +49,5 @@ export function computePolicyLossCispo(
       if (ratio !== clipped) clipCount += m;
     }
   }
-  return finishPolicyLoss(pgLosses, dToken, input, lossAggMode, config, { maskSum, clipped: clipCount, klSum });
+  return finishPolicyLoss(pgLosses, dToken, input, lossAggMode, config, { maskSum, clipped: clipCount, klSum, clippedLower: 0 });
 }

@@ -6,6 +6,7 @@ import type { LossAggMode } from '../aggregation';
 import { maskedMean } from '../masked';
 import { checkPolicyInput, finishPolicyLoss } from './policy-loss';
 import { maxGrad, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
+import { RlError } from '../errors';
 
 /**
  * Clip-Cov: PPO clipping (no dual clip, no ±20 clamp), plus the gradient of a random subset of
@@ -31,7 +32,7 @@ export function computePolicyLossClipCov(
   const clipCovRatio = pl.clip_cov_ratio ?? 0.0002;
   const lb = pl.clip_cov_lb ?? 1.0;
   const ub = pl.clip_cov_ub ?? 5.0;
-  if (!(clipCovRatio > 0)) throw new RangeError('clip_cov_ratio should be larger than 0.');
+  if (!(clipCovRatio > 0)) throw new RlError('RL_INVALID_CONFIG', 'clip_cov_ratio should be larger than 0.', 'policy_loss.clip_cov_ratio');
   const random = input.random ?? Math.random;
 
   const l1 = new Float64Array(n);

@@ -8,7 +8,7 @@ import { aggOptionsFromConfig, type ActorConfig, type PolicyLossInput, type Poli
 /**
  * GPG (arXiv 2504.02546): plain policy gradient without ratio or clipping,
  * `loss_t = -logProb · A` (times rollout IS weights), aggregated by `lossAggMode`; `dLogProb = -A · W`.
- * Metrics are all 0 (verl reports none).
+ * No metrics (verl returns an empty dict).
  *
  * @example
  * ```ts
@@ -32,6 +32,6 @@ export function computePolicyLossGpg(
     loss,
     dLogProb,
     pgLosses,
-    metrics: { 'actor/pg_clipfrac': 0, 'actor/ppo_kl': 0, 'actor/pg_clipfrac_lower': 0 },
+    metrics: {},
   };
 }

@@ -67,5 +67,5 @@ export function computePolicyLossGspo(
       }
     }
   }
-  return finishPolicyLoss(pgLosses, dToken, input, 'seq-mean-token-mean', config, { maskSum, clipped: clipCount, klSum });
+  return finishPolicyLoss(pgLosses, dToken, input, 'seq-mean-token-mean', config, { maskSum, clipped: clipCount, klSum, clippedLower: 0 });
 }

@@ -5,13 +5,14 @@
 import { aggLoss, type LossAggMode } from '../aggregation';
 import { checkPolicyInput } from './policy-loss';
 import { aggOptionsFromConfig, type ActorConfig, type PolicyLossInput, type PolicyLossOutput } from './types';
+import { RlError } from '../errors';
 
 /**
  * KL-Cov: unclipped policy gradient `loss = -A · r` (`r = exp(logProb - old)`, no clamp), except on the
  * `max(⌊n_valid · kl_cov_ratio⌋, 1)` unmasked tokens with the largest covariance
  * `(A - mean A) · (logProb - mean logProb)` (plain means over unmasked tokens, log-probs detached), which
  * get `-A · r + ppo_kl_coef · |logProb - old|`. Ties in the top-k go to the lower flat index.
- * Metrics: `ppo_kl = masked_mean(|log-ratio|)`, clip fractions 0.
+ * Metrics: only `ppo_kl = masked_mean(|log-ratio|)`, as verl.
  *
  * @example
  * ```ts
@@ -28,7 +29,7 @@ export function computePolicyLossKlCov(
   const pl = config.policy_loss ?? {};
   const klCovRatio = pl.kl_cov_ratio ?? 0.0002;
   const coef = pl.ppo_kl_coef ?? 1.0;
-  if (!(klCovRatio > 0)) throw new RangeError('kl_cov_ratio should be larger than 0.');
+  if (!(klCovRatio > 0)) throw new RlError('RL_INVALID_CONFIG', 'kl_cov_ratio should be larger than 0.', 'policy_loss.kl_cov_ratio');
 
   const valid: number[] = [];
   for (let k = 0; k < n; k++) if (mask[k] > 0) valid.push(k);
@@ -74,6 +75,6 @@ export function computePolicyLossKlCov(
     loss,
     dLogProb,
     pgLosses,
-    metrics: { 'actor/pg_clipfrac': 0, 'actor/ppo_kl': absKl / (maskSum + 1e-8), 'actor/pg_clipfrac_lower': 0 },
+    metrics: { 'actor/ppo_kl': absKl / (maskSum + 1e-8) },
   };
 }

@@ -1,67 +1,45 @@
-import type { LossAggMode } from '../aggregation';
-import { expectClose, f32, f64, F32, F64, F64_GRAD, finiteDiff, loadGolden, reportWorst } from '../testing/golden';
+import { isRlError } from '../errors';
+import { expectClose, F64, finiteDiff } from '../testing/golden';
 import { computePolicyLossClipCov } from './clip-cov';
 import { computePolicyLossVanilla } from './policy-loss';
 import { computePolicyLoss, getPolicyLossFn, listPolicyLosses, registerPolicyLoss } from './registry';
+import { computePolicyLossSapo } from './sapo';
 import type { ActorConfig, PolicyLossInput } from './types';
 
-interface PlCase {
-  name: string;
-  lossMode: string;
-  lossAggMode: LossAggMode;
-  batch: number;
-  seqLen: number;
-  config: ActorConfig;
-  inputs: { oldLogProb: number[]; logProb: number[]; advantages: number[]; responseMask: number[]; rolloutIsWeights?: number[] };
-  expected: { loss: number; dLogProb: number[]; pg_clipfrac: number; ppo_kl: number; pg_clipfrac_lower: number };
-}
+const ALL_MODES = ['vanilla', 'gspo', 'sapo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean', 'reinforce'];
 
-const cases = loadGolden<PlCase[]>('policy_loss.json');
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    return isRlError(e) ? e.code : `not an RlError: ${String(e)}`;
+  }
+  return undefined;
+};
 
-function toInput(c: PlCase, conv: (x: number[]) => ArrayLike<number>): PolicyLossInput {
-  const i = c.inputs;
-  return {
-    batch: c.batch,
-    seqLen: c.seqLen,
-    oldLogProb: conv(i.oldLogProb),
-    logProb: conv(i.logProb),
-    advantages: conv(i.advantages),
-    responseMask: conv(i.responseMask),
-    rolloutIsWeights: i.rolloutIsWeights && conv(i.rolloutIsWeights),
-  };
-}
+describe('registry', () => {
+  test("verl's loss modes are registered under verl's names, plus reinforce", () => {
+    for (const m of ALL_MODES) expect(listPolicyLosses()).toContain(m);
+  });
+});
 
-const configOf = (c: PlCase): ActorConfig => ({ ...c.config, policy_loss: { ...(c.config.policy_loss ?? {}), loss_mode: c.lossMode } });
+describe('sapo semantics', () => {
+  const one = (lp: number, a: number, config: ActorConfig = {}) =>
+    computePolicyLossSapo({ batch: 1, seqLen: 1, oldLogProb: [0], logProb: [lp], advantages: [a], responseMask: [1] }, 'token-mean', config);
 
-afterAll(reportWorst);
-
-describe('policy losses vs verl reference (through the loss_mode registry)', () => {
-  test.each(cases.map((c) => [c.name, c] as const))('%s (float64)', (_n, c) => {
-    const out = computePolicyLoss(toInput(c, f64), configOf(c), c.lossAggMode);
-    expectClose(out.loss, c.expected.loss, F64, `${c.name} loss`, 'policy loss');
-    expectClose(out.dLogProb, c.expected.dLogProb, F64_GRAD, `${c.name} dLogProb`, 'policy loss grad');
-    expectClose(out.metrics['actor/pg_clipfrac'], c.expected.pg_clipfrac, F64, `${c.name} clipfrac`, 'policy loss');
-    expectClose(out.metrics['actor/ppo_kl'], c.expected.ppo_kl, F64, `${c.name} ppo_kl`, 'policy loss');
-    expectClose(out.metrics['actor/pg_clipfrac_lower'], c.expected.pg_clipfrac_lower, F64, `${c.name} clipfrac_lower`, 'policy loss');
+  test('on-policy the gate is 2/τ with slope 1: the PPO surrogate gradient', () => {
+    const r = one(0, 1.5);
+    expectClose(r.loss, -1.5 * 2, F64, 'loss at ratio 1 (tau_pos = 1)');
+    expectClose(r.dLogProb[0], -1.5, F64, 'gradient at ratio 1');
+    const neg = one(0, -1, { tau_neg: 2 });
+    expectClose(neg.loss, 1, F64, 'loss at ratio 1 (tau_neg = 2)');
   });
 
-  test.each(cases.map((c) => [c.name, c] as const))('%s (float32 inputs)', (_n, c) => {
-    const out = computePolicyLoss(toInput(c, f32), configOf(c), c.lossAggMode);
-    expectClose(out.loss, c.expected.loss, F32, `${c.name} loss f32`, 'policy loss f32');
-    expectClose(out.dLogProb, c.expected.dLogProb, F32, `${c.name} dLogProb f32`, 'policy loss f32');
-  });
-
-  // Modes without stop-gradients: the returned coefficients must be the true derivative of the returned loss.
-  const exact = cases.filter((c) => ['vanilla', 'gpg', 'geo_mean'].includes(c.lossMode));
-  test.each(exact.map((c) => [c.name, c] as const))('%s: dLogProb = finite differences of the loss', (_n, c) => {
-    const input = toInput(c, f64);
-    const out = computePolicyLoss(input, configOf(c), c.lossAggMode);
-    const fd = finiteDiff((lp) => computePolicyLoss({ ...input, logProb: lp }, configOf(c), c.lossAggMode).loss, input.logProb);
-    expectClose(out.dLogProb, fd, { rtol: 1e-5, atol: 1e-8 }, `${c.name} own FD`, 'policy loss own FD');
-  });
-
-  test('all documented loss modes are registered', () => {
-    for (const m of ['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean']) expect(listPolicyLosses()).toContain(m);
+  test('dLogProb matches finite differences (no stop-gradient in sapo)', () => {
+    const input: PolicyLossInput = { batch: 2, seqLen: 3, oldLogProb: [-1, -2, -0.5, -1, -1, -3], logProb: [-0.7, -2.4, -0.5, -1.3, -0.2, -3], advantages: [1, 1, 1, -0.5, -0.5, 0], responseMask: [1, 1, 0, 1, 1, 1] };
+    const out = computePolicyLossSapo(input);
+    const fd = finiteDiff((lp) => computePolicyLossSapo({ ...input, logProb: lp }).loss, input.logProb);
+    expectClose(out.dLogProb, fd, { rtol: 1e-6, atol: 1e-9 }, 'sapo FD');
   });
 });
 
@@ -88,7 +66,7 @@ describe('vanilla PPO semantics', () => {
     const below = one(Math.log(2), 0, -2, { clip_ratio_c: 3 });
     expectClose(below.loss, 4, F64, 'loss');
     expectClose(below.dLogProb[0], 4, F64, 'grad');
-    expect(() => one(0, 0, 1, { clip_ratio_c: 1 })).toThrow(/clip_ratio_c/);
+    expect(codeOf(() => one(0, 0, 1, { clip_ratio_c: 1 }))).toBe('RL_INVALID_CONFIG');
   });
 
   test('very negative log-probs stay finite (log-ratio clamped at ±20 like verl)', () => {
@@ -118,7 +96,7 @@ describe('masks', () => {
     for (const v of Object.values(out.metrics)) expect(Number.isFinite(v)).toBe(true);
   });
 
-  test.each(['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean'])('%s: all-masked batch gives loss 0 and zero gradient', (mode) => {
+  test.each(ALL_MODES)('%s: all-masked batch gives loss 0 and zero gradient', (mode) => {
     const masked = { ...input([0, 0, 0, 0, 0, 0]), oldLogProb: [-1, -1, -1, -1, -1, -1], logProb: [-2, -2, -2, -2, -2, -2], advantages: [1, 1, 1, 1, 1, 1] };
     const out = computePolicyLoss(masked, { policy_loss: { loss_mode: mode } });
     expect(out.loss).toBe(0);
@@ -148,16 +126,16 @@ describe('registry', () => {
     registerPolicyLoss('const', (input) => ({
       loss: 1,
       dLogProb: new Float64Array(input.batch * input.seqLen),
-      metrics: { 'actor/pg_clipfrac': 0, 'actor/ppo_kl': 0, 'actor/pg_clipfrac_lower': 0 },
+      metrics: {},
     }));
     const out = computePolicyLoss({ batch: 1, seqLen: 1, oldLogProb: [0], logProb: [0], advantages: [0], responseMask: [1] }, { policy_loss: { loss_mode: 'const' } });
     expect(out.loss).toBe(1);
-    expect(() => getPolicyLossFn('nope')).toThrow(/Unsupported loss mode/);
+    expect(codeOf(() => getPolicyLossFn('nope'))).toBe('RL_UNKNOWN_NAME');
   });
 });
 
 describe('empty batches', () => {
-  test.each(['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean'])('%s: batch 0 gives loss 0', (mode) => {
+  test.each(ALL_MODES)('%s: batch 0 gives loss 0', (mode) => {
     const out = computePolicyLoss({ batch: 0, seqLen: 4, oldLogProb: [], logProb: [], advantages: [], responseMask: [] }, { policy_loss: { loss_mode: mode } });
     expect(out.loss).toBe(0);
     expect(out.dLogProb.length).toBe(0);

@@ -11,8 +11,10 @@ import {
   resolveClip,
   type ActorConfig,
   type PolicyLossInput,
+  type PolicyLossMetrics,
   type PolicyLossOutput,
 } from './types';
+import { RlError } from '../errors';
 
 /**
  * Validates the common inputs of a policy loss and returns `batch * seqLen`.
@@ -58,7 +60,7 @@ export function computePolicyLossVanilla(
 ): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { low, high, c } = resolveClip(config);
-  if (!(c > 1)) throw new RangeError(`The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get the value: ${c}.`);
+  if (!(c > 1)) throw new RlError('RL_INVALID_CONFIG', `The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get the value: ${c}.`, 'clip_ratio_c');
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const pgLosses = new Float64Array(n);
   const dToken = new Float64Array(n);
@@ -101,18 +103,21 @@ export function computePolicyLossVanilla(
   return finishPolicyLoss(pgLosses, dToken, input, lossAggMode, config, { maskSum, clipped: clipCount, klSum, clippedLower: clipLowerCount });
 }
 
-/** Masked token counts behind the verl metrics a policy loss reports. */
+/**
+ * Masked token counts behind the verl metrics a policy loss reports; a metric whose count is absent is
+ * not reported (verl's function does not return it).
+ */
 export interface PolicyLossCounts {
   maskSum: number;
-  clipped: number;
+  clipped?: number;
   clippedLower?: number;
-  klSum: number;
+  klSum?: number;
 }
 
 /**
  * The shared end of every token-level policy loss: aggregates the per-token losses, applies the chain
  * rule through the aggregation weights to the per-token derivatives `dToken` (d pgLoss / d logProb),
- * and turns the masked counts into verl's metrics.
+ * and turns the masked counts into verl's metrics (`masked_mean`, so divided by `Σ mask + 1e-8`).
  */
 export function finishPolicyLoss(
   pgLosses: Float64Array,
@@ -126,14 +131,9 @@ export function finishPolicyLoss(
   const dLogProb = new Float64Array(pgLosses.length);
   for (let k = 0; k < dLogProb.length; k++) dLogProb[k] = weights[k] === 0 ? 0 : weights[k] * dToken[k];
   const denom = counts.maskSum + 1e-8;
-  return {
-    loss,
-    dLogProb,
-    pgLosses,
-    metrics: {
-      'actor/pg_clipfrac': counts.clipped / denom,
-      'actor/ppo_kl': counts.klSum / denom,
-      'actor/pg_clipfrac_lower': (counts.clippedLower ?? 0) / denom,
-    },
-  };
+  const metrics: PolicyLossMetrics = {};
+  if (counts.clipped !== undefined) metrics['actor/pg_clipfrac'] = counts.clipped / denom;
+  if (counts.klSum !== undefined) metrics['actor/ppo_kl'] = counts.klSum / denom;
+  if (counts.clippedLower !== undefined) metrics['actor/pg_clipfrac_lower'] = counts.clippedLower / denom;
+  return { loss, dLogProb, pgLosses, metrics };
 }

@@ -10,7 +10,10 @@ import { computePolicyLossGpg } from './gpg';
 import { computePolicyLossGspo } from './gspo';
 import { computePolicyLossKlCov } from './kl-cov';
 import { computePolicyLossVanilla } from './policy-loss';
+import { computePolicyLossReinforce } from './reinforce';
+import { computePolicyLossSapo } from './sapo';
 import type { ActorConfig, PolicyLossFn, PolicyLossInput, PolicyLossOutput } from './types';
+import { RlError } from '../errors';
 
 const registry = new Map<string, PolicyLossFn>();
 
@@ -37,7 +40,7 @@ export function registerPolicyLoss(name: string, fn: PolicyLossFn): void {
  */
 export function getPolicyLossFn(name: string): PolicyLossFn {
   const fn = registry.get(name);
-  if (!fn) throw new RangeError(`Unsupported loss mode: ${name}. Supported modes are: ${[...registry.keys()].join(', ')}`);
+  if (!fn) throw new RlError('RL_UNKNOWN_NAME', `Unsupported loss mode: ${name}. Supported modes are: ${[...registry.keys()].join(', ')}`, 'policy_loss.loss_mode');
   return fn;
 }
 
@@ -46,7 +49,7 @@ export function getPolicyLossFn(name: string): PolicyLossFn {
  *
  * @example
  * ```ts
- * listPolicyLosses(); // ['vanilla', 'gspo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean']
+ * listPolicyLosses(); // ['vanilla', 'gspo', 'sapo', 'cispo', 'gpg', 'clip_cov', 'kl_cov', 'geo_mean', 'reinforce']
  * ```
  */
 export function listPolicyLosses(): string[] {
@@ -72,8 +75,11 @@ export function computePolicyLoss(input: PolicyLossInput, config: ActorConfig = 
 
 registerPolicyLoss('vanilla', computePolicyLossVanilla);
 registerPolicyLoss('gspo', computePolicyLossGspo);
+registerPolicyLoss('sapo', computePolicyLossSapo);
 registerPolicyLoss('cispo', computePolicyLossCispo);
 registerPolicyLoss('gpg', computePolicyLossGpg);
 registerPolicyLoss('clip_cov', computePolicyLossClipCov);
 registerPolicyLoss('kl_cov', computePolicyLossKlCov);
 registerPolicyLoss('geo_mean', computePolicyLossGeoMean);
+// Not a verl loss_mode: verl calls compute_policy_loss_reinforce from bypass_mode only.
+registerPolicyLoss('reinforce', computePolicyLossReinforce);

@@ -3,6 +3,7 @@
  */
 import { aggLoss, type AggOptions, type LossAggMode } from '../aggregation';
 import { assertLength, checkShape, type BatchShape, type NumArray } from '../shape';
+import { RlError } from '../errors';
 
 /**
  * Log-probability of each label under `softmax(logits)` (verl `logprobs_from_logits`), computed stably as
@@ -20,7 +21,7 @@ export function logprobsFromLogits(logits: NumArray, labels: ArrayLike<number>, 
   for (let r = 0; r < rows; r++) {
     const o = r * vocab;
     const label = labels[r];
-    if (!Number.isInteger(label) || label < 0 || label >= vocab) throw new RangeError(`label ${label} out of range [0, ${vocab})`);
+    if (!Number.isInteger(label) || label < 0 || label >= vocab) throw new RlError('RL_INVALID_INPUT', `label ${label} out of range [0, ${vocab})`, 'labels');
     let max = -Infinity;
     for (let j = 0; j < vocab; j++) if (logits[o + j] > max) max = logits[o + j];
     let z = 0;

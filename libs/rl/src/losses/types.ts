@@ -40,7 +40,7 @@ export interface PolicyLossInput extends BatchShape {
  * ```
  */
 export interface PolicyLossConfig {
-  /** Loss mode: `vanilla`, `gspo`, `cispo`, `gpg`, `clip_cov`, `kl_cov`, `geo_mean` or a registered name. */
+  /** Loss mode: `vanilla`, `gspo`, `sapo`, `cispo`, `gpg`, `clip_cov`, `kl_cov`, `geo_mean`, `reinforce` or a registered name. */
   loss_mode?: string;
   /** clip_cov: fraction of tokens whose gradient may be detached. Default 0.0002. */
   clip_cov_ratio?: number;
@@ -74,6 +74,10 @@ export interface ActorConfig {
   clip_ratio_high?: number | null;
   /** Dual-clip constant c > 1, applied to negative advantages. Default 3. */
   clip_ratio_c?: number;
+  /** SAPO gate temperature for tokens with a positive advantage. Default 1 (verl's default). */
+  tau_pos?: number;
+  /** SAPO gate temperature for tokens with a zero or negative advantage. Default 1.05 (verl's default). */
+  tau_neg?: number;
   /** Aggregation mode. Default `token-mean`. */
   loss_agg_mode?: LossAggMode;
   /** Policy loss selection and its parameters. */
@@ -85,21 +89,23 @@ export interface ActorConfig {
 }
 
 /**
- * verl's policy-loss metrics.
+ * verl's policy-loss metrics. Each mode reports exactly the keys verl's function returns: `gpg` none,
+ * `kl_cov` and `reinforce` only `actor/ppo_kl`, `clip_cov` no `actor/pg_clipfrac_lower`, the others all
+ * three (some as constant 0, as verl does "for compatibility").
  *
  * @example
  * ```ts
  * const m: PolicyLossMetrics = computePolicyLoss(input, actor).metrics;
- * m['actor/pg_clipfrac'];
+ * m['actor/pg_clipfrac'] ?? 0;
  * ```
  */
 export interface PolicyLossMetrics {
   /** Fraction of unmasked tokens whose loss was clipped (meaning depends on the mode). */
-  'actor/pg_clipfrac': number;
+  'actor/pg_clipfrac'?: number;
   /** Approximate KL `masked_mean(old_log_prob - log_prob)` (kl_cov: mean |log-ratio|). */
-  'actor/ppo_kl': number;
+  'actor/ppo_kl'?: number;
   /** Fraction of unmasked tokens hit by the dual clip (vanilla) or clipped below (geo_mean). */
-  'actor/pg_clipfrac_lower': number;
+  'actor/pg_clipfrac_lower'?: number;
 }
 
 /**
