@@ -1,4 +1,4 @@
-import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey, sameHash } from './api-key';
+import { displayPrefix, generateApiKey, hashApiKey, hashOperatorKey, looksLikeApiKey, sameHash, verifyOperatorKey } from './api-key';
 import { AuthFailureLimiter } from './auth-failure-limiter';
 import { loadConfig } from '../config/app-config';
 
@@ -21,15 +21,32 @@ describe('API keys', () => {
   });
 });
 
+describe('operator-chosen keys', () => {
+  it('are stored with salted scrypt in the hash column, and verify only with the same key', async () => {
+    const key = 'otk_operator_chose_this_one_1';
+    const a = await hashOperatorKey(key);
+    const b = await hashOperatorKey(key);
+    expect(a).toMatch(/^s:[0-9a-f]{16}:[A-Za-z0-9+/=]{44}$/);
+    expect(a.length).toBeLessThanOrEqual(64);
+    expect(a).not.toBe(b);
+    expect(await verifyOperatorKey(key, a)).toBe(true);
+    expect(await verifyOperatorKey(key + 'x', a)).toBe(false);
+    expect(await verifyOperatorKey(key, hashApiKey(key))).toBe(false);
+  });
+});
+
 describe('AuthFailureLimiter', () => {
-  it('blocks an address after the limit until its minute is over, per address', () => {
+  it('blocks a source after the limit until its minute is over, per source', () => {
     const limiter = new AuthFailureLimiter(loadConfig({}, { auth_failures_per_minute: 2 }));
     const t0 = 1_000_000;
-    limiter.recordFailure('a', t0);
-    expect(limiter.blockedFor('a', t0)).toBe(0);
-    limiter.recordFailure('a', t0 + 1000);
-    expect(limiter.blockedFor('a', t0 + 1000)).toBe(59);
-    expect(limiter.blockedFor('b', t0 + 1000)).toBe(0);
-    expect(limiter.blockedFor('a', t0 + 60_000)).toBe(0);
+    limiter.recordFailure(['addr:a', 'key:otk_aaaaaaaa'], t0);
+    expect(limiter.blockedFor(['addr:a'], t0)).toBe(0);
+    limiter.recordFailure(['addr:a', 'key:otk_bbbbbbbb'], t0 + 1000);
+    expect(limiter.blockedFor(['addr:a'], t0 + 1000)).toBe(59);
+    expect(limiter.blockedFor(['key:otk_aaaaaaaa'], t0 + 1000)).toBe(0);
+    expect(limiter.blockedFor(['addr:b', 'key:otk_aaaaaaaa'], t0 + 1000)).toBe(0);
+    limiter.recordFailure(['addr:c', 'key:otk_aaaaaaaa'], t0 + 2000);
+    expect(limiter.blockedFor(['addr:d', 'key:otk_aaaaaaaa'], t0 + 2000)).toBe(58);
+    expect(limiter.blockedFor(['addr:a'], t0 + 60_000)).toBe(0);
   });
 });

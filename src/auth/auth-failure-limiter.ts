@@ -4,8 +4,10 @@ import { AppConfig } from '../config/app-config';
 const WINDOW_MS = 60_000;
 
 /**
- * Counts failed authentications per client address in a fixed one-minute window. Past the limit, even a
- * correct key is refused until the window ends, so guessing keys costs a minute per few attempts.
+ * Counts failed authentications in a fixed one-minute window, per client address and per key prefix
+ * (the first characters of the presented key, so guessing one key from many addresses is slowed too).
+ * Only failures are throttled: a valid key always authenticates, so a flood of bad keys from an
+ * address (or a NAT or proxy that many tenants share) never locks out the people with good keys.
  * Per process by design: with several API processes the effective limit multiplies, which still bounds
  * guessing far below what a 256-bit key needs.
  */
@@ -18,24 +20,30 @@ export class AuthFailureLimiter {
     this.limit = config.values.auth_failures_per_minute;
   }
 
-  /** Seconds until this address may try again, or 0 when it is not blocked. */
-  blockedFor(address: string, now = Date.now()): number {
-    const w = this.windows.get(address);
-    if (!w || now - w.start >= WINDOW_MS) return 0;
-    return w.failures >= this.limit ? Math.ceil((w.start + WINDOW_MS - now) / 1000) : 0;
+  /** Seconds until failures from these sources (`addr:…`, `key:…`) are answered again, or 0. */
+  blockedFor(sources: readonly string[], now = Date.now()): number {
+    let wait = 0;
+    for (const source of sources) {
+      const w = this.windows.get(source);
+      if (!w || now - w.start >= WINDOW_MS || w.failures < this.limit) continue;
+      wait = Math.max(wait, Math.ceil((w.start + WINDOW_MS - now) / 1000));
+    }
+    return wait;
   }
 
-  recordFailure(address: string, now = Date.now()): void {
-    const w = this.windows.get(address);
-    if (!w || now - w.start >= WINDOW_MS) {
-      if (this.windows.size > 100_000) this.prune(now);
-      this.windows.set(address, { start: now, failures: 1 });
-    } else {
-      w.failures += 1;
+  recordFailure(sources: readonly string[], now = Date.now()): void {
+    for (const source of sources) {
+      const w = this.windows.get(source);
+      if (!w || now - w.start >= WINDOW_MS) {
+        if (this.windows.size > 100_000) this.prune(now);
+        this.windows.set(source, { start: now, failures: 1 });
+      } else {
+        w.failures += 1;
+      }
     }
   }
 
   private prune(now: number): void {
-    for (const [address, w] of this.windows) if (now - w.start >= WINDOW_MS) this.windows.delete(address);
+    for (const [source, w] of this.windows) if (now - w.start >= WINDOW_MS) this.windows.delete(source);
   }
 }

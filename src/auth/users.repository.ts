@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, IsNull, Repository } from 'typeorm';
+import { DataSource, IsNull, Like, Repository } from 'typeorm';
+import { OPERATOR_HASH_PREFIX } from './api-key';
 import { ApiKeyEntity } from './api-key.entity';
 import { UserEntity } from './user.entity';
 
@@ -48,6 +49,21 @@ export class UsersRepository {
     if (!key) return null;
     const user = await this.users.findOneBy({ id: key.userId });
     return user ? { key, user } : null;
+  }
+
+  /** Live keys chosen by an operator (stored with scrypt, see `hashOperatorKey`) and their owners. */
+  async findActiveOperatorKeys(): Promise<Array<{ key: ApiKeyEntity; user: UserEntity }>> {
+    const keys = await this.keys.findBy({ hash: Like(`${OPERATOR_HASH_PREFIX}%`), revokedAt: IsNull() });
+    const out: Array<{ key: ApiKeyEntity; user: UserEntity }> = [];
+    for (const key of keys) {
+      const user = await this.users.findOneBy({ id: key.userId });
+      if (user) out.push({ key, user });
+    }
+    return out;
+  }
+
+  async setKeyHash(id: string, hash: string): Promise<void> {
+    await this.keys.update({ id }, { hash });
   }
 
   findKeyByHash(hash: string): Promise<ApiKeyEntity | null> {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { ApiKeyEntity } from './api-key.entity';
-import { displayPrefix, generateApiKey, hashApiKey } from './api-key';
+import { displayPrefix, generateApiKey, hashApiKey, hashOperatorKey, verifyOperatorKey } from './api-key';
 import { AuthService } from './auth.service';
 import { isAdmin, Principal } from './principal';
 import { Role, UserEntity } from './user.entity';
@@ -36,8 +36,9 @@ export class UsersService {
     if (!admin) {
       const key = configured ?? generateApiKey();
       const user = this.newUser('admin', 'admin');
+      const entity = configured ? await this.newOperatorKey(user.id, 'bootstrap', configured) : this.newKey(user.id, 'bootstrap', key);
       try {
-        await this.repo.createUserWithKey(user, this.newKey(user.id, 'bootstrap', key));
+        await this.repo.createUserWithKey(user, entity);
       } catch (error) {
         // Another process created the admin first (API and worker booting together).
         if (await this.repo.findAdmin()) return { created: false };
@@ -46,10 +47,23 @@ export class UsersService {
       this.logger.log('Created the admin user');
       return { created: true, key: configured ? undefined : key };
     }
-    if (configured && !(await this.repo.findKeyByHash(hashApiKey(configured)))) {
-      await this.repo.insertKey(this.newKey(admin.id, 'configured', configured)).catch(() => undefined);
-    }
+    if (configured) await this.keepOperatorKey(admin.id, configured);
     return { created: false };
+  }
+
+  /**
+   * Makes sure the configured key works, stored with the slow hash: added to the admin when missing, or
+   * re-hashed when an older install stored it with SHA-256.
+   */
+  private async keepOperatorKey(adminId: string, configured: string): Promise<void> {
+    const fast = await this.repo.findKeyByHash(hashApiKey(configured));
+    if (fast) {
+      await this.repo.setKeyHash(fast.id, await hashOperatorKey(configured));
+      this.auth.forget();
+      return;
+    }
+    for (const { key } of await this.repo.findActiveOperatorKeys()) if (await verifyOperatorKey(configured, key.hash)) return;
+    await this.repo.insertKey(await this.newOperatorKey(adminId, 'configured', configured)).catch(() => undefined);
   }
 
   /** Creates a user and its first key. Admins may create admins; open registration creates users. */
@@ -116,6 +130,11 @@ export class UsersService {
 
   private newUser(name: string, role: Role): UserEntity {
     return Object.assign(new UserEntity(), { id: randomUUID(), name, role, createdAt: Date.now() });
+  }
+
+  /** A key the operator chose: stored with scrypt, shown in listings by its `otk_` only. */
+  private async newOperatorKey(userId: string, name: string, key: string): Promise<ApiKeyEntity> {
+    return Object.assign(this.newKey(userId, name, key), { prefix: 'otk_…', hash: await hashOperatorKey(key) });
   }
 
   private newKey(userId: string, name: string, key: string): ApiKeyEntity {
