@@ -12,6 +12,7 @@ import {
   filterGroupsByMetricStd,
   getPolicyLossFn,
   klLoss,
+  sumPiSquaredFromLogits,
   type ActorConfig,
   type AggOptions,
   type LossAggMode,
@@ -44,6 +45,8 @@ export interface UpdateRow {
   refLogProb?: Float32Array;
   /** Critic values at rollout time (gae). */
   values?: Float32Array;
+  /** `Σ_v π(v)²` of the distribution each token was drawn from (optimal-token-baseline estimators). */
+  sumPiSquared?: Float32Array;
 }
 
 /** Lays a trajectory out as a row. Its reward lands on the last policy token of each turn. */
@@ -91,6 +94,28 @@ function maxLength(rows: readonly UpdateRow[]): number {
   return rows.reduce((m, r) => Math.max(m, r.ids.length), 0);
 }
 
+/** The estimators that read old log-probs and `Σπ²` per token (verl's optimal token baselines). */
+export const OPTIMAL_TOKEN_BASELINES: ReadonlySet<string> = new Set(['optimal_token_baseline', 'tir_optimal_token_baseline']);
+
+/**
+ * Like {@link stack} but over each row's response only (column 0 = the first token after the prompt), the
+ * layout of verl's response tensors. The optimal token baseline compares rows position by position.
+ */
+function stackResponses(rows: readonly UpdateRow[], width: number, pick: (r: UpdateRow) => ArrayLike<number> | undefined): Float64Array {
+  const out = new Float64Array(rows.length * width);
+  rows.forEach((r, i) => {
+    const a = pick(r);
+    if (!a) return;
+    for (let t = r.promptLength; t < a.length; t++) out[i * width + t - r.promptLength] = a[t];
+  });
+  return out;
+}
+
+/** Back from {@link stackResponses} to whole-row arrays (0 on the prompt). */
+function unstackResponses(rows: readonly UpdateRow[], width: number, flat: ArrayLike<number>): Float32Array[] {
+  return rows.map((r, i) => Float32Array.from({ length: r.ids.length }, (_, t) => (t < r.promptLength ? 0 : flat[i * width + t - r.promptLength])));
+}
+
 /**
  * Fraction of groups whose rewards differ, and the rows to train on: all of them, or with
  * `filter_groups` only those of such groups (a group whose rewards agree carries no GRPO signal).
@@ -111,31 +136,63 @@ export function selectRows(rows: UpdateRow[], filterGroups: boolean): { rows: Up
 
 /**
  * Advantages (and returns) of every row with `@opentinker/rl`'s estimator named by `adv_estimator`,
- * groups by `row.group`. `gae` reads `row.values`; `remax` needs each row's greedy baseline reward.
+ * groups by `row.group`. `gae` reads `row.values`; `remax` needs each row's greedy baseline reward; the
+ * optimal token baselines read `row.oldLogProb` and `row.sumPiSquared` (see {@link scoreSumPiSquared}) and
+ * get the rows laid out from their first response token, as verl's response tensors are.
  */
 export function computeAdvantages(rows: UpdateRow[], algorithm: AlgorithmSpec, opts: { rewardBaselines?: number[] } = {}): void {
   if (rows.length === 0) return;
-  const T = maxLength(rows);
+  const otb = OPTIMAL_TOKEN_BASELINES.has(algorithm.adv_estimator);
+  if (otb && rows.some((r) => !r.sumPiSquared)) throw new Error(`${algorithm.adv_estimator} needs sum_pi_squared on every row (scoreSumPiSquared)`);
+  const T = otb ? rows.reduce((m, r) => Math.max(m, r.ids.length - r.promptLength), 0) : maxLength(rows);
+  const lay = otb ? stackResponses : stack;
   const gae = algorithm.adv_estimator === 'gae';
   if (gae && rows.some((r) => !r.values)) throw new Error('gae needs critic values on every row');
   const { advantages, returns } = computeAdvantage(
     {
       batch: rows.length,
       seqLen: T,
-      tokenLevelRewards: stack(rows, T, (r) => r.rewards),
-      responseMask: stack(rows, T, (r) => r.mask),
+      tokenLevelRewards: lay(rows, T, (r) => r.rewards),
+      responseMask: lay(rows, T, (r) => r.mask),
       index: rows.map((r) => r.group),
       ...(gae ? { values: stack(rows, T, (r) => r.values) } : {}),
       ...(algorithm.adv_estimator === 'grpo_per_step' ? { turnScores: rows.map((r) => r.turnRewards) } : {}),
       ...(opts.rewardBaselines ? { rewardBaselines: opts.rewardBaselines } : {}),
+      ...(otb ? { oldLogProbs: lay(rows, T, (r) => r.oldLogProb), sumPiSquared: lay(rows, T, (r) => r.sumPiSquared) } : {}),
     },
     { adv_estimator: algorithm.adv_estimator, gamma: algorithm.gamma, lam: algorithm.lam, norm_adv_by_std_in_grpo: algorithm.norm_adv_by_std_in_grpo },
   );
-  const adv = unstack(rows, T, advantages);
-  const ret = unstack(rows, T, returns);
+  const adv = otb ? unstackResponses(rows, T, advantages) : unstack(rows, T, advantages);
+  const ret = otb ? unstackResponses(rows, T, returns) : unstack(rows, T, returns);
   rows.forEach((r, i) => {
     r.advantages = adv[i];
     r.returns = ret[i];
+  });
+}
+
+/**
+ * `Σ_v π(v)²` per policy token under a model (temperature 1, the distribution the rollout log-probs are
+ * taken from), token-aligned like {@link scoreRows}: entry t is about the distribution token t was drawn
+ * from; 0 where `row.mask` is 0. verl's actor computes it with `calculate_sum_pi_squared_from_logits` for
+ * the optimal-token-baseline estimators. One row per forward pass: the logits of a row are `length × vocab`.
+ */
+export function scoreSumPiSquared(model: Model, rows: UpdateRow[], o: { padId: number }): Float32Array[] {
+  return rows.map((r) => {
+    const batch = padBatch([r.ids], { padId: o.padId });
+    const logits = model.logits(batch);
+    let data: Float32Array;
+    try {
+      data = logits.dataSync() as Float32Array;
+    } finally {
+      logits.dispose();
+    }
+    const vocab = data.length / batch.seqLen;
+    const out = new Float32Array(r.ids.length);
+    // Position t - 1 predicts token t.
+    for (let t = 1; t < r.ids.length; t++) {
+      if (r.mask[t] !== 0) out[t] = sumPiSquaredFromLogits(data.subarray((t - 1) * vocab, t * vocab), 1, vocab)[0];
+    }
+    return out;
   });
 }
 
@@ -204,8 +261,9 @@ export interface UpdateResult {
 /** Token-weighted running means of per-micro-batch metrics. */
 class Means {
   private readonly sums = new Map<string, { sum: number; weight: number }>();
-  add(name: string, value: number, weight = 1): void {
-    if (!Number.isFinite(value) || weight <= 0) return;
+  /** A value that is absent (a loss mode without that metric) or not finite is skipped. */
+  add(name: string, value: number | undefined, weight = 1): void {
+    if (value === undefined || !Number.isFinite(value) || weight <= 0) return;
     const s = this.sums.get(name) ?? { sum: 0, weight: 0 };
     s.sum += value * weight;
     s.weight += weight;
@@ -252,6 +310,8 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
         clip_ratio_low: a.clip_ratio_low ?? null,
         clip_ratio_high: a.clip_ratio_high ?? null,
         clip_ratio_c: a.clip_ratio_c,
+        tau_pos: a.tau_pos,
+        tau_neg: a.tau_neg,
         loss_agg_mode: mode,
         policy_loss: { loss_mode: a.loss_mode },
         global_batch_info: { batch_num_tokens: tokens, global_batch_size: sequences, loss_scale_factor: cfg.lossScaleFactor },

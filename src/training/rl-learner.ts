@@ -14,7 +14,7 @@ import { mixSeed, runEpisodes, type EpisodeItem } from './agent-loop';
 import { pruneCheckpoints, readCriticWeights, readOptimizer, saveCheckpoint, type TrainerState } from './checkpoints';
 import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from './episode-metrics';
 import { loadPolicy, type Policy } from './policy';
-import { computeAdvantages, scoreRows, selectRows, trajectoryRow, updatePolicy } from './policy-update';
+import { computeAdvantages, OPTIMAL_TOKEN_BASELINES, scoreRows, scoreSumPiSquared, selectRows, trajectoryRow, updatePolicy } from './policy-update';
 import type { Trajectory } from './trajectory';
 
 /** Rows per forward pass when scoring without gradients (reference policy, critic values). */
@@ -141,6 +141,11 @@ export class RlLearner {
     if (this.critic) {
       const values = scoreRows(this.critic.model, rows, { padId: this.padId, micro: SCORE_CHUNK, field: 'values' });
       rows.forEach((r, i) => (r.values = values[i]));
+    }
+    if (OPTIMAL_TOKEN_BASELINES.has(a.adv_estimator)) {
+      // Σπ² of the policy that sampled the rows (it has not been updated yet this step).
+      const sums = scoreSumPiSquared(policy.model, rows, { padId: this.padId });
+      rows.forEach((r, i) => (r.sumPiSquared = sums[i]));
     }
     computeAdvantages(rows, a, baselines ? { rewardBaselines: rows.map((r) => baselines![r.group]) } : {});
     const refS = secondsSince(tRef);
