@@ -1278,15 +1278,18 @@ export interface components {
              *       "loss_mode": "vanilla",
              *       "norm_adv_by_std_in_grpo": true,
              *       "ppo_epochs": 1,
-             *       "rollout_n": 8
+             *       "rollout_n": 8,
+             *       "tau_neg": 1.05,
+             *       "tau_pos": 1
              *     }
              */
             algorithm?: {
                 /**
+                 * @description verl's algorithm.adv_estimator at verl b178a3c (grpo_per_step is OpenTinker's per-turn GRPO)
                  * @default grpo
                  * @enum {string}
                  */
-                adv_estimator?: "grpo" | "grpo_per_step" | "grpo_passk" | "rloo" | "reinforce_plus_plus" | "reinforce_plus_plus_baseline" | "remax" | "opo" | "gpg" | "gae";
+                adv_estimator?: "grpo" | "grpo_vectorized" | "grpo_per_step" | "grpo_passk" | "rloo" | "rloo_vectorized" | "reinforce_plus_plus" | "reinforce_plus_plus_baseline" | "remax" | "opo" | "gpg" | "gae" | "optimal_token_baseline" | "tir_optimal_token_baseline";
                 /** @default 0.2 */
                 clip_ratio?: number;
                 /**
@@ -1318,10 +1321,11 @@ export interface components {
                  */
                 kl_loss_coef?: number;
                 /**
+                 * @description verl's estimators, and OpenTinker's straight-through *_st (the value of the base estimator, the gradient of k2; verl's k3+ etc. raise at b178a3c)
                  * @default low_var_kl
                  * @enum {string}
                  */
-                kl_loss_type?: "kl" | "k1" | "abs" | "mse" | "k2" | "low_var_kl" | "k3";
+                kl_loss_type?: "kl" | "k1" | "abs" | "mse" | "k2" | "low_var_kl" | "k3" | "kl_st" | "k1_st" | "abs_st" | "low_var_kl_st" | "k3_st";
                 /** @default 1 */
                 lam?: number;
                 /**
@@ -1330,11 +1334,11 @@ export interface components {
                  */
                 loss_agg_mode?: "token-mean" | "seq-mean-token-sum" | "seq-mean-token-mean" | "seq-mean-token-sum-norm";
                 /**
-                 * @description verl's actor.policy_loss.loss_mode
+                 * @description verl's actor.policy_loss.loss_mode; reinforce is verl's compute_policy_loss_reinforce (no ratio, no clip), not a verl loss_mode
                  * @default vanilla
                  * @enum {string}
                  */
-                loss_mode?: "vanilla" | "gspo" | "cispo" | "gpg" | "clip_cov" | "kl_cov" | "geo_mean";
+                loss_mode?: "vanilla" | "gspo" | "sapo" | "cispo" | "gpg" | "clip_cov" | "kl_cov" | "geo_mean" | "reinforce";
                 /** @default true */
                 norm_adv_by_std_in_grpo?: boolean;
                 /** @default 1 */
@@ -1348,6 +1352,16 @@ export interface components {
                  * @default 8
                  */
                 rollout_n?: number;
+                /**
+                 * @description sapo: gate temperature where the advantage is zero or negative
+                 * @default 1.05
+                 */
+                tau_neg?: number;
+                /**
+                 * @description sapo: gate temperature where the advantage is positive
+                 * @default 1
+                 */
+                tau_pos?: number;
             };
             /**
              * @description Tasks per train_step when the call names none
@@ -1636,15 +1650,18 @@ export interface components {
              *       "loss_mode": "vanilla",
              *       "norm_adv_by_std_in_grpo": true,
              *       "ppo_epochs": 1,
-             *       "rollout_n": 8
+             *       "rollout_n": 8,
+             *       "tau_neg": 1.05,
+             *       "tau_pos": 1
              *     }
              */
             algorithm?: {
                 /**
+                 * @description verl's algorithm.adv_estimator at verl b178a3c (grpo_per_step is OpenTinker's per-turn GRPO)
                  * @default grpo
                  * @enum {string}
                  */
-                adv_estimator?: "grpo" | "grpo_per_step" | "grpo_passk" | "rloo" | "reinforce_plus_plus" | "reinforce_plus_plus_baseline" | "remax" | "opo" | "gpg" | "gae";
+                adv_estimator?: "grpo" | "grpo_vectorized" | "grpo_per_step" | "grpo_passk" | "rloo" | "rloo_vectorized" | "reinforce_plus_plus" | "reinforce_plus_plus_baseline" | "remax" | "opo" | "gpg" | "gae" | "optimal_token_baseline" | "tir_optimal_token_baseline";
                 /** @default 0.2 */
                 clip_ratio?: number;
                 /**
@@ -1676,10 +1693,11 @@ export interface components {
                  */
                 kl_loss_coef?: number;
                 /**
+                 * @description verl's estimators, and OpenTinker's straight-through *_st (the value of the base estimator, the gradient of k2; verl's k3+ etc. raise at b178a3c)
                  * @default low_var_kl
                  * @enum {string}
                  */
-                kl_loss_type?: "kl" | "k1" | "abs" | "mse" | "k2" | "low_var_kl" | "k3";
+                kl_loss_type?: "kl" | "k1" | "abs" | "mse" | "k2" | "low_var_kl" | "k3" | "kl_st" | "k1_st" | "abs_st" | "low_var_kl_st" | "k3_st";
                 /** @default 1 */
                 lam?: number;
                 /**
@@ -1688,11 +1706,11 @@ export interface components {
                  */
                 loss_agg_mode?: "token-mean" | "seq-mean-token-sum" | "seq-mean-token-mean" | "seq-mean-token-sum-norm";
                 /**
-                 * @description verl's actor.policy_loss.loss_mode
+                 * @description verl's actor.policy_loss.loss_mode; reinforce is verl's compute_policy_loss_reinforce (no ratio, no clip), not a verl loss_mode
                  * @default vanilla
                  * @enum {string}
                  */
-                loss_mode?: "vanilla" | "gspo" | "cispo" | "gpg" | "clip_cov" | "kl_cov" | "geo_mean";
+                loss_mode?: "vanilla" | "gspo" | "sapo" | "cispo" | "gpg" | "clip_cov" | "kl_cov" | "geo_mean" | "reinforce";
                 /** @default true */
                 norm_adv_by_std_in_grpo?: boolean;
                 /** @default 1 */
@@ -1706,6 +1724,16 @@ export interface components {
                  * @default 8
                  */
                 rollout_n?: number;
+                /**
+                 * @description sapo: gate temperature where the advantage is zero or negative
+                 * @default 1.05
+                 */
+                tau_neg?: number;
+                /**
+                 * @description sapo: gate temperature where the advantage is positive
+                 * @default 1
+                 */
+                tau_pos?: number;
             };
             /**
              * @description Tasks per step (each rolled out rollout_n times)
