@@ -144,8 +144,12 @@ export class AppConfig {
 }
 
 const ENV_PREFIX = 'OPENTINKER_';
-/** Environment variables with the prefix that are not settings (read by the CLI or the loader itself). */
-const NON_SETTING_ENV = new Set(['CONFIG', 'API_KEY', 'URL']);
+/**
+ * Environment variables with the prefix that are not server settings: read by the CLI (API_KEY, URL),
+ * `env serve` (ENV_TOKEN), the loader itself (CONFIG), the engine in a job runner (ENGINE_*, OPENBLAS),
+ * or set by the worker for its job runners (JOB_ID).
+ */
+const NON_SETTING_ENV = new Set(['CONFIG', 'API_KEY', 'URL', 'ENV_TOKEN', 'JOB_ID', 'ENGINE_BACKEND', 'ENGINE_MATMUL', 'ENGINE_BLAS_THREADS', 'OPENBLAS']);
 
 /**
  * Builds the configuration from (lowest to highest precedence) defaults, the YAML file named by

@@ -1,6 +1,5 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import type { DatasetFormat } from './dataset-files';
 
 /** One row of a dataset file: 1-based `row` (the line number for JSONL), its value, or why it is not JSON. */
@@ -10,34 +9,84 @@ export interface DatasetRow {
   error?: string;
 }
 
+/** Bounds on what reading a file may hold: a hostile file is refused at the bound, never parsed past it. */
+export interface DatasetCaps {
+  /** Rows (parquet: from the footer, before anything is decoded). */
+  maxRows: number;
+  /** Bytes of one JSONL line. */
+  maxLineBytes: number;
+}
+
+/** Thrown when a file is past one of its {@link DatasetCaps}: names the cap and the setting that raises it. */
+export class DatasetCapError extends Error {
+  constructor(
+    message: string,
+    readonly setting: 'dataset_max_rows' | 'dataset_max_line_bytes',
+  ) {
+    super(message);
+  }
+}
+
 /**
  * The rows of a stored dataset file, streamed. Numbering and value conversion follow the math
  * environment's loader (`readRows` in @opentinker/env-math), so a row the upload check reports as row 7
  * is row 7 in a job's log too: JSONL rows are numbered by line (blank lines skipped), parquet rows by
- * position.
+ * position. With `caps`, a file past them throws {@link DatasetCapError}.
  */
-export async function* readDatasetRows(path: string, format: DatasetFormat): AsyncGenerator<DatasetRow> {
-  if (format === 'jsonl') yield* readJsonlRows(path);
-  else yield* readParquetRows(path);
+export async function* readDatasetRows(path: string, format: DatasetFormat, caps?: DatasetCaps): AsyncGenerator<DatasetRow> {
+  if (format === 'jsonl') yield* readJsonlRows(path, caps);
+  else yield* readParquetRows(path, caps);
 }
 
-async function* readJsonlRows(path: string): AsyncGenerator<DatasetRow> {
-  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+async function* readJsonlRows(path: string, caps?: DatasetCaps): AsyncGenerator<DatasetRow> {
   let n = 0;
-  try {
-    for await (const raw of lines) {
-      n += 1;
-      const line = (n === 1 ? raw.replace(/^\uFEFF/, '') : raw).trim();
-      if (line === '') continue;
-      try {
-        yield { row: n, value: JSON.parse(line) };
-      } catch (e) {
-        yield { row: n, value: null, error: `line ${n} is not JSON (${(e as Error).message})` };
-      }
+  let rows = 0;
+  for await (const raw of jsonlLines(path, caps?.maxLineBytes ?? Infinity)) {
+    n += 1;
+    const line = (n === 1 ? raw.replace(/^\uFEFF/, '') : raw).trim();
+    if (line === '') continue;
+    if (caps && ++rows > caps.maxRows) throw rowCap(caps.maxRows);
+    try {
+      yield { row: n, value: JSON.parse(line) };
+    } catch (e) {
+      yield { row: n, value: null, error: `line ${n} is not JSON (${(e as Error).message.slice(0, 200)})` };
     }
-  } finally {
-    lines.close();
   }
+}
+
+/**
+ * The lines of a file (LF or CRLF), never holding more than `maxBytes` of one line: a longer line
+ * throws as soon as it passes the bound, whatever the file's size.
+ */
+async function* jsonlLines(path: string, maxBytes: number): AsyncGenerator<string> {
+  let parts: Buffer[] = [];
+  let held = 0;
+  let n = 1;
+  const tooLong = () => new DatasetCapError(`line ${n} is longer than ${maxBytes} bytes (setting dataset_max_line_bytes)`, 'dataset_max_line_bytes');
+  const take = (tail: Buffer): string => {
+    const line = Buffer.concat([...parts, tail]).toString('utf8');
+    parts = [];
+    held = 0;
+    n += 1;
+    return line.endsWith('\r') ? line.slice(0, -1) : line;
+  };
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+      if (held + (nl - start) > maxBytes) throw tooLong();
+      yield take(chunk.subarray(start, nl));
+      start = nl + 1;
+    }
+    const rest = chunk.subarray(start);
+    held += rest.length;
+    if (held > maxBytes) throw tooLong();
+    if (rest.length > 0) parts.push(rest);
+  }
+  if (held > 0) yield take(Buffer.alloc(0));
+}
+
+function rowCap(max: number): DatasetCapError {
+  return new DatasetCapError(`the file has more than ${max} rows (setting dataset_max_rows)`, 'dataset_max_rows');
 }
 
 /** Thrown when a file is not readable parquet (bad magic, corrupt footer or pages). */
@@ -56,8 +105,10 @@ export async function parquetInfo(path: string): Promise<{ rows: number; columns
  * One row group at a time: hyparquet decodes whole column chunks, so reading a group in smaller slices
  * would decode it again for every slice; a group is what the writer chose to hold in memory at once.
  */
-async function* readParquetRows(path: string): AsyncGenerator<DatasetRow> {
+async function* readParquetRows(path: string, caps?: DatasetCaps): AsyncGenerator<DatasetRow> {
   const { hyparquet, file, metadata } = await openParquet(path);
+  // A few kilobytes of dictionary-encoded parquet can declare millions of rows: refused from the footer.
+  if (caps && Number(metadata.num_rows) > caps.maxRows) throw rowCap(caps.maxRows);
   let start = 0;
   for (const group of metadata.row_groups) {
     const end = start + Number(group.num_rows);

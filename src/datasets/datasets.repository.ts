@@ -33,6 +33,12 @@ export class DatasetsRepository {
     return { items, total };
   }
 
+  /** Bytes of one owner's stored datasets. */
+  async bytesOf(ownerId: string): Promise<number> {
+    const row = await this.datasets.createQueryBuilder('d').select('COALESCE(SUM(d.bytes), 0)', 'total').where({ ownerId }).getRawOne<{ total: string | number }>();
+    return Number(row?.total ?? 0);
+  }
+
   async delete(id: string): Promise<void> {
     await this.datasets.delete({ id });
   }

@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import type { EnvironmentRegistry } from '../registry/environment-registry.service';
+import { checkDatasetRow } from '@opentinker/env-sdk';
+import { firstUsableRow } from './dataset-check';
+import type { DatasetReader } from './dataset-reader';
 import type { DatasetEntity } from './dataset.entity';
+import type { StorageQuota } from './storage-quota.service';
 import type { DatasetsRepository } from './datasets.repository';
 import { DatasetsService } from './datasets.service';
 
@@ -23,7 +27,14 @@ describe('DatasetsService.assertUsable (submit-time check of environment.dataset
     const dataset = { id, ownerId: 'alice', environmentId: 'math', format: 'jsonl' } as DatasetEntity;
     const repo = { findById: async (x: string) => (x === id ? dataset : null) } as unknown as DatasetsRepository;
     const registry = { list: () => [env('math', mathCheck), env('math-tool', (row) => mathCheck(row)), env('gomoku'), env('board', () => 'needs a board')] } as unknown as EnvironmentRegistry;
-    service = new DatasetsService(repo, registry, new AppConfig({ home } as AppConfig['values']));
+    // The reader thread runs the same row check in-process here, against this test's fake environments.
+    const reader = {
+      sample: (path: string, format: 'jsonl', envId: string, limit: number) => {
+        const environment = registry.list().find((r) => r.id === envId)!.environment!;
+        return firstUsableRow(path, format, (row) => checkDatasetRow(environment, row), limit);
+      },
+    } as unknown as DatasetReader;
+    service = new DatasetsService(repo, registry, new AppConfig({ home } as AppConfig['values']), reader, {} as StorageQuota);
     mkdirSync(join(home, 'datasets', id), { recursive: true });
     writeFileSync(join(home, 'datasets', id, 'data.jsonl'), '{"prompt":"2+2?"}\n{"prompt":"3+3?"}\n');
   });

@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { checkDatasetRow } from '@opentinker/env-sdk';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
@@ -11,11 +10,13 @@ import { isAdmin, Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
-import { checkDatasetFile, DatasetReport } from './dataset-check';
+import type { DatasetReport } from './dataset-check';
 import { datasetDir, datasetFile, DatasetFormat, datasetPath, isDatasetId } from './dataset-files';
-import { DatasetFormatError, DatasetRow, readDatasetRows } from './dataset-rows';
+import { DatasetReader } from './dataset-reader';
+import type { DatasetRow } from './dataset-rows';
 import { DatasetEntity } from './dataset.entity';
 import { DatasetsRepository } from './datasets.repository';
+import { quotaFull, StorageQuota } from './storage-quota.service';
 
 export interface UploadRequest {
   environment: string;
@@ -35,6 +36,8 @@ export class DatasetsService {
     private readonly datasets: DatasetsRepository,
     private readonly registry: EnvironmentRegistry,
     private readonly config: AppConfig,
+    private readonly reader: DatasetReader,
+    private readonly quota: StorageQuota,
   ) {}
 
   /** `<home>/datasets`, the folder job runners resolve dataset ids in (RunnerPaths.datasetsDir). */
@@ -43,23 +46,27 @@ export class DatasetsService {
   }
 
   /**
-   * Streams the body to `<home>/datasets/<id>/upload.part` (never holding it in memory), checks every row
-   * with the environment's row check, then renames it to `data.<format>` and records it. Any refusal
-   * deletes the folder, so nothing half-uploaded is ever left for a job to find.
+   * Streams the body to `<home>/datasets/<id>/upload.part` (never holding it in memory, within the size
+   * limit and the caller's storage quota), checks every row with the environment's row check in a worker
+   * thread (within the row, line and memory caps), then renames it to `data.<format>` and records it.
+   * Any refusal deletes the folder, so nothing half-uploaded is ever left for a job to find.
    */
   async upload(caller: Principal, req: UploadRequest, body: Readable): Promise<{ dataset: DatasetEntity; report: DatasetReport }> {
-    const env = this.environment(req.environment);
-    const limit = this.config.values.dataset_max_bytes;
-    if (req.contentLength !== undefined && req.contentLength > limit) throw tooLarge(limit);
+    this.environment(req.environment);
+    const room = await this.quota.assertRoom(caller);
+    const max = this.config.values.dataset_max_bytes;
+    const limit = Math.min(max, room);
+    const refusal = () => (limit < max ? quotaFull(this.config.values.storage_quota_bytes) : tooLarge(max));
+    if (req.contentLength !== undefined && req.contentLength > limit) throw refusal();
 
     const id = randomUUID();
     const dir = datasetDir(this.datasetsDir, id);
     const part = join(dir, 'upload.part');
     try {
       await mkdir(dir, { recursive: true });
-      await receive(body, limit, part);
+      await receive(body, limit, part, refusal);
       const bytes = (await stat(part)).size;
-      const report = await this.check(part, req.format, (row) => checkDatasetRow(env, row));
+      const report = await this.reader.check(part, req.format, req.environment);
       if (report.valid_rows === 0 || (req.strict && report.invalid_rows > 0)) {
         const why = report.rows === 0 ? 'the file has no rows' : report.valid_rows === 0 ? 'no row is usable' : `${report.invalid_rows} bad row(s) with strict=true`;
         throw new AppError(ErrorCode.DATASET_INVALID, `Dataset refused for environment ${req.environment}: ${why}`, { details: report });
@@ -101,11 +108,7 @@ export class DatasetsService {
   /** The first `limit` rows as stored (bad rows included, with their reason), in file order. */
   async preview(caller: Principal, id: string, limit: number): Promise<{ dataset: DatasetEntity; rows: DatasetRow[] }> {
     const dataset = await this.get(caller, id);
-    const rows: DatasetRow[] = [];
-    for await (const row of readDatasetRows(this.file(dataset), dataset.format)) {
-      rows.push(row);
-      if (rows.length >= limit) break;
-    }
+    const rows: DatasetRow[] = await this.reader.preview(this.file(dataset), dataset.format, limit);
     return { dataset, rows };
   }
 
@@ -169,15 +172,7 @@ export class DatasetsService {
   private async unreadableBy(environment: string, dataset: DatasetEntity): Promise<string | null> {
     const env = this.registry.list().find((r) => r.id === environment && r.status === 'loaded')?.environment;
     if (!env) return null;
-    let firstReason: string | null = null;
-    let seen = 0;
-    for await (const { value, error } of readDatasetRows(this.file(dataset), dataset.format)) {
-      const reason = error ?? checkDatasetRow(env, value);
-      if (reason === null) return null;
-      firstReason ??= reason;
-      if (++seen >= COMPATIBILITY_SAMPLE) break;
-    }
-    return `none of its first ${seen} rows is usable: ${firstReason ?? 'no rows'}`;
+    return this.reader.sample(this.file(dataset), dataset.format, environment, COMPATIBILITY_SAMPLE);
   }
 
   private file(dataset: DatasetEntity): string {
@@ -199,18 +194,6 @@ export class DatasetsService {
     }
     return record.environment;
   }
-
-  private async check(path: string, format: DatasetFormat, check: (row: unknown) => string | null): Promise<DatasetReport> {
-    try {
-      return await checkDatasetFile(path, format, check);
-    } catch (error) {
-      if (!(error instanceof DatasetFormatError)) throw error;
-      throw new AppError(ErrorCode.DATASET_INVALID, `Not a readable ${format} file: ${error.message}`, {
-        field: 'format',
-        details: { rows: 0, valid_rows: 0, invalid_rows: 0, bad_rows: [], columns: [] } satisfies DatasetReport,
-      });
-    }
-  }
 }
 
 /** Rows of a dataset re-checked when a job uses it with an environment other than the one it was checked for. */
@@ -227,8 +210,8 @@ function tooLarge(limit: number): AppError {
  * pipeline: a failed pipeline destroys its source, which for a request is the client's socket, and the
  * client would then see a reset instead of the 413.
  */
-async function receive(body: Readable, limit: number, path: string): Promise<void> {
-  const limiter = byteLimit(limit);
+async function receive(body: Readable, limit: number, path: string, refusal: () => AppError): Promise<void> {
+  const limiter = byteLimit(limit, refusal);
   const written = pipeline(limiter, createWriteStream(path, { flags: 'wx' }));
   const onError = (error: Error) => limiter.destroy(error);
   const onClose = () => {
@@ -255,12 +238,12 @@ function interrupted(error: unknown): never {
 }
 
 /** Passes bytes through until `limit`, then fails the pipeline (which stops reading the upload). */
-function byteLimit(limit: number): Transform {
+function byteLimit(limit: number, refusal: () => AppError): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       seen += chunk.length;
-      if (seen > limit) done(tooLarge(limit));
+      if (seen > limit) done(refusal());
       else done(null, chunk);
     },
   });

@@ -7,6 +7,7 @@ import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { DatasetsService } from '../datasets/datasets.service';
+import { StorageQuota } from '../datasets/storage-quota.service';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
 import { environmentConfigError } from '../registry/tenant-config';
 import { checkEnvironmentUrl, UrlNotAllowedError, urlPolicyFor } from '../registry/url-policy';
@@ -43,8 +44,8 @@ export class JobSpecChecksService {
     const { environment, model } = spec as RlSpecParts;
     if (caller) this.checkPriority(spec.priority as number | undefined, caller);
     if (environment && environment.url === undefined) this.checkEnvironment(environment);
-    if (environment?.url !== undefined) await this.checkUrl(environment.url, caller);
     if (environment && caller) await this.checkDatasets(environment, caller);
+    if (environment?.url !== undefined) await this.checkUrl(environment.url, caller);
     if (model?.preset !== undefined && !Object.prototype.hasOwnProperty.call(MODEL_PRESETS, model.preset)) {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
@@ -53,6 +54,8 @@ export class JobSpecChecksService {
       throw new AppError(ErrorCode.HOST_ONLY, modelPathRefusal(model.path, this.config.values.model_roots), { field: 'model.path' });
     }
     await this.checkResources(spec.resources as { gpus: number; cpu_slots: number } | undefined);
+    // A job that saves checkpoints needs room in its owner's storage quota.
+    if (caller && CHECKPOINTING_KINDS.has(spec.kind as string)) await this.optional(StorageQuota)?.assertRoom(caller, 'kind');
   }
 
   /** Plain users up to the operator's `max_user_priority`; admins up to the schema's 100. */

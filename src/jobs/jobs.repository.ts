@@ -191,6 +191,12 @@ export class JobsRepository {
     return this.jobs.find({ where: { workerId, state: In([...ACTIVE_STATES]) } });
   }
 
+  /** Ids of one owner's jobs of these kinds (for the storage their folders use). */
+  async idsOf(ownerId: string, kinds: readonly string[]): Promise<string[]> {
+    const rows = await this.jobs.find({ select: { id: true }, where: { ownerId, kind: In([...kinds]) } });
+    return rows.map((r) => r.id);
+  }
+
   activeWithDevices(): Promise<Pick<JobEntity, 'id' | 'workerId' | 'devices' | 'ownerId'>[]> {
     return this.jobs.find({
       select: { id: true, workerId: true, devices: true, ownerId: true },

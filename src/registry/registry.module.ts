@@ -12,7 +12,7 @@ export class RegistryModule {
       global: true,
       controllers: [EnvironmentsController],
       providers: [{ provide: REGISTRY_PATHS, useValue: paths }, EnvironmentRegistry],
-      exports: [EnvironmentRegistry],
+      exports: [EnvironmentRegistry, REGISTRY_PATHS],
     };
   }
 }

@@ -1,0 +1,113 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { AppConfig } from '../config/app-config';
+import { AppError, ErrorCode } from '../core/app-error';
+import { REGISTRY_PATHS } from '../registry/environment-registry.service';
+import type { RegistryPaths } from '../registry/registry-loader';
+import type { DatasetReport } from './dataset-check';
+import type { DatasetFormat } from './dataset-files';
+import type { DatasetCaps, DatasetRow } from './dataset-rows';
+
+type EnvRef = { id: string; hostRoot: string; pluginsDir: string };
+
+/** A request to the dataset reader thread (`dataset-reader.worker.ts`). */
+export type DatasetReaderRequest =
+  | { op: 'check'; path: string; format: DatasetFormat; caps: DatasetCaps; environment: EnvRef }
+  | { op: 'preview'; path: string; format: DatasetFormat; caps: DatasetCaps; limit: number }
+  | { op: 'sample'; path: string; format: DatasetFormat; caps: DatasetCaps; limit: number; environment: EnvRef };
+
+export type DatasetReaderReply =
+  | { report: DatasetReport }
+  | { rows: DatasetRow[] }
+  | { reason: string | null }
+  | { failure: { kind: 'cap'; message: string; setting: string } | { kind: 'format'; message: string } | { kind: 'internal'; message: string } };
+
+/** Longest a dataset read may take before its thread is stopped. */
+const READ_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * Reads dataset files off the API's event loop: each read runs in its own worker thread with a capped
+ * heap (setting dataset_parse_memory_mb), within the row and line caps (dataset_max_rows,
+ * dataset_max_line_bytes). A file past a cap is a 413 naming the setting, one that breaks the heap cap
+ * too; a file that is not readable in its format is a 400. The API keeps answering meanwhile.
+ */
+@Injectable()
+export class DatasetReader {
+  constructor(
+    private readonly config: AppConfig,
+    @Inject(REGISTRY_PATHS) private readonly registryPaths: RegistryPaths,
+  ) {}
+
+  get caps(): DatasetCaps {
+    return { maxRows: this.config.values.dataset_max_rows, maxLineBytes: this.config.values.dataset_max_line_bytes };
+  }
+
+  /** Every row checked with `environment`'s row check. */
+  async check(path: string, format: DatasetFormat, environment: string): Promise<DatasetReport> {
+    const reply = await this.run({ op: 'check', path, format, caps: this.caps, environment: this.env(environment) });
+    return (reply as { report: DatasetReport }).report;
+  }
+
+  /** The first `limit` rows as stored. */
+  async preview(path: string, format: DatasetFormat, limit: number): Promise<DatasetRow[]> {
+    return ((await this.run({ op: 'preview', path, format, caps: this.caps, limit })) as { rows: DatasetRow[] }).rows;
+  }
+
+  /** Null when one of the first `limit` rows is usable by `environment`, else why none is. */
+  async sample(path: string, format: DatasetFormat, environment: string, limit: number): Promise<string | null> {
+    return ((await this.run({ op: 'sample', path, format, caps: this.caps, limit, environment: this.env(environment) })) as { reason: string | null }).reason;
+  }
+
+  private env(id: string): EnvRef {
+    return { id, hostRoot: this.registryPaths.hostRoot, pluginsDir: this.registryPaths.pluginsDir };
+  }
+
+  private run(request: DatasetReaderRequest): Promise<Exclude<DatasetReaderReply, { failure: unknown }>> {
+    const memoryMb = this.config.values.dataset_parse_memory_mb;
+    const entry = join(this.registryPaths.hostRoot, 'dist', 'datasets', 'dataset-reader.worker.js');
+    return new Promise((resolve, reject) => {
+      const worker = new Worker(entry, { workerData: request, resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: 64 } });
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        fn();
+        void worker.terminate();
+      };
+      const timer = setTimeout(
+        () => settle(() => reject(new AppError(ErrorCode.DATASET_TOO_LARGE, `Reading the dataset took longer than ${READ_TIMEOUT_MS / 60_000} minutes`))),
+        READ_TIMEOUT_MS,
+      );
+      worker.once('message', (reply: DatasetReaderReply) =>
+        settle(() => {
+          if (!('failure' in reply)) return resolve(reply);
+          const f = reply.failure;
+          if (f.kind === 'cap') return reject(new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: ${f.message}`, { details: { setting: f.setting } }));
+          if (f.kind === 'format') {
+            return reject(
+              new AppError(ErrorCode.DATASET_INVALID, `Not a readable ${request.format} file: ${f.message}`, {
+                field: 'format',
+                details: { rows: 0, valid_rows: 0, invalid_rows: 0, bad_rows: [], columns: [] } satisfies DatasetReport,
+              }),
+            );
+          }
+          reject(new AppError(ErrorCode.INTERNAL, `Could not read the dataset: ${f.message}`));
+        }),
+      );
+      worker.once('error', (error: Error & { code?: string }) =>
+        settle(() => {
+          if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+            reject(
+              new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: reading it needs more than ${memoryMb} MiB (setting dataset_parse_memory_mb)`, {
+                details: { setting: 'dataset_parse_memory_mb' },
+              }),
+            );
+          } else reject(new AppError(ErrorCode.INTERNAL, `Could not read the dataset: ${error.message}`));
+        }),
+      );
+      worker.once('exit', (code) => settle(() => reject(new AppError(ErrorCode.INTERNAL, `The dataset reader stopped (code ${code})`))));
+    });
+  }
+}

@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isAdmin, type Principal } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
+import { AppError, ErrorCode } from '../core/app-error';
+import { JobsRepository } from '../jobs/jobs.repository';
+import { DatasetsRepository } from './datasets.repository';
+
+/** Kinds whose jobs keep checkpoints in their folders. */
+const CHECKPOINTING_KINDS = ['train', 'session'];
+
+/**
+ * Storage one user keeps on this server: uploaded datasets (as recorded) and the checkpoints of their
+ * jobs (their folders on this host; checkpoints on other workers' disks are not seen here). Plain users
+ * are held to `storage_quota_bytes`: a full quota refuses uploads and new checkpointing jobs with
+ * `OT_ERR_QUOTA_EXCEEDED` (413) until datasets are deleted. Admins have no quota.
+ */
+@Injectable()
+export class StorageQuota {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly datasets: DatasetsRepository,
+    private readonly jobs: JobsRepository,
+  ) {}
+
+  async used(userId: string): Promise<{ datasets: number; checkpoints: number }> {
+    const [datasets, ids] = await Promise.all([this.datasets.bytesOf(userId), this.jobs.idsOf(userId, CHECKPOINTING_KINDS)]);
+    let checkpoints = 0;
+    for (const id of ids) checkpoints += await folderBytes(join(this.config.values.home, 'jobs', id, 'work', 'checkpoints'));
+    return { datasets, checkpoints };
+  }
+
+  /** Bytes the caller may still store (Infinity without a quota). */
+  async remaining(caller: Principal): Promise<number> {
+    const quota = this.config.values.storage_quota_bytes;
+    if (quota === 0 || isAdmin(caller)) return Infinity;
+    const { datasets, checkpoints } = await this.used(caller.userId);
+    return quota - datasets - checkpoints;
+  }
+
+  /** Throws 413 when the caller's quota is already full. */
+  async assertRoom(caller: Principal, field?: string): Promise<number> {
+    const left = await this.remaining(caller);
+    if (left <= 0) throw quotaFull(this.config.values.storage_quota_bytes, field);
+    return left;
+  }
+}
+
+export function quotaFull(quota: number, field?: string): AppError {
+  return new AppError(
+    ErrorCode.QUOTA_EXCEEDED,
+    `Your datasets and checkpoints fill your storage quota of ${quota} bytes (operator setting storage_quota_bytes); delete datasets to make room`,
+    { field, details: { quota_bytes: quota } },
+  );
+}
+
+/** Bytes of regular files under `dir` (links not followed; a missing folder is 0). */
+async function folderBytes(dir: string): Promise<number> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  let total = 0;
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) total += await folderBytes(path);
+    else if (e.isFile()) total += (await lstat(path)).size;
+  }
+  return total;
+}
