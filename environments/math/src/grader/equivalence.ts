@@ -8,6 +8,7 @@ import { evaluate, parseExpression, variables } from './expression';
 import type { Expr } from './expression';
 import { normalizeAnswer, MAX_ANSWER_LENGTH } from './normalize';
 import { parseValue } from './value';
+import { isWords, trimLatex } from './text';
 import type { Value } from './value';
 
 /** Knobs of the equivalence check. */
@@ -58,8 +59,8 @@ const MIN_DEFINED = 3;
 export function isEquivalent(a: string, b: string, options: EquivalenceOptions = {}): boolean {
   try {
     if (typeof a !== 'string' || typeof b !== 'string') return false;
-    const ta = a.trim();
-    const tb = b.trim();
+    const ta = trimLatex(a);
+    const tb = trimLatex(b);
     if (ta === '' || tb === '') return false;
     if (ta === tb) return true;
     if (ta.length > MAX_ANSWER_LENGTH || tb.length > MAX_ANSWER_LENGTH) return false;
@@ -255,17 +256,14 @@ function samplePoints(names: string[]): Map<string, number>[] {
   return points;
 }
 
-/** Removes spaces and redundant braces for a literal comparison. */
+/** Removes spaces and redundant braces for a literal comparison; digits on either side of a space stay apart (`10 000` is not `10000`). */
 function compact(s: string): string {
   return s
+    .replace(/(\d)\s+(?=\d)/g, '$1\u0001')
     .replace(/\s+/g, '')
+    .replace(/\u0001/g, ' ')
     .replace(/([_^])\{([A-Za-z0-9])\}/g, '$1$2')
     .replace(/^\{([^{}]*)\}$/, '$1');
-}
-
-/** Text (a word of at least three letters, no digits or commands): compared case-insensitively. */
-function isWords(s: string): boolean {
-  return /^[A-Za-z()'.\-]*[A-Za-z]{3,}[A-Za-z()'.\-]*$/.test(s);
 }
 
 function mentionsInfinity(e: Expr): boolean {

@@ -13,7 +13,8 @@ const EXTRACTIONS: Array<[string, string, string | undefined, string | null]> = 
   ['boxed: the last box wins', 'First \\boxed{3}, finally \\boxed{4}.', undefined, '4'],
   ['boxed: nested braces', 'So $\\boxed{\\frac{1}{2}}$.', MATH, '\\frac{1}{2}'],
   ['boxed: escaped set braces', '\\boxed{\\{1,2\\}}', undefined, '\\{1,2\\}'],
-  ['boxed: an unclosed last box falls back to the previous one', '\\boxed{5} then \\boxed{6', undefined, '5'],
+  ['boxed: an unclosed box leaves no answer', '\\boxed{5} then \\boxed{6', undefined, null],
+  ['boxed: a trailing LaTeX space is not a dangling backslash', '\\boxed{\\frac{1}{2}\\ }', undefined, '\\frac{1}{2}'],
   ['boxed: \\fbox', 'Thus \\fbox{7}', undefined, '7'],
   ['boxed: without braces', 'Thus $\\boxed 5$.', undefined, '5'],
   ['boxed: box inside a box', '\\boxed{\\boxed{8}}', undefined, '8'],
@@ -38,7 +39,12 @@ const EXTRACTIONS: Array<[string, string, string | undefined, string | null]> = 
   ['answer line: the final answer is a box', 'The final answer is $\\boxed{9}$. I hope it is correct.', undefined, '9'],
   ['answer line: Final Answer heading', '**Final Answer**\n12', undefined, '12'],
   ['gsm8k: "the answer is" after ####', '#### The answer is 12', GSM8K, '12'],
-  ['gsm8k: units after ####', '5 * 3 = 15\n#### 15 apples', GSM8K, '15 apples'],
+  ['gsm8k: #### is followed by a number; the rest of the line is a remark', '5 * 3 = 15\n#### 15 apples', GSM8K, '15'],
+  ['gsm8k: #### needs a space before its number', '####72', GSM8K, null],
+  ['gsm8k: a minus sign must touch its number', '#### - 3', GSM8K, null],
+  ['answer line: an article is not a variable', 'Answer: a 5', DAPO, '5'],
+  ['boxed: a box in code is not an answer', '```\n\\boxed{5}\n```\nI do not know.', undefined, null],
+  ['boxed: a box in a thought is not an answer', '<think>maybe \\boxed{5}</think> It is \\boxed{6}.', undefined, '6'],
   ['no answer: plain prose', 'I think it is probably 5', undefined, null],
   ['no answer: empty', '', undefined, null],
   ['boxed: after an equals sign', 'x = \\boxed{3}', undefined, '3'],
@@ -83,9 +89,11 @@ describe('gradeAnswer', () => {
   });
 
   it('reports the extracted answer, or null', () => {
-    expect(gradeAnswer('\\boxed{1,000}', '1000')).toEqual({ correct: true, extracted: '1,000' });
-    expect(gradeAnswer('I am not sure.', '7')).toEqual({ correct: false, extracted: null });
-    expect(gradeAnswer('\\boxed{7}', '')).toEqual({ correct: false, extracted: '7' });
+    expect(gradeAnswer('\\boxed{1,000}', '1000')).toEqual({ correct: true, extracted: '1,000', verdict: 'correct' });
+    expect(gradeAnswer('I am not sure.', '7')).toEqual({ correct: false, extracted: null, verdict: 'no_answer' });
+    expect(gradeAnswer('\\boxed{7}', '')).toEqual({ correct: false, extracted: '7', verdict: 'wrong' });
+    expect(gradeAnswer('\\boxed{7} or \\boxed{8}', '8')).toEqual({ correct: false, extracted: '8', verdict: 'several_answers' });
+    expect(gradeAnswer('The answer is \\boxed{8', '8')).toEqual({ correct: false, extracted: null, verdict: 'unclosed_box' });
   });
 
   it('reduces ground truths', () => {
@@ -108,7 +116,9 @@ describe('more normalisation rules', () => {
     ['repeating decimal', '0.\\overline{3}', '\\frac13', true],
     ['repeating decimal with a fixed part', '0.1\\overline{6}', '\\frac16', true],
     ['MATH thousands ,\\!', '1,\\!000', '1000', true],
-    ['spaces as thousands separators', '1 000 000', '1000000', true],
+    ['spaces are not thousands separators', '1 000 000', '1000000', false],
+    ['nor are spacing commands', '10\\,000', '10000', false],
+    ['\\! is (MATH writes 10,\\!000)', '10\\!000', '10000', true],
     ['two numbers side by side are not a product', '2 3', '6', false],
     ['plain sqrt()', 'sqrt(2)/2', '\\frac{\\sqrt{2}}{2}', true],
     ['plain pi', '2pi', '2\\pi', true],
@@ -212,13 +222,15 @@ describe('equation tasks (opentinker/synthetic-equation)', () => {
 
   it('reads the answer from the first line, or a \\boxed{} answer', () => {
     expect(answerFormats(source)).toEqual(['boxed', 'first-line']);
-    expect(gradeAnswer('432', '432', source)).toEqual({ correct: true, extracted: '432' });
-    expect(gradeAnswer(' 432 \n9+9=18', '432', source)).toEqual({ correct: true, extracted: '432' });
-    expect(gradeAnswer('\\boxed{432}', '432', source)).toEqual({ correct: true, extracted: '432' });
+    expect(gradeAnswer('432', '432', source)).toEqual({ correct: true, extracted: '432', verdict: 'correct' });
+    expect(gradeAnswer(' 432 \n9+9=18', '432', source)).toEqual({ correct: true, extracted: '432', verdict: 'correct' });
+    expect(gradeAnswer('\\boxed{432}', '432', source)).toEqual({ correct: true, extracted: '432', verdict: 'correct' });
     expect(gradeAnswer('1,024', '1024', source).correct).toBe(true);
-    expect(gradeAnswer('431\n432', '432', source)).toEqual({ correct: false, extracted: '431' });
-    expect(gradeAnswer('\n432', '432', source)).toEqual({ correct: false, extracted: null });
-    expect(gradeAnswer('', '432', source)).toEqual({ correct: false, extracted: null });
+    expect(gradeAnswer('431\n432', '432', source)).toEqual({ correct: false, extracted: '431', verdict: 'wrong' });
+    expect(gradeAnswer('\n432', '432', source)).toEqual({ correct: false, extracted: null, verdict: 'no_answer' });
+    expect(gradeAnswer('', '432', source)).toEqual({ correct: false, extracted: null, verdict: 'no_answer' });
+    // Only the first line is read: what a tiny model writes after it does not count.
+    expect(gradeAnswer('432\nwrong or not', '432', source).correct).toBe(true);
   });
 
   it('wants a number: an expression equal to the answer (a copy of the prompt) is wrong', () => {

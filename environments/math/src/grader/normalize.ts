@@ -1,9 +1,16 @@
 /**
- * String-level normalisation of an answer before it is parsed: math delimiters, unicode symbols,
- * LaTeX spacing and sizing commands, `\dfrac`/`\tfrac`, units in `\text{}`/`\mbox{}` and plain words,
- * dollars, degrees and percent signs. Total: never throws.
+ * String-level normalisation of an answer before it is parsed: math delimiters, LaTeX spacing and
+ * sizing commands, `\dfrac`/`\tfrac`, known units in `\text{}`/`\mbox{}` or plain words, dollars,
+ * degrees and percent signs. Total: never throws.
+ *
+ * What it does not do, on purpose: read non-ASCII symbols (`−`, `°`, `½`, `π`, fullwidth or
+ * Arabic-Indic digits stay as they are, so they match only a ground truth written with the same
+ * characters), drop words that are not known units (`12 is wrong` stays text), or join digit groups
+ * separated by spaces or spacing commands (`10\,000` is not `10000`; `10\!000` and `10{,}000` are).
  */
-import { stripMathDelimiters } from './extract';
+import { isPlainUnit, isTextUnit } from './units';
+import { stripMathDelimiters } from './statements';
+import { trimLatex } from './text';
 
 /** A normalised answer: the text to parse, and whether a percent sign was removed from it. */
 export interface Normalized {
@@ -14,34 +21,11 @@ export interface Normalized {
 /** Longest answer that is normalised; longer ones are compared as trimmed strings only. */
 export const MAX_ANSWER_LENGTH = 4000;
 
-const UNICODE: Array<[RegExp, string]> = [
-  [/[\u2212\u2012\u2013\u2014\u2010\u2011\ufe63\uff0d]/g, '-'],
-  [/[\u00d7\u2715\u2716]/g, '\\times '],
-  [/[\u00b7\u22c5\u2219]/g, '\\cdot '],
-  [/\u00f7/g, '\\div '],
-  [/\u03c0/g, '\\pi '],
-  [/\u221e/g, '\\infty '],
-  [/\u221a/g, '\\sqrt'],
-  [/\u00b0/g, '^\\circ '],
-  [/\u2264/g, '\\le '],
-  [/\u2265/g, '\\ge '],
-  [/\u2260/g, '\\ne '],
-  [/\u222a/g, '\\cup '],
-  [/\u2229/g, '\\cap '],
-  [/\u00bd/g, '\\frac{1}{2}'],
-  [/\u00bc/g, '\\frac{1}{4}'],
-  [/\u00be/g, '\\frac{3}{4}'],
-  [/\u2153/g, '\\frac{1}{3}'],
-  [/\u2154/g, '\\frac{2}{3}'],
-  [/\u00b2/g, '^2'],
-  [/\u00b3/g, '^3'],
-  [/[\uff0c\u3001]/g, ','],
-  [/[\u00a0\u2000-\u200b\u202f\u205f\u3000]/g, ' '],
-];
+/** Unicode spaces are spaces; no other non-ASCII character is interpreted. */
+const UNICODE_SPACES = /[\u00a0\u2000-\u200b\u202f\u205f\u3000]/g;
 
-/** Units dropped when they follow a number without a space (`12cm`); with a space any word goes. */
-const GLUED_UNITS = 'cm|mm|km|kg|mg|ml|mL|ft|yd|mi|lb|lbs|oz|hr|hrs|min|mins|sec|secs|mph|kph|cents?|dollars?|euros?|pounds?|degrees?|inches|inch|feet|meters?|metres?|hours?|minutes?|seconds?|days?|weeks?|years?|units?';
-const GLUED_UNIT_RE = new RegExp(`^(-?[\\d.,]+)(?:${GLUED_UNITS})\\.?$`);
+/** Units glued to their number (`12cm`, `5kg`): only known units of two letters or more. */
+const GLUED_UNIT_RE = /^(-?[\d.,]+)([A-Za-z]{2,}\.?)$/;
 
 /** Words that join answers in a list (`1 and 2`, `3 or 4`). */
 const CONNECTIVES = /^(?:and|or|,)$/i;
@@ -58,7 +42,7 @@ const CONNECTIVES = /^(?:and|or|,)$/i;
  */
 export function normalizeAnswer(raw: string): Normalized {
   if (typeof raw !== 'string') return { text: '', percent: false };
-  let s = raw.trim();
+  let s = trimLatex(raw);
   if (s.length > MAX_ANSWER_LENGTH) return { text: s, percent: false };
   s = stripMathDelimiters(s);
   // A whole answer written as `\boxed{…}`.
@@ -67,16 +51,17 @@ export function normalizeAnswer(raw: string): Normalized {
     if (matchingBrace(s, open) !== s.length - 1) break;
     s = stripMathDelimiters(s.slice(open + 1, -1));
   }
-  for (const [re, to] of UNICODE) s = s.replace(re, to);
-  s = s.replace(/\\mathbb\s*\{\s*R\s*\}|\u211d/g, '(-\\infty,\\infty)');
+  s = s.replace(UNICODE_SPACES, ' ');
+  s = s.replace(/\\mathbb\s*\{\s*R\s*\}/g, '(-\\infty,\\infty)');
   s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![A-Za-z])/g, '');
   // `\left.` and `\right.` are invisible delimiters.
   s = s.replace(/\\(?:left|right)\s*\./g, '');
   s = s.replace(/\\(?:left|right|[bB]igg?[lrm]?)(?![A-Za-z])/g, '');
-  // Thousands separators written with LaTeX spacing: `1\,000`, `1{,}000`, `1\!000`, `1,\!000` (MATH).
+  // Thousands separators as MATH writes them: `1,\!000`, `1{,}000`, `10\!000`. A space or a spacing
+  // command between digit groups (`10\,000`, `10\;000`, `10 000`) may as well separate two numbers.
   s = s.replace(/(\d),\s*\\!\s*(?=\d{3})/g, '$1,');
   s = s.replace(/(\d)\{,\}(?=\d{3})/g, '$1,');
-  s = s.replace(/(\d)(?:\\[,!:; ]|~)(?=\d{3}(?!\d))/g, '$1');
+  s = s.replace(/(\d)\\!(?=\d{3}(?!\d))/g, '$1');
   s = s.replace(/\\(?:hspace|vspace|kern|mkern|hskip)\*?\{[^{}]*\}/g, ' ');
   s = s.replace(/\\(?:quad|qquad|enspace|thinspace|medspace|thickspace|negthinspace|space)(?![A-Za-z])/g, ' ');
   // (`\\` is a matrix row break, not `\` + space.)
@@ -117,14 +102,14 @@ export function normalizeAnswer(raw: string): Normalized {
   s = s.replace(/\s+/g, ' ').trim();
   // `1 and 2`, `x = 2 or x = 3`: lists of answers.
   if (/\d/.test(s)) s = s.replace(/\s+(?:and|or)\s+/g, ', ');
-  // `1 000 000`: spaces as thousands separators.
-  if (/^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/ /g, '');
   s = stripPlainUnits(s);
   if (/^-?\d+(?:\.\d+)?\s*(?:percent|per\s*cent)$/i.test(s)) {
     percent = true;
     s = s.replace(/\s*(?:percent|per\s*cent)$/i, '');
   }
   s = s.replace(/[.]+$/, '').replace(/^(?:[,;:=]|\.(?!\d))+/, '').trim();
+  // "a 5", "an 8": an article, not the variable a times 5.
+  s = s.replace(/^(?:a|an)\s+(?=[-\d.])/i, '');
   // `1,000,000` and `12,345.5` are single numbers.
   if (/^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/,/g, '');
   return { text: s, percent };
@@ -169,12 +154,12 @@ function unwrapTextCommands(input: string): string {
     else if (/^(?:math|bf|it|rm)/.test(p.name) && /^[A-Za-z]$/.test(content)) out += content;
     else if (!restIsMath) out += ` ${content} `;
     else if (CONNECTIVES.test(content)) out += ', ';
-    else {
+    else if (isTextUnit(content)) {
       // A unit: drop it together with an exponent (`\text{cm}^2`).
       const exp = /^\s*\^\s*(?:\{\s*\d\s*\}|\d)/.exec(s.slice(end));
       if (exp) end += exp[0].length;
       out += ' ';
-    }
+    } else out += ` ${content} `; // Not a unit (`\text{not }12`, `\textbf{(C) }12`): the words stay.
     last = end;
   }
   out += s.slice(last);
@@ -201,12 +186,15 @@ export function matchingBrace(s: string, open: number): number {
   return -1;
 }
 
-/** `18 dollars`, `12 square feet`, `3 hrs.`, `12cm`: a number followed by words keeps the number. */
+/**
+ * `18 dollars`, `12 square feet`, `3 hrs.`, `12cm`: a number followed by a known unit keeps the number.
+ * Other words stay (`12 is wrong`, `72 clips`), so the answer is not the bare number.
+ */
 function stripPlainUnits(s: string): string {
   const glued = GLUED_UNIT_RE.exec(s);
-  if (glued) return glued[1];
-  const m = /^(-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:\s*\/\s*\d+)?|\\frac\{[^{}]*\}\{[^{}]*\})\s+((?:[A-Za-z]{2,}\.?\s*)+)$/.exec(s);
-  if (m && !/\\/.test(m[2]) && !CONNECTIVES.test(m[2].trim())) return m[1];
+  if (glued && isPlainUnit(glued[2])) return glued[1];
+  const m = /^(-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:\s*\/\s*\d+)?|\\frac\{[^{}]*\}\{[^{}]*\})\s+([A-Za-z][A-Za-z/.\s]*)$/.exec(s);
+  if (m && isPlainUnit(m[2])) return m[1];
   return s;
 }
 
