@@ -4,7 +4,8 @@
  */
 import { assertLength, checkShape } from '../shape';
 import { groupRows, requireIndex } from './groups';
-import { otbReturnsAndWeights, zeroTail, type OptimalTokenBaselineOptions } from './optimal-token-baseline';
+import type { OptimalTokenBaselineOptions } from './optimal-token-baseline';
+import { otbReturnsAndWeights, zeroTail } from './optimal-token-baseline-parts';
 import type { AdvantageInput, AdvantageOutput } from './types';
 
 /**
