@@ -36,6 +36,8 @@ writeFileSync(
     .join('\n'),
 );
 describeConformance(math, { config: { train_path: fixture, test_path: fixture }, policy: () => '#### 42' });
+// The same rows scored by verl's scorers (gsm8k and math_reward).
+describeConformance(math, { config: { train_path: fixture, test_path: fixture, grader: 'verl' }, policy: (_m, turn) => (turn % 2 ? '#### 42' : '\\boxed{\\frac{3}{2}}') });
 afterAll(() => rmSync(fixtureDir, { recursive: true, force: true }));
 
 async function episodeOn(config: Record<string, unknown>, task?: Partial<MathTask>) {
@@ -55,7 +57,7 @@ describe('math environment', () => {
       observation: '',
       reward: 1,
       done: true,
-      info: { correct: true, extracted: task.ground_truth, ground_truth: task.ground_truth, data_source: 'opentinker/synthetic-arithmetic' },
+      info: { correct: true, extracted: task.ground_truth, verdict: 'correct', ground_truth: task.ground_truth, data_source: 'opentinker/synthetic-arithmetic' },
     });
   });
 
@@ -74,11 +76,15 @@ describe('math environment', () => {
     expect(messages[0].content).toBe('You are a careful mathematician.');
   });
 
-  it("grades by the task's data source convention", async () => {
+  it("reads the task's data source convention first, and wants every stated answer to agree", async () => {
     const gsm = await episodeOn({}, { ground_truth: '7', data_source: 'openai/gsm8k' });
-    expect((await gsm.episode.step('\\boxed{8} hmm\n#### 7')).reward).toBe(1);
+    expect(await gsm.episode.step('3 + 4 = 7\n#### 7')).toMatchObject({ reward: 1, info: { extracted: '7', verdict: 'correct' } });
+    const both = await episodeOn({}, { ground_truth: '7', data_source: 'openai/gsm8k' });
+    expect(await both.episode.step('\\boxed{8} hmm\n#### 7')).toMatchObject({ reward: 0, info: { extracted: '7', verdict: 'several_answers' } });
     const mathTask = await episodeOn({}, { ground_truth: '7', data_source: 'DigitalLearningGmbH/MATH-lighteval' });
-    expect((await mathTask.episode.step('\\boxed{8} hmm\n#### 7')).reward).toBe(0);
+    expect(await mathTask.episode.step('\\boxed{8} hmm\n#### 7')).toMatchObject({ reward: 0, info: { extracted: '8', verdict: 'several_answers' } });
+    const hedge = await episodeOn({}, { ground_truth: '7' });
+    expect(await hedge.episode.step('It is either \\boxed{7} or 8.')).toMatchObject({ reward: 0, info: { correct: false, verdict: 'hedged' } });
   });
 
   it('honours mixed_numbers', async () => {
@@ -112,7 +118,7 @@ describe('math environment', () => {
       observation: '',
       reward: 1,
       done: true,
-      info: { correct: true, extracted: task.ground_truth, ground_truth: task.ground_truth, data_source: 'opentinker/synthetic-equation' },
+      info: { correct: true, extracted: task.ground_truth, verdict: 'correct', ground_truth: task.ground_truth, data_source: 'opentinker/synthetic-equation' },
     });
     const copy = await episodeOn({ difficulty: 3, style: 'equation', format_penalty: -1 });
     expect(await copy.episode.step(copy.messages[0].content.slice(0, -1))).toMatchObject({ reward: 0, info: { correct: false } });
@@ -124,7 +130,19 @@ describe('math environment', () => {
   });
 
   it('validates its config: defaults, ranges, unknown keys', () => {
-    expect(parseConfig(math, {})).toEqual({ difficulty: 2, seed: 0, test_size: 200, invalid_rows: 'skip', system_prompt: '', format_penalty: 0, mixed_numbers: false });
+    expect(parseConfig(math, {})).toEqual({
+      difficulty: 2,
+      seed: 0,
+      test_size: 200,
+      invalid_rows: 'skip',
+      system_prompt: '',
+      format_penalty: 0,
+      mixed_numbers: false,
+      grader: 'strict',
+      verl_gsm8k_method: 'strict',
+      verl_strict_box_verify: false,
+    });
+    expect(() => parseConfig(math, { grader: 'lenient' })).toThrow(expect.objectContaining({ field: 'config.grader' }));
     expect(() => parseConfig(math, { difficulty: 6 })).toThrow(expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'config.difficulty' }));
     expect(() => parseConfig(math, { source: 'web' })).toThrow(expect.objectContaining({ field: 'config.source' }));
     expect(() => parseConfig(math, { style: 'latex' })).toThrow(expect.objectContaining({ field: 'config.style' }));
@@ -133,6 +151,37 @@ describe('math environment', () => {
     expect(Object.keys(schema.properties)).toEqual(
       expect.arrayContaining(['source', 'difficulty', 'style', 'seed', 'test_size', 'train_path', 'test_path', 'invalid_rows', 'system_prompt', 'format_penalty', 'mixed_numbers']),
     );
+  });
+
+  describe("grader: 'verl'", () => {
+    const verl = (task: Partial<MathTask>, extra: Record<string, unknown> = {}) =>
+      episodeOn({ train_path: fixture, test_path: fixture, grader: 'verl', ...extra }, { prompt: [{ role: 'user', content: 'q' }], ...task });
+
+    it("rewards what verl's scorer for the data source returns", async () => {
+      const step = async (task: Partial<MathTask>, response: string, extra?: Record<string, unknown>) => (await (await verl(task, extra)).episode.step(response));
+      // gsm8k: 1.0, 0.0 for a wrong number, 0 when nothing is extracted ("#### " needs one space).
+      expect(await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, '#### 72')).toMatchObject({ reward: 1, info: { correct: true, scorer: 'gsm8k', grader: 'verl', extracted: '72' } });
+      expect(await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, '####72')).toMatchObject({ reward: 0, info: { correct: false, extracted: null } });
+      expect((await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, 'so 72', { verl_gsm8k_method: 'flexible' })).reward).toBe(1);
+      // math_reward: string equality after strip_string, so 1,000 is not 1000.
+      expect(await step({ data_source: 'HuggingFaceH4/MATH-500', ground_truth: '1000' }, '\\boxed{1,000}')).toMatchObject({ reward: 0, info: { scorer: 'math_reward' } });
+      expect((await step({ data_source: 'lighteval/MATH', ground_truth: '\\frac{1}{2}' }, '\\boxed{0.5}')).reward).toBe(1);
+      // math_dapo: +1 / -1 on the Answer: line; strict_box_verify compares the last box as is.
+      expect(await step({ data_source: 'math_dapo', ground_truth: '204' }, 'Answer: 204 ways')).toMatchObject({ reward: 1, info: { scorer: 'math_dapo', extracted: '204' } });
+      expect((await step({ data_source: 'aime2024', ground_truth: '5' }, '\\boxed{5}')).reward).toBe(-1);
+      expect((await step({ data_source: 'math', ground_truth: '5' }, '\\boxed{5}', { verl_strict_box_verify: true })).reward).toBe(1);
+      // The raw ground truth is what verl compares: a full GSM8K solution as ground truth never matches.
+      expect((await step({ data_source: 'openai/gsm8k', ground_truth: 'so 72\n#### 72' }, '#### 72')).reward).toBe(0);
+    });
+
+    it('refuses what verl cannot score, with codes', async () => {
+      await expect(math.create(parseConfig(math, { grader: 'verl' }), ctx)).rejects.toMatchObject({ code: 'ENV_INVALID_CONFIG', field: 'config.grader' });
+      await expect(math.create(parseConfig(math, { train_path: fixture, grader: 'verl', format_penalty: -1 }), ctx)).rejects.toMatchObject({
+        code: 'ENV_INVALID_CONFIG',
+        field: 'config.format_penalty',
+      });
+      await expect(verl({ data_source: 'numina_olympiads', ground_truth: '1' })).rejects.toMatchObject({ code: 'ENV_INVALID_TASK', field: 'task.data_source' });
+    });
   });
 
   it('declares itself as a single-turn, data-dependent environment with id math', () => {

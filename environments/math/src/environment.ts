@@ -1,10 +1,12 @@
 /**
  * The math environment: one turn, the policy answers a problem, the reward is 1 for a correct final
- * answer and 0 otherwise (or `format_penalty` when no answer can be found).
+ * answer and 0 otherwise (or `format_penalty` when no answer can be found); with `grader: 'verl'`, the
+ * score verl's own scorer for the task's data source returns.
  */
 import { defineEnvironment, EnvironmentError, z } from '@opentinker/env-sdk';
 import type { Episode, Message } from '@opentinker/env-sdk';
-import { gradeAnswer, groundTruthAnswer } from './grader/grade';
+import { groundTruthAnswer } from './grader/grade';
+import { checkGraderConfig, checkTaskForGrader, scoreResponse } from './scoring';
 import { createMathTasks, mathConfigPolicy, mathConfigShape } from './tasks';
 import type { MathTask } from './tasks';
 import { validateMathRow } from './tasks/rows';
@@ -16,6 +18,12 @@ export const mathEnvironmentConfigSchema = z
     system_prompt: z.string().default('').describe('Optional system message sent before each problem (empty: none)'),
     format_penalty: z.number().finite().default(0).describe('Reward when no final answer can be extracted (e.g. -0.1); default 0'),
     mixed_numbers: z.boolean().default(false).describe('Grade `2 1/2` and `2\\frac12` as mixed numbers (2.5) instead of products'),
+    grader: z
+      .enum(['strict', 'verl'])
+      .default('strict')
+      .describe("'strict' (default: hedged, negated or several different answers are wrong) or 'verl' (verl's scorer for the data source, its exact score)"),
+    verl_gsm8k_method: z.enum(['strict', 'flexible']).default('strict').describe("grader 'verl', openai/gsm8k: verl's extraction method"),
+    verl_strict_box_verify: z.boolean().default(false).describe("grader 'verl', math_dapo sources: compare the last \\boxed{} exactly (strict_box_verify)"),
   })
   .strict();
 
@@ -31,6 +39,7 @@ const math = defineEnvironment<MathEnvironmentConfig, MathTask>({
   configPolicy: mathConfigPolicy,
   create: async (config, ctx) => {
     const tasks = await createMathTasks(config, ctx);
+    await checkGraderConfig(config, tasks);
     return {
       tasks,
       newEpisode: () => new MathEpisode(config),
@@ -48,7 +57,12 @@ export class MathEpisode implements Episode<MathTask> {
   private truth = '';
   private state: 'new' | 'open' | 'done' | 'closed' = 'new';
 
-  constructor(private readonly config: Pick<MathEnvironmentConfig, 'system_prompt' | 'format_penalty' | 'mixed_numbers'>) {}
+  constructor(
+    private readonly config: Pick<
+      MathEnvironmentConfig,
+      'system_prompt' | 'format_penalty' | 'mixed_numbers' | 'grader' | 'verl_gsm8k_method' | 'verl_strict_box_verify'
+    >,
+  ) {}
 
   reset(task: MathTask, _seed: number): Message[] {
     if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
@@ -56,6 +70,7 @@ export class MathEpisode implements Episode<MathTask> {
     if (!task || !Array.isArray(task.prompt) || task.prompt.length === 0 || truth === null) {
       throw new EnvironmentError('ENV_INVALID_TASK', 'A math task needs a prompt (messages) and a ground_truth', 'task');
     }
+    checkTaskForGrader(this.config, task);
     this.task = task;
     this.truth = truth;
     this.state = 'open';
@@ -70,15 +85,12 @@ export class MathEpisode implements Episode<MathTask> {
     if (this.state === 'done') throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'The episode is over: math is single-turn');
     this.state = 'done';
     const task = this.task!;
-    const { correct, extracted } = gradeAnswer(typeof action === 'string' ? action : '', this.truth, task.data_source, {
-      mixedNumbers: this.config.mixed_numbers,
-    });
-    const reward = correct ? 1 : extracted === null ? this.config.format_penalty : 0;
+    const { reward, info } = scoreResponse(this.config, action, this.truth, task);
     return {
       observation: '',
       reward,
       done: true,
-      info: { correct, extracted, ground_truth: this.truth, data_source: task.data_source },
+      info: { ...info, ground_truth: this.truth, data_source: task.data_source },
     };
   }
 
