@@ -5,7 +5,7 @@ describe('parseReply', () => {
     ['code only', 'Let me compute.\n```python\nprint(6*7)\n```', { code: 'print(6*7)', blocks: 1, answer: null }],
     ['answer only', 'So the answer is $\\boxed{42}$.', { code: null, blocks: 0, answer: '42' }],
     ['nested braces', 'Thus \\boxed{\\frac{1}{2}}', { code: null, blocks: 0, answer: '\\frac{1}{2}' }],
-    ['last box wins', '\\boxed{1} then \\boxed{2}', { code: null, blocks: 0, answer: '2' }],
+    ['the last box is the answer (the grader checks that the others agree)', '\\boxed{1} then \\boxed{2}', { code: null, blocks: 0, answer: '2' }],
     ['py and python3 aliases, joined in order', '```py\nx = 2\n```\ntext\n```python3\nprint(x)\n```', { code: 'x = 2\n\nprint(x)', blocks: 2, answer: null }],
     ['other languages are not run', '```bash\nrm -rf /\n```\n```\nprint(1)\n```', { code: null, blocks: 0, answer: null }],
     ['a box inside code is not an answer', '```python\nprint(r"\\boxed{5}")\n```', { code: 'print(r"\\boxed{5}")', blocks: 1, answer: null }],
@@ -17,6 +17,13 @@ describe('parseReply', () => {
     ['unclosed box: no answer', '\\boxed{12', { code: null, blocks: 0, answer: null }],
     ['nothing', 'I think it is 12.', { code: null, blocks: 0, answer: null }],
     ['empty', '', { code: null, blocks: 0, answer: null }],
+    ['a box in inline code is not an answer', 'Format: `\\boxed{5}`', { code: null, blocks: 0, answer: null }],
+    ['a box in an unclosed fence is not an answer', '```\n\\boxed{5}', { code: null, blocks: 0, answer: null }],
+    ['a box in a thought is not an answer', '<think>it is \\boxed{5}</think> Let me check.', { code: null, blocks: 0, answer: null }],
+    ['a box in a quote is not an answer', '> \\boxed{5}', { code: null, blocks: 0, answer: null }],
+    ['the answer after a thought', '<think>\\boxed{4}?</think> \\boxed{5}', { code: null, blocks: 0, answer: '5' }],
+    ['an Answer: line is not this environment\'s format', 'Answer: 5', { code: null, blocks: 0, answer: null }],
+    ['a trailing LaTeX space is not part of the answer', '\\boxed{\\frac{1}{2}\\ }', { code: null, blocks: 0, answer: '\\frac{1}{2}' }],
   ];
   it.each(cases)('%s', (_name, text, expected) => {
     expect(parseReply(text)).toEqual(expected);

@@ -2,7 +2,11 @@
  * Reading a reply of the model: the Python it wants run and the final answer it gives.
  */
 import { extractCodeBlocks } from '@opentinker/env-sdk';
-import { lastBoxed } from '@opentinker/env-math';
+import { readFinalAnswer } from '@opentinker/env-math';
+import type { AnswerFormat } from '@opentinker/env-math';
+
+/** The one answer format of this environment: the prompt asks for `\boxed{}`. */
+export const ANSWER_FORMATS: AnswerFormat[] = ['boxed'];
 
 /** What a reply asks for. */
 export interface ParsedReply {
@@ -15,14 +19,14 @@ export interface ParsedReply {
   /** How many non-blank Python blocks the reply has. */
   blocks: number;
   /**
-   * The final answer: the content of the last `\boxed{…}` written outside fenced blocks (so a
-   * `print("\\boxed{5}")` in code is not an answer); null when there is none or it is blank.
+   * The final answer: the content of the last `\boxed{…}` the reply states as its own, read by the
+   * math grader's `readFinalAnswer` — not one in code (fenced, even unclosed, or inline: a
+   * `print("\\boxed{5}")` is not an answer), in a block quote or a quotation, or in a
+   * `<think>…</think>` thought; null when there is none, it is blank, or a box never closes. Whether
+   * the answer can be credited (one answer, not hedged or taken back) is the grader's call.
    */
   answer: string | null;
 }
-
-/** A closed fenced block of any language (the same fence rule as the SDK's `extractCodeBlocks`). */
-const FENCED_BLOCK = /```[ \t]*[A-Za-z0-9_+-]*[^\n]*\n[\s\S]*?```/g;
 
 /**
  * Parses a reply. Never throws: any string (or non-string) gives a result.
@@ -36,11 +40,10 @@ const FENCED_BLOCK = /```[ \t]*[A-Za-z0-9_+-]*[^\n]*\n[\s\S]*?```/g;
 export function parseReply(text: unknown): ParsedReply {
   if (typeof text !== 'string') return { code: null, blocks: 0, answer: null };
   const blocks = extractCodeBlocks(text, 'python').filter((b) => b.trim() !== '');
-  const prose = text.replace(FENCED_BLOCK, '\n');
-  const boxed = lastBoxed(prose);
+  const { answer } = readFinalAnswer(text, null, { formats: ANSWER_FORMATS });
   return {
     code: blocks.length > 0 ? blocks.join('\n\n') : null,
     blocks: blocks.length,
-    answer: boxed !== null && boxed.trim() !== '' ? boxed.trim() : null,
+    answer,
   };
 }

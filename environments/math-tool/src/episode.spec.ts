@@ -81,6 +81,7 @@ describe('MathToolEpisode', () => {
         reason: 'answer',
         correct: true,
         extracted: '42',
+        verdict: 'correct',
         ground_truth: '42',
         data_source: 'opentinker/synthetic-arithmetic',
         turns: 2,
@@ -88,6 +89,23 @@ describe('MathToolEpisode', () => {
       },
     });
     expect(runner.programs).toEqual(['print(6*7)']);
+  });
+
+  it('grades the whole reply with the strict rules: a second box, a hedge or a retraction is not an answer of 42', async () => {
+    const grade = async (reply: string) => {
+      const ep = new MathToolEpisode(config, fakeRunner());
+      ep.reset(task, 1);
+      return ep.step(reply);
+    };
+    expect(await grade('\\boxed{41} or rather \\boxed{42}')).toMatchObject({ reward: 0, done: true, info: { correct: false, extracted: '42', verdict: 'several_answers' } });
+    expect(await grade('It is either \\boxed{42} or 41.')).toMatchObject({ reward: 0, done: true, info: { verdict: 'hedged' } });
+    expect(await grade('\\boxed{42}\n\nThat is wrong.')).toMatchObject({ reward: 0, done: true, info: { verdict: 'retracted' } });
+    // A box in code, a quote or a thought is not the answer, and does not count against it.
+    expect(await grade('<think>\\boxed{41}?</think>\nSo \\boxed{42}.')).toMatchObject({ reward: 1, info: { verdict: 'correct' } });
+    expect(await grade('Write `\\boxed{41}` like this: \\boxed{42}')).toMatchObject({ reward: 1, info: { verdict: 'correct' } });
+    // Only the \\boxed{} format is an answer here: `#### 41` and `Answer: 41` neither answer nor disagree.
+    expect(await grade('#### 41\nAnswer: 41\n\\boxed{42}')).toMatchObject({ reward: 1, info: { verdict: 'correct' } });
+    expect(await grade('Answer: 42')).toMatchObject({ reward: 0, done: false, info: { action: 'none' } });
   });
 
   it('grades with the math grader: equivalent forms count, wrong answers get 0', async () => {

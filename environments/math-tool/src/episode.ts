@@ -6,7 +6,7 @@ import { EnvironmentError } from '@opentinker/env-sdk';
 import type { Episode, JsonObject, Message, StepResult } from '@opentinker/env-sdk';
 import { gradeAnswer, groundTruthAnswer } from '@opentinker/env-math';
 import type { MathTask } from '@opentinker/env-math';
-import { parseReply } from './action';
+import { ANSWER_FORMATS, parseReply } from './action';
 import { formatRun, lastTurnNote, NOTHING_TO_DO } from './observation';
 import { firstMessages } from './prompt';
 import type { SandboxLimits } from './sandbox/limits';
@@ -31,10 +31,12 @@ export type EndReason = 'answer' | 'turn_limit';
 /**
  * The episode. Each `step` is one reply of the model:
  *
- * 1. A reply with a `\boxed{}` answer (outside code blocks) ends the episode: reward 1 if the math
- *    grader finds it equivalent to the ground truth, else 0. **The answer wins over code**: Python
- *    in the same reply is not run (`info.code_ignored: true`), since the model has committed to its
- *    answer and would never read the output.
+ * 1. A reply with a `\boxed{}` answer (outside code, quotes and thoughts) ends the episode: reward 1
+ *    if the math grader credits it, else 0. The grader reads the whole reply with its strict rules:
+ *    every box must state the same answer, and nothing around the last one may hedge or take it back
+ *    (`info.verdict` says which rule failed). **The answer wins over code**: Python in the same reply
+ *    is not run (`info.code_ignored: true`), since the model has committed to its answer and would
+ *    never read the output.
  * 2. Otherwise, the `max_turns`-th reply ends the episode with reward 0 (`info.reason: 'turn_limit'`);
  *    code in it is not run either.
  * 3. Otherwise, a reply with ```` ```python ```` blocks runs them (joined, in one fresh sandbox run)
@@ -44,7 +46,8 @@ export type EndReason = 'answer' | 'turn_limit';
  * Every step's `info` has `turn`, `action` (`answer` | `code` | `none`) and `code_runs` (programs run
  * so far: an episode cut short by the trainer still says whether it used the tool); code steps add
  * `run_status`, `exit_code`, `truncated`; the last step adds `reason`, `correct`, `extracted`,
- * `ground_truth`, `data_source` and `turns`.
+ * `ground_truth`, `data_source` and `turns`; an answer step also `verdict` (the grader's `correct`,
+ * `wrong`, `several_answers`, `hedged` or `retracted`).
  */
 export class MathToolEpisode implements Episode<MathTask> {
   private state: 'new' | 'open' | 'done' | 'closed' = 'new';
@@ -90,8 +93,9 @@ export class MathToolEpisode implements Episode<MathTask> {
     if (reply.answer !== null) {
       this.state = 'done';
       const task = this.task!;
-      const { correct } = gradeAnswer(`\\boxed{${reply.answer}}`, this.truth, task.data_source, { mixedNumbers: this.config.mixed_numbers });
-      return this.end(correct ? 1 : 0, { turn, action: 'answer', code_ignored: reply.code !== null, reason: 'answer', correct, extracted: reply.answer });
+      // The whole reply is graded, not the box alone: a second box, a hedge or a retraction beside it counts.
+      const { correct, verdict } = gradeAnswer(action, this.truth, task.data_source, { formats: ANSWER_FORMATS, mixedNumbers: this.config.mixed_numbers });
+      return this.end(correct ? 1 : 0, { turn, action: 'answer', code_ignored: reply.code !== null, reason: 'answer', correct, extracted: reply.answer, verdict });
     }
     if (turn >= this.config.max_turns) {
       this.state = 'done';
