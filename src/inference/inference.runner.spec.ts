@@ -35,6 +35,7 @@ function context(spec: Record<string, unknown>, name: string): Recorded {
       datasetsDir: join(home, 'datasets'),
       modelRoots: [home],
     },
+    resumed: () => undefined,
     policy: {
       environmentHost: { limits: {}, settings: {} },
       modelRoots: [home],

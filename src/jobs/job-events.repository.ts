@@ -75,6 +75,16 @@ export class JobEventsRepository {
     });
   }
 
+  /**
+   * Drops the metric points after `step` (except series whose names start with one of `keepPrefixes`):
+   * a job resuming from a checkpoint at `step` reports those steps again.
+   */
+  async rewindMetrics(jobId: string, step: number, keepPrefixes: readonly string[]): Promise<void> {
+    const q = this.metrics.createQueryBuilder().delete().where('job_id = :jobId AND step > :step', { jobId, step });
+    keepPrefixes.forEach((prefix, i) => q.andWhere(`name NOT LIKE :keep${i}`, { [`keep${i}`]: `${prefix.replace(/[\\%_]/g, '')}%` }));
+    await q.execute();
+  }
+
   async putArtifact(artifact: Omit<JobArtifactEntity, 'id'>): Promise<void> {
     await this.artifacts.upsert(artifact, ['jobId', 'name']);
   }

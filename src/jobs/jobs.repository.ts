@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
 import { JobListSql, type JobListQuery, type PgPool, type SqliteDatabase } from './job-list.sql';
 import { ACTIVE_STATES, DeviceIds, JobEntity, JobState, JobSummary } from './job.entity';
+import { JobSecretEntity } from './job-secret.entity';
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
@@ -26,11 +27,20 @@ export class JobsRepository {
     this.jobs = dataSource.getRepository(JobEntity);
   }
 
-  async insert(job: JobEntity): Promise<void> {
+  /** A new job, with the secrets taken out of its spec (see {@link JobSecretEntity}), in one transaction. */
+  async insert(job: JobEntity, secrets: Record<string, string> = {}): Promise<void> {
     await this.dataSource.transaction(async (m) => {
       await m.insert(JobEntity, job as never);
+      const rows = Object.entries(secrets).map(([path, value]) => ({ jobId: job.id, path, value }));
+      if (rows.length > 0) await m.insert(JobSecretEntity, rows);
       await this.stateEvent(m, job.id, 'queued', null, job.createdAt);
     });
+  }
+
+  /** A job's secrets by dotted spec path, for its runner. */
+  async secretsOf(jobId: string): Promise<Record<string, string>> {
+    const rows = await this.dataSource.getRepository(JobSecretEntity).findBy({ jobId });
+    return Object.fromEntries(rows.map((r) => [r.path, r.value]));
   }
 
   findById(id: string): Promise<JobEntity | null> {

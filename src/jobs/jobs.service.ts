@@ -29,8 +29,9 @@ export class JobsService {
   ) {}
 
   async submit(caller: Principal, body: unknown): Promise<JobEntity> {
-    const { kind, spec } = parseJobSpec(body);
-    await this.checks.check(spec, (id) => this.get(caller, id), caller);
+    const { kind, spec: parsed } = parseJobSpec(body);
+    await this.checks.check(parsed, (id) => this.get(caller, id), caller);
+    const { spec, secrets } = takeSecrets(parsed);
     const now = Date.now();
     const job = Object.assign(new JobEntity(), {
       id: randomUUID(),
@@ -57,7 +58,7 @@ export class JobsService {
       finishedAt: null,
       updatedAt: now,
     });
-    await this.jobs.insert(job);
+    await this.jobs.insert(job, secrets);
     try {
       await this.queue.enqueue(job);
     } catch (error) {
@@ -135,6 +136,22 @@ export class JobsService {
     }
     return { artifact, stream: createReadStream(artifact.path) };
   }
+}
+
+/** Spec paths whose values are secrets: stored apart from the spec (see JobSecretEntity), given only to the job runner. */
+const SECRET_PATHS = [['environment', 'token']] as const;
+
+/** The spec without its secrets, and the secrets by dotted path. */
+function takeSecrets(spec: Record<string, unknown>): { spec: Record<string, unknown>; secrets: Record<string, string> } {
+  const secrets: Record<string, string> = {};
+  const out = structuredClone(spec);
+  for (const [outer, inner] of SECRET_PATHS) {
+    const holder = out[outer] as Record<string, unknown> | undefined;
+    if (typeof holder?.[inner] !== 'string') continue;
+    secrets[`${outer}.${inner}`] = holder[inner] as string;
+    delete holder[inner];
+  }
+  return { spec: out, secrets };
 }
 
 /** The environment a spec names (`environment.id` of train, inference and session jobs), else null. */

@@ -78,7 +78,7 @@ async function run(start: StartMessage): Promise<void> {
   mkdirSync(start.workDir, { recursive: true });
   const ctx: RunContext = {
     jobId: start.job.id,
-    spec: start.job.spec,
+    spec: withSecrets(start.job.spec, start.secrets ?? {}),
     attempt: start.job.attempt,
     resumeState: start.job.resumeState ?? null,
     workDir: start.workDir,
@@ -89,11 +89,24 @@ async function run(start: StartMessage): Promise<void> {
     progress: (step, total = null, message = null) => send({ type: 'progress', step, total, message }),
     metrics: (step, values) => send({ type: 'metrics', step, values }),
     checkpoint: (state) => send({ type: 'checkpoint', state }),
+    resumed: (step, keepPrefixes = []) => send({ type: 'resumed', step, keepPrefixes }),
     artifact: (name, path) => send({ type: 'artifact', name, path }),
     calls: callInbox(),
   };
   send({ type: 'running' });
   await runner(ctx);
+}
+
+/** The stored spec with its secrets put back at their dotted paths. */
+function withSecrets(spec: Record<string, unknown>, secrets: Record<string, string>): Record<string, unknown> {
+  const out = structuredClone(spec);
+  for (const [path, value] of Object.entries(secrets)) {
+    const keys = path.split('.');
+    let holder = out;
+    for (const key of keys.slice(0, -1)) holder = (holder[key] ??= {}) as Record<string, unknown>;
+    holder[keys[keys.length - 1]] = value;
+  }
+  return out;
 }
 
 /** This file is `<install>/dist/runner/job-runner.main.js`. */
@@ -125,8 +138,10 @@ function main(): void {
     run(message).then(
       () => finish(0),
       (error: unknown) => {
+        // The job's log and error are its owner's to read: the message, never a stack trace (which
+        // names the installation's files). OPENTINKER_RUNNER_STACKS=1 prints it for an operator.
         const text = error instanceof Error ? error.message : String(error);
-        console.error(error instanceof Error && error.stack ? error.stack : text);
+        console.error(process.env.OPENTINKER_RUNNER_STACKS === '1' && error instanceof Error && error.stack ? error.stack : `error: ${text}`);
         finish(1, { type: 'failed', message: text });
       },
     );

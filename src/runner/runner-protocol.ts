@@ -12,6 +12,8 @@ export interface StartMessage {
   paths: { home: string; pluginsDir: string | null };
   /** What the job's owner may reach on this worker, from the worker's settings. */
   policy: RunnerPolicy;
+  /** Spec values kept out of the stored spec, by dotted path (`environment.token`); put back before the run. */
+  secrets: Record<string, string>;
 }
 
 /**
@@ -33,6 +35,7 @@ export type RunnerMessage =
   | { type: 'progress'; step: number; total: number | null; message: string | null }
   | { type: 'metrics'; step: number; values: Record<string, number> }
   | { type: 'checkpoint'; state: unknown }
+  | { type: 'resumed'; step: number; keepPrefixes: string[] }
   | { type: 'artifact'; name: string; path: string }
   | { type: 'failed'; message: string }
   | { type: 'call-result'; id: number; result?: unknown; error?: string }
@@ -70,6 +73,12 @@ export interface RunContext {
   metrics(step: number, values: Record<string, number>): void;
   /** The operator's limits for this job (see {@link RunnerPolicy}). */
   policy: RunnerPolicy;
+  /**
+   * Says the job resumed at `step`: the metric points recorded after it (by the attempt that was lost)
+   * are dropped, since this attempt reports those steps again; series named with `keepPrefixes` (e.g.
+   * a warm-up's `sft/`, numbered on their own) stay.
+   */
+  resumed(step: number, keepPrefixes?: string[]): void;
   /** Saves resume state; a job re-queued after losing its worker gets it back. */
   checkpoint(state: unknown): void;
   /** Publishes a file under `workDir` as a job artifact. */

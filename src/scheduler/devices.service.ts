@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { JobsRepository } from '../jobs/jobs.repository';
 import type { DeviceInfo } from './worker.entity';
@@ -8,7 +9,7 @@ export interface WorkerDevices {
   workerId: string;
   hostname: string;
   lastSeenAt: number;
-  devices: (DeviceInfo & { jobId: string | null })[];
+  devices: (DeviceInfo & { jobId: string | null; busy: boolean })[];
 }
 
 @Injectable()
@@ -19,17 +20,25 @@ export class DevicesService {
     private readonly jobs: JobsRepository,
   ) {}
 
-  /** Live workers (heartbeat within one lease) with each device and the job that holds it. */
-  async list(): Promise<WorkerDevices[]> {
+  /**
+   * Live workers (heartbeat within one lease) with each device and the job that holds it. A plain user
+   * sees the ids of their own jobs only; another user's job shows as busy (its id would name a
+   * checkpoint folder and a target for guessing).
+   */
+  async list(caller: Principal): Promise<WorkerDevices[]> {
     const since = Date.now() - this.config.values.lease_seconds * 1000;
     const [workers, active] = await Promise.all([this.workers.alive(since), this.jobs.activeWithDevices()]);
-    const holder = new Map<string, string>();
-    for (const job of active) for (const device of job.devices ?? []) holder.set(`${job.workerId}/${device}`, job.id);
+    const holder = new Map<string, { id: string; ownerId: string }>();
+    for (const job of active) for (const device of job.devices ?? []) holder.set(`${job.workerId}/${device}`, { id: job.id, ownerId: job.ownerId });
+    const visible = (job: { id: string; ownerId: string } | undefined) => (job && (isAdmin(caller) || job.ownerId === caller.userId) ? job.id : null);
     return workers.map((w) => ({
       workerId: w.id,
       hostname: w.hostname,
       lastSeenAt: w.lastSeenAt,
-      devices: w.devices.map((d) => ({ ...d, jobId: holder.get(`${w.id}/${d.id}`) ?? null })),
+      devices: w.devices.map((d) => {
+        const job = holder.get(`${w.id}/${d.id}`);
+        return { ...d, jobId: visible(job), busy: job !== undefined };
+      }),
     }));
   }
 }

@@ -10,6 +10,7 @@ export interface JobProcessOptions {
   jobDir: string;
   paths: StartMessage['paths'];
   policy: StartMessage['policy'];
+  secrets: StartMessage['secrets'];
   graceMs: number;
   onMessage(message: RunnerMessage): void;
   onLog(text: string): void;
@@ -82,6 +83,7 @@ export class JobProcess {
       workDir: join(options.jobDir, 'work'),
       paths: options.paths,
       policy: options.policy,
+      secrets: options.secrets,
     };
     this.child.send(start, (error) => {
       if (error) this.stderrTail.push(`could not reach the job runner: ${error.message}`);

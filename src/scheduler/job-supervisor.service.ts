@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { findJobKind } from '../jobs/kinds/job-kinds';
@@ -48,6 +49,8 @@ interface Running {
 export class JobSupervisor {
   private readonly logger = new Logger('JobSupervisor');
   private readonly running = new Map<string, Running>();
+  /** Host paths that job logs and errors (the tenant's to read) show by name instead. */
+  private readonly paths: Array<[string, string]>;
 
   constructor(
     private readonly config: AppConfig,
@@ -57,14 +60,29 @@ export class JobSupervisor {
     private readonly bus: LocalBus,
     @Inject(RUNNER_ENTRY) private readonly runnerEntry: string,
     private readonly sessions: SessionRelayService,
-  ) {}
+  ) {
+    // The runner entry is `<install>/dist/runner/job-runner.main.js`.
+    const paths: Array<[string, string]> = [
+      [config.home, '$OPENTINKER_HOME'],
+      [resolve(runnerEntry, '..', '..', '..'), '<install>'],
+    ];
+    // The longer first: one may hold the other.
+    this.paths = paths.sort((a, b) => b[0].length - a[0].length);
+  }
+
+  /** Text for the tenant: the data folder and the installation named, not spelled out. */
+  private redact(text: string): string {
+    let out = text;
+    for (const [path, name] of this.paths) if (path.length > 1) out = out.split(path).join(name);
+    return out;
+  }
 
   get runningIds(): string[] {
     return [...this.running.keys()];
   }
 
   /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
-  start(job: JobEntity, workerId: string, owner: { admin: boolean }, onEnded: () => void): void {
+  start(job: JobEntity, workerId: string, launch: { ownerIsAdmin: boolean; secrets: Record<string, string> }, onEnded: () => void): void {
     const entry = { job, workerId, onEnded, writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
     entry.process = new JobProcess(job, {
       runnerEntry: this.runnerEntry,
@@ -73,8 +91,9 @@ export class JobSupervisor {
       policy: {
         environmentHost: this.config.environmentHost,
         modelRoots: this.config.values.model_roots,
-        remoteEnvironments: urlPolicyFor(this.config, owner.admin),
+        remoteEnvironments: urlPolicyFor(this.config, launch.ownerIsAdmin),
       },
+      secrets: launch.secrets,
       graceMs: this.config.values.cancel_grace_seconds * 1000,
       onMessage: (m) => this.onMessage(entry, m),
       onLog: (text) => this.onLog(entry, text),
@@ -153,6 +172,8 @@ export class JobSupervisor {
       }
       case 'checkpoint':
         return this.write(entry, () => this.jobs.saveResumeState(id, entry.workerId, m.state));
+      case 'resumed':
+        return this.write(entry, () => this.events.rewindMetrics(id, m.step, m.keepPrefixes));
       case 'artifact':
         return this.write(entry, async () => {
           const size = statSync(m.path).size;
@@ -160,7 +181,7 @@ export class JobSupervisor {
           await this.events.append(id, 'artifact', { name: m.name, size });
         });
       case 'failed':
-        entry.failure = m.message;
+        entry.failure = this.redact(m.message);
         return;
       case 'call-result':
         return this.write(entry, () => this.sessions.result(id, m));
@@ -172,7 +193,7 @@ export class JobSupervisor {
   private onLog(entry: Running, text: string): void {
     const log = entry.log;
     if (log.truncated) return;
-    log.buffer += text;
+    log.buffer += this.redact(text);
     log.timer ??= setTimeout(() => this.flushLog(entry), LOG_FLUSH_MS);
   }
 
@@ -185,7 +206,7 @@ export class JobSupervisor {
     log.buffer = '';
     if (log.stored + text.length > DB_LOG_LIMIT) {
       text = text.slice(0, Math.max(0, DB_LOG_LIMIT - log.stored)) +
-        `\n[log truncated here: the full log is ${this.config.jobDir(entry.job.id)}/job.log on worker ${entry.workerId}]\n`;
+        `\n[log truncated here: the full log is ${this.redact(this.config.jobDir(entry.job.id))}/job.log on worker ${entry.workerId}]\n`;
       log.truncated = true;
     }
     log.stored += text.length;
@@ -250,7 +271,7 @@ export class JobSupervisor {
         }
       }
     }
-    const error = entry.failure ?? `The job runner ${how}${stderrTail.length ? `: ${stderrTail.slice(-3).join(' | ')}` : ''}`;
+    const error = entry.failure ?? `The job runner ${how}${stderrTail.length ? `: ${this.redact(stderrTail.slice(-3).join(' | '))}` : ''}`;
     await this.jobs.finish(job.id, workerId, 'failed', { error, exitCode: code });
   }
 }

@@ -94,9 +94,10 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     while (!this.stopping && this.pool.hasFree) {
       const job = await this.queue.claimNext({ workerId: this.id, pool: this.pool, userLimit: this.config.values.max_jobs_per_user });
       if (!job) return;
-      // What the job may reach (loopback environment servers) depends on its owner's role.
-      const owner = await this.users.findUser(job.ownerId).catch(() => null);
-      this.supervisor.start(job, this.id, { admin: owner?.role === 'admin' }, () => {
+      // What the job may reach (loopback environment servers) depends on its owner's role; its secrets
+      // (a remote environment's token) are kept apart from the spec and handed to the runner.
+      const [owner, secrets] = await Promise.all([this.users.findUser(job.ownerId).catch(() => null), this.jobs.secretsOf(job.id).catch(() => ({}))]);
+      this.supervisor.start(job, this.id, { ownerIsAdmin: owner?.role === 'admin', secrets }, () => {
         this.pool.release(job.devices ?? []);
         this.kick();
       });

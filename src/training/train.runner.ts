@@ -111,6 +111,8 @@ class TrainRun {
       rng = Prng.fromState(s.rng);
       sftSteps = s.sft_steps;
       this.log(`resuming from step ${step} (${relative(ctx.workDir, this.resume.dir)})`);
+      // The warm-up's `sft/` series is numbered by its own steps and is not run again.
+      ctx.resumed(step, ['sft/']);
     }
 
     if (!this.resume && spec.sft.steps > 0) {

@@ -84,13 +84,12 @@ describe('train jobs through the HTTP API', () => {
     expect((await t.request('GET', `/v1/jobs/${job.id}/logs`)).text).toContain('the game server is down');
   }, SLOW);
 
-  it('fails a job whose environment.url is unreachable, naming the URL', async () => {
+  it('fails a job whose environment.url is unreachable, naming the URL and nothing about the port', async () => {
     const url = `http://127.0.0.1:${await unusedPort()}`;
     const job = await submit(trainSpec({ environment: { id: 'math', url } }));
     const done = await waitForState(t, job.id, ['succeeded', 'failed', 'cancelled'], 60_000);
     expect(done.state).toBe('failed');
-    expect(done.error).toContain(`environment.url: Environment server ${url} is unreachable after 3 attempts`);
-    expect(done.error).toContain('is it running?');
+    expect(done.error).toBe(`environment.url: Environment server ${url} is unreachable`);
   }, SLOW);
 
   it('cancels mid-rollout: the job ends cancelled, its runner is gone and its device is free', async () => {
@@ -130,8 +129,8 @@ describe('train jobs through the HTTP API', () => {
     expect(resumed % 2).toBe(0);
     const steps = (await series(job.id, 'reward/mean')).map((p) => p.step);
     expect(Math.max(...steps)).toBe(total);
-    // Every step ran; those after the checkpoint it resumed from may have run twice.
-    expect(new Set(steps)).toEqual(new Set(Array.from({ length: total }, (_, i) => i + 1)));
+    // Every step ran; the points of the steps the lost attempt ran after its checkpoint were replaced.
+    expect(steps).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     const state = JSON.parse(readFileSync(join(workDir(job.id), 'checkpoints', `step-${total}`, 'trainer_state.json'), 'utf8'));
     expect(state).toMatchObject({ step: total, total_steps: total });
     expect(existsSync(join(workDir(job.id), 'checkpoints', 'step-2'))).toBe(false); // pruned to max_checkpoints

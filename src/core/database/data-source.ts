@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { secureDataFolder } from '../data-folder';
 import { join } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { ApiKeyEntity } from '../../auth/api-key.entity';
@@ -17,9 +18,11 @@ import { SessionCalls1765000000000 } from './1765000000000-session-calls.migrati
 import { Datasets1765100000000 } from './1765100000000-datasets.migration';
 import { JobEnvironment1765200000000 } from './1765200000000-job-environment.migration';
 import { JobRowVersion1765300000000 } from './1765300000000-job-row-version.migration';
+import { JobSecrets1765400000000 } from './1765400000000-job-secrets.migration';
+import { JobSecretEntity } from '../../jobs/job-secret.entity';
 
-export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity];
-export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000, Datasets1765100000000, JobEnvironment1765200000000, JobRowVersion1765300000000];
+export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
+export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000, Datasets1765100000000, JobEnvironment1765200000000, JobRowVersion1765300000000, JobSecrets1765400000000];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   const common = { entities: ENTITIES, migrations: MIGRATIONS, migrationsRun: false, synchronize: false, logging: false } as const;
@@ -43,6 +46,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
 
 /** Opens the database and brings its schema up to date. */
 export async function openDatabase(config: AppConfig): Promise<DataSource> {
+  secureDataFolder(config.home);
   const dataSource = new DataSource(dataSourceOptions(config));
   await dataSource.initialize();
   if (config.usesPostgres) {

@@ -859,12 +859,14 @@ export interface components {
             valid_rows: number;
         };
         DeviceDto: {
+            /** @description Whether a job holds the device */
+            busy: boolean;
             /**
              * @description `gpu:<index>` or `cpu:<slot>`
              * @example gpu:0
              */
             id: string;
-            /** @description The job holding the device */
+            /** @description The job holding the device (another user's job shows as `busy`, without its id) */
             job_id: string | null;
             /** @enum {string} */
             kind: "gpu" | "cpu";
@@ -991,7 +993,7 @@ export interface components {
             version: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND";
+        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED";
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
