@@ -176,6 +176,15 @@ describe('invalid moves', () => {
     expect(info(r)).toMatchObject({ error: null, move: [2, 3] });
   });
 
+  it('a reply places one stone, whatever it holds: several tags, a move in code or a thought', () => {
+    const { episode } = start({ opponent: 'greedy' });
+    const r = episode.step('<move>0,0</move><move>1,1</move>\n```\n<move>2,2</move>\n```\n<think><move>3,3</move></think>');
+    expect(info(r)).toMatchObject({ error: null, move: [1, 1], model_moves: 1, opponent_moves: 1, moves: 2 });
+    const quoted = episode.step('Reply like `<move>4,0</move>`; <think>I play <move>5,5</move>');
+    expect(quoted.observation).toContain('no <move>row,col</move> tag (outside <think>…</think> and code)');
+    expect(info(quoted)).toMatchObject({ error: 'missing_tag', model_moves: 1, invalid_moves: 1 });
+  });
+
   it('the max_invalid_moves-th invalid move ends the game with the invalid penalty', () => {
     const { episode } = start({ rewards: { invalid_move: -2 } });
     expect(episode.step('nothing').reward).toBe(-2);

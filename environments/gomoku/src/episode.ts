@@ -238,7 +238,7 @@ export class GomokuEpisode implements Episode<GomokuTask> {
       const owner = board.cells[cell] === X ? 'X (your stone)' : "O (the opponent's stone)";
       why = `(${parsed.row}, ${parsed.col}) is already taken by ${owner}. Choose an empty cell, shown as '.'.`;
     } else if (parsed.error === 'missing_tag') {
-      why = 'your reply has no <move>row,col</move> tag.';
+      why = 'your reply has no <move>row,col</move> tag (outside <think>…</think> and code).';
     } else if (parsed.error === 'unparsable') {
       const shown = parsed.content.length > 40 ? `${parsed.content.slice(0, 40)}…` : parsed.content;
       why = `${JSON.stringify(shown)} is not a move. Write the row and the column as two numbers separated by a comma, like <move>${last >> 1},${last >> 1}</move>.`;

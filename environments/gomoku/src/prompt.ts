@@ -28,7 +28,7 @@ export function systemPrompt(config: GomokuConfig): string {
     `The first player with ${k} stones in an unbroken line (horizontal, vertical or diagonal) wins. ${overline} If the board fills up with no winner, the game is a draw.`,
     `Coordinates are 0-based: rows are numbered 0 to ${n - 1} from top to bottom and columns 0 to ${n - 1} from left to right, as printed around the board; (0, 0) is the top-left corner.`,
     `On the board, X marks your stones, O the opponent's and . an empty cell; the opponent's last move is shown in brackets, like [O].`,
-    `Answer every turn with one move in the form <move>row,col</move>, for example <move>${n >> 1},${n >> 1}</move>. You may think first; only the last <move> tag of your reply counts.`,
+    `Answer every turn with one move in the form <move>row,col</move>, for example <move>${n >> 1},${n >> 1}</move>. You may think first; only the last <move> tag of your reply counts, and not one inside <think>…</think> or code.`,
     invalid,
   ].join('\n');
 }

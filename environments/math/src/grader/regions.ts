@@ -16,21 +16,46 @@ const QUOTED = /"[^"\n]*"|\u201c[^\u201d\n]*\u201d/g;
 const MARKER = /\\(?:boxed|fbox)|####|answer/i;
 
 /**
- * The thought part of a response: everything up to the last `</think>` (the model's reasoning, also
- * when the chat template opened `<think>` in the prompt), and everything after a `<think>` that never
- * closes. `<thinking>` counts the same. Returns `[start, end)` ranges.
+ * The thoughts of a response, as `[start, end)` ranges: `<think>…</think>` pairs; a `</think>` with
+ * no `<think>` before it closes a thought that began where the response (or the previous thought)
+ * ended, as when the chat template opened `<think>` in the prompt; a `<think>` that never closes runs
+ * to the end. `<thinking>` counts the same.
  */
 export function thoughtRanges(text: string): Array<[number, number]> {
+  const opens = [...text.matchAll(/<think(?:ing)?>/gi)].map((m) => [m.index ?? 0, (m.index ?? 0) + m[0].length]);
+  const closes = [...text.matchAll(/<\/think(?:ing)?>/gi)].map((m) => [m.index ?? 0, (m.index ?? 0) + m[0].length]);
   const ranges: Array<[number, number]> = [];
-  const close = /<\/think(?:ing)?>/gi;
-  let lastClose = -1;
-  for (const m of text.matchAll(close)) lastClose = (m.index ?? 0) + m[0].length;
-  if (lastClose >= 0) ranges.push([0, lastClose]);
-  const open = /<think(?:ing)?>/gi;
-  open.lastIndex = Math.max(lastClose, 0);
-  const unclosed = open.exec(text);
-  if (unclosed) ranges.push([unclosed.index, text.length]);
+  let pos = 0;
+  let i = 0;
+  let j = 0;
+  for (;;) {
+    while (i < opens.length && opens[i][0] < pos) i++;
+    while (j < closes.length && closes[j][0] < pos) j++;
+    const o = opens[i];
+    const c = closes[j];
+    if (c && (!o || c[0] < o[0])) {
+      ranges.push([pos, c[1]]);
+      pos = c[1];
+    } else if (o) {
+      while (j < closes.length && closes[j][0] < o[1]) j++;
+      const end = closes[j];
+      ranges.push([o[0], end ? end[1] : text.length]);
+      if (!end) break;
+      pos = end[1];
+    } else break;
+  }
   return ranges;
+}
+
+/** The text with each of the (sorted, disjoint) ranges blanked, built in one pass. */
+function blankRanges(text: string, ranges: Array<[number, number]>): string {
+  let out = '';
+  let from = 0;
+  for (const [start, end] of ranges) {
+    out += text.slice(from, start) + blank(text.slice(start, end));
+    from = end;
+  }
+  return out + text.slice(from);
 }
 
 /**
@@ -45,7 +70,7 @@ export function thoughtRanges(text: string): Array<[number, number]> {
 export function maskAsides(text: string): string {
   if (typeof text !== 'string') return '';
   let s = text;
-  for (const [start, end] of thoughtRanges(s)) s = s.slice(0, start) + blank(s.slice(start, end)) + s.slice(end);
+  s = blankRanges(s, thoughtRanges(s));
   s = blankFences(s);
   s = s.replace(INLINE_CODE, blank);
   s = s.replace(BLOCK_QUOTE, blank);
@@ -61,9 +86,12 @@ export function maskAsides(text: string): string {
 function blankFences(text: string): string {
   let out = '';
   let from = 0;
+  // The next fence of each kind, looked up again only once passed (so many fences stay linear).
+  let tick = -2;
+  let tilde = -2;
   for (;;) {
-    const tick = text.indexOf('```', from);
-    const tilde = text.indexOf('~~~', from);
+    if (tick !== -1 && tick < from) tick = text.indexOf('```', from);
+    if (tilde !== -1 && tilde < from) tilde = text.indexOf('~~~', from);
     const start = tick < 0 ? tilde : tilde < 0 ? tick : Math.min(tick, tilde);
     if (start < 0) break;
     const fence = text.slice(start, start + 3);
