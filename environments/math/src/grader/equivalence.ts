@@ -32,8 +32,9 @@ const MIN_DEFINED = 3;
  *
  * Rules, in order:
  * - both are normalised ({@link normalizeAnswer}): math delimiters, `\left`/`\right`, LaTeX spacing
- *   (`\!`, `\,`, `\ `), `\dfrac`/`\tfrac` → `\frac`, unicode minus and symbols, units in `\text{}`,
- *   `\mbox{}` or trailing words, `\$`, degrees (`^\circ`, `°`), thousands commas (`1,000`);
+ *   (`\!`, `\,`, `\ `), `\dfrac`/`\tfrac` → `\frac`, known units (`units.ts`) in `\text{}`, `\mbox{}` or
+ *   as words, `\$`, degrees (`^\circ`), thousands separators (`1,000`, `1{,}000`, `10\!000`; not
+ *   `10\,000` or `10 000`); other words stay, and non-ASCII symbols are not read;
  * - shapes must agree: tuples and intervals compare element-wise with the same brackets (`(1,2)` is not
  *   `[1,2)`), sets (`\{1,2\}`) and bare lists (`1, 2`) regardless of order, unions of intervals
  *   regardless of order, matrices element-wise; `x = 3` is `3`; `x > 3` is `(3, \infty)`;
