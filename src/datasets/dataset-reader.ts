@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { fork } from 'node:child_process';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { REGISTRY_PATHS } from '../registry/environment-registry.service';
@@ -11,7 +11,7 @@ import type { DatasetCaps, DatasetRow } from './dataset-rows';
 
 type EnvRef = { id: string; hostRoot: string; pluginsDir: string };
 
-/** A request to the dataset reader thread (`dataset-reader.worker.ts`). */
+/** A request to the dataset reader process (`dataset-reader.main.ts`). */
 export type DatasetReaderRequest =
   | { op: 'check'; path: string; format: DatasetFormat; caps: DatasetCaps; environment: EnvRef }
   | { op: 'preview'; path: string; format: DatasetFormat; caps: DatasetCaps; limit: number }
@@ -27,7 +27,7 @@ export type DatasetReaderReply =
 const READ_TIMEOUT_MS = 10 * 60_000;
 
 /**
- * Reads dataset files off the API's event loop: each read runs in its own worker thread with a capped
+ * Reads dataset files off the API's event loop: each read runs in its own child process with a capped
  * heap (setting dataset_parse_memory_mb), within the row and line caps (dataset_max_rows,
  * dataset_max_line_bytes). A file past a cap is a 413 naming the setting, one that breaks the heap cap
  * too; a file that is not readable in its format is a 400. The API keeps answering meanwhile.
@@ -65,22 +65,26 @@ export class DatasetReader {
 
   private run(request: DatasetReaderRequest): Promise<Exclude<DatasetReaderReply, { failure: unknown }>> {
     const memoryMb = this.config.values.dataset_parse_memory_mb;
-    const entry = join(this.registryPaths.hostRoot, 'dist', 'datasets', 'dataset-reader.worker.js');
+    const entry = join(this.registryPaths.hostRoot, 'dist', 'datasets', 'dataset-reader.main.js');
     return new Promise((resolve, reject) => {
-      const worker = new Worker(entry, { workerData: request, resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: 64 } });
+      const child = fork(entry, [], { execArgv: [`--max-old-space-size=${memoryMb}`], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'advanced' });
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        if (stderr.length < 64 * 1024) stderr += chunk.toString('utf8');
+      });
       let settled = false;
       const settle = (fn: () => void) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         fn();
-        void worker.terminate();
+        if (child.exitCode === null) child.kill('SIGKILL');
       };
       const timer = setTimeout(
         () => settle(() => reject(new AppError(ErrorCode.DATASET_TOO_LARGE, `Reading the dataset took longer than ${READ_TIMEOUT_MS / 60_000} minutes`))),
         READ_TIMEOUT_MS,
       );
-      worker.once('message', (reply: DatasetReaderReply) =>
+      child.once('message', (reply: DatasetReaderReply) =>
         settle(() => {
           if (!('failure' in reply)) return resolve(reply);
           const f = reply.failure;
@@ -96,18 +100,20 @@ export class DatasetReader {
           reject(new AppError(ErrorCode.INTERNAL, `Could not read the dataset: ${f.message}`));
         }),
       );
-      worker.once('error', (error: Error & { code?: string }) =>
+      child.once('error', (error) => settle(() => reject(new AppError(ErrorCode.INTERNAL, `Could not start the dataset reader: ${error.message}`))));
+      child.once('exit', (code, signal) =>
         settle(() => {
-          if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+          // V8 aborts a process that reaches its heap limit ("heap out of memory", SIGABRT).
+          if (/heap out of memory|Reached heap limit/.test(stderr) || signal === 'SIGABRT') {
             reject(
               new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: reading it needs more than ${memoryMb} MiB (setting dataset_parse_memory_mb)`, {
                 details: { setting: 'dataset_parse_memory_mb' },
               }),
             );
-          } else reject(new AppError(ErrorCode.INTERNAL, `Could not read the dataset: ${error.message}`));
+          } else reject(new AppError(ErrorCode.INTERNAL, `The dataset reader stopped (${signal ?? `code ${code}`})`));
         }),
       );
-      worker.once('exit', (code) => settle(() => reject(new AppError(ErrorCode.INTERNAL, `The dataset reader stopped (code ${code})`))));
+      child.send(request);
     });
   }
 }

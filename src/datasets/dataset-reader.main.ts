@@ -1,12 +1,12 @@
 /**
- * A worker thread that reads one dataset file for the API (see `DatasetReader`): the upload check of
+ * A child process that reads one dataset file for the API (see `DatasetReader`): the upload check of
  * every row, a preview, or a compatibility sample. Parsing runs here so a hostile file can never block
- * the API's event loop; the thread's heap is capped (`resourceLimits`), so neither can it exhaust the
- * API's memory. One request per thread: it answers one message, then exits.
+ * the API's event loop; the process's heap is capped (`--max-old-space-size`), and running out of it
+ * ends this process only (a worker thread's heap limit can still abort the whole API process in V8).
+ * One request per process: it answers one IPC message, then exits.
  */
 import { checkDatasetRow } from '@opentinker/env-sdk';
 import type { Environment } from '@opentinker/env-sdk';
-import { parentPort, workerData } from 'node:worker_threads';
 import { loadRegistry } from '../registry/registry-loader';
 import { checkDatasetFile, firstUsableRow } from './dataset-check';
 import { DatasetCapError, DatasetFormatError, readDatasetRows } from './dataset-rows';
@@ -40,9 +40,10 @@ async function handle(req: DatasetReaderRequest): Promise<DatasetReaderReply> {
   }
 }
 
-handle(workerData as DatasetReaderRequest).then(
-  (reply) => parentPort!.postMessage(reply),
-  (error: unknown) => {
+const reply = (message: DatasetReaderReply) => process.send!(message, undefined, {}, () => process.disconnect());
+
+process.once('message', (request: DatasetReaderRequest) =>
+  handle(request).then(reply, (error: unknown) => {
     const e = error as Error;
     const failure =
       error instanceof DatasetCapError
@@ -50,6 +51,6 @@ handle(workerData as DatasetReaderRequest).then(
         : error instanceof DatasetFormatError
           ? { kind: 'format' as const, message: e.message }
           : { kind: 'internal' as const, message: e?.message ?? String(error) };
-    parentPort!.postMessage({ failure });
-  },
+    reply({ failure });
+  }),
 );
