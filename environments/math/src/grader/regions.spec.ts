@@ -9,6 +9,7 @@ describe('maskAsides', () => {
     ['a block quote', '> \\boxed{1}\nok', '> \\boxed{1}'],
     ['a quotation that mentions an answer', 'say "\\boxed{1}" now', '"\\boxed{1}"'],
     ['a quotation that does not stays', 'the "hard" part', ''],
+    ['inch marks are not quotes', 'a 5" side, so \\boxed{25} and 3" more', ''],
     ['a thought', '<think>\\boxed{1}</think> \\boxed{2}', '<think>\\boxed{1}</think>'],
   ])('%s', (_name, text, span) => {
     expect(maskAsides(text)).toBe(text.replace(span, span.replace(/[^\n]/g, ' ')));

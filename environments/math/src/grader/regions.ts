@@ -11,8 +11,8 @@ const blank = (span: string) => span.replace(/[^\n]/g, ' ');
 const INLINE_CODE = /(``?)(?!`)[^`\n]+?\1(?!`)/g;
 /** Markdown block quotes: lines starting with `>`. */
 const BLOCK_QUOTE = /^[ \t]*>[^\n]*/gm;
-/** A quoted span on one line ("…", “…”) that mentions an answer marker. */
-const QUOTED = /"[^"\n]*"|\u201c[^\u201d\n]*\u201d/g;
+/** A quoted span on one line ("…", “…”) that mentions an answer marker; `5"` (inches) opens nothing. */
+const QUOTED = /(?<![\w\\])"[^"\n]*"|\u201c[^\u201d\n]*\u201d/g;
 const MARKER = /\\(?:boxed|fbox)|####|answer/i;
 
 /**
