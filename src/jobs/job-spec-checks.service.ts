@@ -69,13 +69,13 @@ export class JobSpecChecksService {
   }
 
   /**
-   * A job no registered worker could ever hold would wait forever: refused now. With no worker
-   * registered yet (an API started before its workers) the job is accepted and waits for one.
+   * A job no worker the cluster has known (running or stopped) could ever hold would wait forever:
+   * refused now. With no worker registered yet (an API started before its workers) the job is accepted
+   * and waits for one.
    */
   private async checkResources(resources: { gpus: number; cpu_slots: number } | undefined): Promise<void> {
     if (!resources) return;
-    const since = Date.now() - this.config.values.lease_seconds * 1000;
-    const workers = await this.workers.alive(since);
+    const workers = await this.workers.all();
     if (workers.length === 0) return;
     const fits = workers.some((w) => {
       const gpus = w.devices.filter((d) => d.kind === 'gpu').length;
@@ -87,7 +87,7 @@ export class JobSpecChecksService {
     const field = resources.gpus > most('gpu') ? 'resources.gpus' : 'resources.cpu_slots';
     throw new AppError(
       ErrorCode.UNSCHEDULABLE,
-      `No worker can run this job: it asks for ${resources.gpus} GPU(s) and ${resources.cpu_slots} CPU slot(s); the largest worker has ${most('gpu')} GPU(s), and ${most('cpu')} CPU slot(s) at most`,
+      `No worker can run this job: it asks for ${resources.gpus} GPU(s) and ${resources.cpu_slots} CPU slot(s); the largest worker has ${most('gpu')} GPU(s), and ${most('cpu')} CPU slot(s) at most (the workers this cluster has known)`,
       { field },
     );
   }

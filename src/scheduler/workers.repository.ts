@@ -27,6 +27,11 @@ export class WorkersRepository {
     return this.workers.find({ where: { lastSeenAt: MoreThan(since), stoppedAt: IsNull() }, order: { startedAt: 'ASC' } });
   }
 
+  /** Every worker the cluster has known, running or not (what jobs it could ever place). */
+  all(): Promise<WorkerEntity[]> {
+    return this.workers.find();
+  }
+
   find(id: string): Promise<WorkerEntity | null> {
     return this.workers.findOneBy({ id });
   }

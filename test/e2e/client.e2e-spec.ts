@@ -1,6 +1,6 @@
 import { FetchLike, isOpenTinkerError, JobEvent, OpenTinkerClient, OpenTinkerError } from '@opentinker/client';
 import { createServer, Server, Socket } from 'node:net';
-import { parseSse, startTestApp, TestApp } from '../support/test-app';
+import { parseSse, startTestApp, TestApp, waitForState } from '../support/test-app';
 
 /**
  * `@opentinker/client` against a real server on a real port: typed calls, the server's errors mapped
@@ -112,8 +112,11 @@ describe('@opentinker/client', () => {
     expect((await alice.waitForJob(running.id)).state).toBe('cancelled');
     expect((await alice.jobs.cancel(running.id)).state).toBe('cancelled');
 
-    // A job that cannot be placed stays queued, so the first cancel ends it at once; its answer is lost.
-    const queued = await alice.jobs.submit({ kind: 'sleep', resources: { cpu_slots: 1024 } });
+    // A job waiting behind one that holds every CPU slot stays queued, so the first cancel ends it at
+    // once; its answer is lost.
+    const blocker = await alice.jobs.submit({ kind: 'sleep', steps: 1000, step_seconds: 0.05, resources: { cpu_slots: 2 } });
+    await waitForState(t, blocker.id, ['running']);
+    const queued = await alice.jobs.submit({ kind: 'sleep', resources: { cpu_slots: 2 } });
     let lost = false;
     const losing: FetchLike = async (request, init) => {
       const response = await fetch(request, init);
@@ -126,6 +129,8 @@ describe('@opentinker/client', () => {
     const flaky = new OpenTinkerClient({ baseUrl, apiKey: aliceKey, fetch: losing, retry: { baseDelayMs: 1 } });
     expect((await flaky.jobs.cancel(queued.id)).state).toBe('cancelled');
     expect(lost).toBe(true);
+    await alice.jobs.cancel(blocker.id);
+    expect((await alice.waitForJob(blocker.id)).state).toBe('cancelled');
 
     const finished = await alice.jobs.submit({ kind: 'sleep', steps: 1, step_seconds: 0 });
     await alice.waitForJob(finished.id);

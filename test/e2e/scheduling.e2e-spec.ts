@@ -1,3 +1,5 @@
+import { DataSource } from 'typeorm';
+import { WorkerEntity } from '../../src/scheduler/worker.entity';
 import { startTestApp, TestApp, waitForState } from '../support/test-app';
 
 /** Placement on one worker with one CPU slot: priorities, FIFO, the per-user limit and device fit. */
@@ -15,7 +17,7 @@ describe('scheduling', () => {
   };
 
   it('runs higher priority first, then first come first served', async () => {
-    const t = await startTestApp({ config: { cpu_slots: 1 } });
+    const t = await startTestApp({ config: { cpu_slots: 1, max_user_priority: 10 } });
     try {
       const [alice] = await users(t, 'alice');
       const blocker = await submit(t, alice, { name: 'blocker', steps: 3, step_seconds: 0.2 });
@@ -53,6 +55,20 @@ describe('scheduling', () => {
     const t = await startTestApp({ config: { cpu_slots: 2 } });
     try {
       const [alice] = await users(t, 'alice');
+      // A GPU worker the cluster has known (stopped now): a GPU job is accepted, and waits for it.
+      const now = Date.now();
+      await t.app.get(DataSource).getRepository(WorkerEntity).insert({
+        id: 'gpu-box',
+        hostname: 'gpu-box',
+        pid: 1,
+        devices: [
+          { id: 'gpu:0', kind: 'gpu', name: 'GPU', memoryMb: 81_920 },
+          { id: 'cpu:0', kind: 'cpu', name: 'CPU slot', memoryMb: null },
+        ],
+        startedAt: now,
+        lastSeenAt: now,
+        stoppedAt: now,
+      });
       const small = await submit(t, alice, { name: 'small', steps: 3, step_seconds: 0.15 });
       await waitForState(t, small, ['running']);
       const gpuJob = await submit(t, alice, { name: 'needs-gpu', resources: { gpus: 1 } });

@@ -278,7 +278,10 @@ describe('PythonSandbox.create refuses to run without a sandbox', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fake-bwrap-'));
     chmodSync(dir, 0o755);
     try {
-      writeFileSync(join(dir, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n', { mode: 0o755 });
+      writeFileSync(join(dir, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n');
+      // chmod, not the mode option: the server's umask (077) would leave it unreadable to the sandbox uid.
+      chmodSync(dir, 0o755);
+      chmodSync(join(dir, 'bwrap'), 0o755);
       await expect(PythonSandbox.create({ searchPath: [dir, '/usr/bin', '/bin'] })).rejects.toMatchObject({
         code: 'ENV_SANDBOX_UNAVAILABLE',
         message: expect.stringContaining('No permissions to create new namespace'),
