@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { DataSource } from 'typeorm';
 import type { AddressInfo } from 'node:net';
 import { loadRegistry } from '../../src/registry/registry-loader';
 import { createEnvServer } from '../../src/registry/env-server';
@@ -78,6 +79,10 @@ describe('security: remote environments are an allow-list, and their errors map 
       expect(JSON.stringify(done)).not.toContain('the-secret-token-0042');
       const list = await s.t.request('GET', '/v1/jobs');
       expect(list.text).not.toContain('the-secret-token-0042');
+      // Not in the jobs table either (database backups, admin tools and listings read it).
+      const [row] = await s.t.app.get(DataSource).query('SELECT spec FROM jobs WHERE id = ?', [job.body.id]);
+      expect(String(row.spec)).not.toContain('the-secret-token-0042');
+      expect(JSON.parse(String(row.spec)).environment.url).toBe(url);
     } finally {
       await app.close();
     }
