@@ -19,6 +19,7 @@ const MAX_SLOW_CHECKS = 4;
 export class AuthService {
   private readonly cache = new Map<string, { principal: Principal; until: number; touched: number }>();
   private slowChecks = 0;
+  private readonly verifying = new Map<string, Promise<{ key: ApiKeyEntity; user: UserEntity } | null>>();
 
   constructor(
     private readonly users: UsersRepository,
@@ -46,7 +47,7 @@ export class AuthService {
     if (cached && cached.until > now) return cached.principal;
 
     const sources = [`addr:${address}`, `key:${displayPrefix(key)}`];
-    const found = (await this.users.findActiveKeyByHash(hash)) ?? (await this.operatorKey(key));
+    const found = (await this.users.findActiveKeyByHash(hash)) ?? (await this.operatorKeyOnce(hash, key));
     if (!found || (!found.key.hash.startsWith('s:') && !sameHash(found.key.hash, hash))) throw this.fail(sources, 'Invalid or revoked API key');
     const principal: Principal = {
       userId: found.user.id,
@@ -69,6 +70,16 @@ export class AuthService {
     // The cache is keyed by SHA-256 of the presented key, which an operator key's stored hash is not.
     if (keyHash && !keyHash.startsWith('s:')) this.cache.delete(keyHash);
     else this.cache.clear();
+  }
+
+  /** Concurrent requests with the same key share one verification (a busy client's cache expiring). */
+  private operatorKeyOnce(hash: string, key: string): Promise<{ key: ApiKeyEntity; user: UserEntity } | null> {
+    let pending = this.verifying.get(hash);
+    if (!pending) {
+      pending = this.operatorKey(key).finally(() => this.verifying.delete(hash));
+      this.verifying.set(hash, pending);
+    }
+    return pending;
   }
 
   /**

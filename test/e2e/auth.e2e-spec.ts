@@ -102,6 +102,16 @@ describe('users and API keys', () => {
     }
   });
 
+  it('accepts the operator-chosen admin key (stored with scrypt) from many concurrent requests at once', async () => {
+    const fresh = await startTestApp({ worker: false });
+    try {
+      const answers = await Promise.all(Array.from({ length: 40 }, () => fresh.request('GET', '/v1/users/me')));
+      expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200));
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('allows self-registration only when the config opens it, and only as a plain user', async () => {
     const open = await startTestApp({ worker: false, config: { open_registration: true } });
     try {
