@@ -16,7 +16,7 @@ function usageError(fn: () => unknown): CliError {
 
 describe('train/infer key=value overrides', () => {
   it("carries over an OpenTinker seed command: the seed's names land on our spec, and the server accepts it", () => {
-    const { spec, url } = buildJobSpec('train', 'math', [
+    const { spec, url, uploads } = buildJobSpec('train', 'math', [
       'tokenizer_path=/models/qwen2.5-0.5b',
       'batch_size=16',
       'val_batch_size=64',
@@ -34,9 +34,14 @@ describe('train/infer key=value overrides', () => {
       'kl_loss_coef=0.001',
     ]);
     expect(url).toBe('http://gpu-box:8780');
+    // Local files are uploaded by the command before it submits: the spec never carries a path.
+    expect(uploads).toEqual([
+      { key: 'dataset', path: 'data/gsm8k/train.parquet', token: 'data_path=data/gsm8k/train.parquet' },
+      { key: 'val_dataset', path: 'data/gsm8k/test.parquet', token: 'val_data_path=data/gsm8k/test.parquet' },
+    ]);
     expect(spec).toEqual({
       kind: 'train',
-      environment: { id: 'math', url: 'http://env-box:8088', config: { train_path: 'data/gsm8k/train.parquet', test_path: 'data/gsm8k/test.parquet' } },
+      environment: { id: 'math', url: 'http://env-box:8088' },
       model: { path: '/models/qwen2.5-0.5b' },
       batch_size: 16,
       val_batch_size: 64,
@@ -74,8 +79,10 @@ describe('train/infer key=value overrides', () => {
   it('maps an uploaded dataset id to environment.dataset, and inference data to the split it runs on', () => {
     const id = '0b6f6d5e-1c2a-4d3b-9e8f-0123456789ab';
     expect(buildJobSpec('train', 'math', ['model.preset=tiny-char', `data_path=${id}`]).spec.environment).toEqual({ id: 'math', dataset: id });
-    const infer = buildJobSpec('inference', 'math', ['model_path=job:4f0c', 'data_path=data/test.jsonl', 'val_batch_size=50', 'batch_size=8']).spec;
-    expect(infer).toEqual({ kind: 'inference', environment: { id: 'math', config: { test_path: 'data/test.jsonl' } }, model: { path: 'job:4f0c' }, num_tasks: 50, batch_size: 8 });
+    const built = buildJobSpec('inference', 'math', ['model_path=job:4f0c', 'data_path=data/test.jsonl', 'val_batch_size=50', 'batch_size=8']);
+    const infer = built.spec;
+    expect(infer).toEqual({ kind: 'inference', environment: { id: 'math' }, model: { path: 'job:4f0c' }, num_tasks: 50, batch_size: 8 });
+    expect(built.uploads).toEqual([{ key: 'val_dataset', path: 'data/test.jsonl', token: 'data_path=data/test.jsonl' }]);
     expect(() => parseJobSpec(infer)).not.toThrow();
   });
 

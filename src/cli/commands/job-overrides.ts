@@ -47,6 +47,11 @@ export const SEED_KEYS: Record<OverrideKind, Record<string, SeedTarget>> = {
 export interface OverrideResult {
   spec: Record<string, unknown>;
   url?: string;
+  /**
+   * Local data files (`data_path=train.parquet`) the command uploads as datasets before it submits, each
+   * to become `environment.dataset` or `val_dataset`: the server never opens a path a client names.
+   */
+  uploads: Array<{ key: 'dataset' | 'val_dataset'; path: string; token: string }>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -89,6 +94,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
   };
 
   let url: string | undefined;
+  const uploads: OverrideResult['uploads'] = [];
   let envHost: { value: string; token: string } | undefined;
   let envPort: { value: string; token: string } | undefined;
   const seed = SEED_KEYS[kind];
@@ -116,10 +122,10 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
           break;
         case 'data':
         case 'val_data': {
-          // An uploaded dataset's id, or a file on the worker in the environment's own config.
-          const train = target.special === 'data';
-          if (UUID.test(raw)) set(['environment', train ? 'dataset' : 'val_dataset'], raw, token);
-          else set(['environment', 'config', train ? 'train_path' : 'test_path'], raw, token);
+          // An uploaded dataset's id, or a file here that the command uploads first.
+          const key = target.special === 'data' ? 'dataset' : 'val_dataset';
+          if (UUID.test(raw)) set(['environment', key], raw, token);
+          else uploads.push({ key, path: raw, token });
           break;
         }
       }
@@ -160,7 +166,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
   if (model?.preset === undefined && model?.path === undefined) {
     throw new CliError('Name the model: model_path=<a Hugging Face folder on the worker, or job:<id>> or model.preset=tiny-char', EXIT.USAGE, undefined, 'model');
   }
-  return { spec, url };
+  return { spec, url, uploads };
 }
 
 /** JSON when it parses (`16`, `true`, `[1,2]`, `{"a":1}`, `"x"`), else the text itself. */

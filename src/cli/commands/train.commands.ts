@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { basename, resolve } from 'node:path';
 import { CliError } from './cli-error';
 import { clientAction, fail, withCommonOptions } from './command-kit';
 import { buildJobSpec } from './job-overrides';
@@ -50,6 +51,12 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
   type Options = { config?: string; watch: boolean; logs?: boolean };
   const handler = clientAction<Options, [string | undefined, string[]]>(async ({ client, json, options, connection }, env, tokens) => {
     const built = await buildFromArgs(kind, env, tokens, options.config);
+    const environment = built.spec.environment as Record<string, unknown>;
+    for (const upload of built.uploads) {
+      const { dataset } = await client.uploadDataset(resolve(upload.path), { environment: String(environment.id), name: basename(upload.path) });
+      if (!json) printLine(`Uploaded ${upload.path} as dataset ${dataset.id}.`);
+      environment[upload.key] = dataset.id;
+    }
     const job = await submit(client, built.spec);
     if (options.watch) {
       if (!json) printLine(`Submitted ${kind} job ${job.id}${job.name ? ` "${job.name}"` : ''}.`);

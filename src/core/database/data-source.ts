@@ -61,8 +61,26 @@ export async function openDatabase(config: AppConfig): Promise<DataSource> {
     }
   } else {
     await migrateSqlite(dataSource);
+    serializeTransactions(dataSource);
   }
   return dataSource;
+}
+
+/**
+ * TypeORM runs every SQLite query on one connection, and two `transaction()` calls that overlap both
+ * send `BEGIN` ("cannot start a transaction within a transaction", seen under 50 concurrent job
+ * submissions while the worker claimed jobs). Transactions therefore run one after another. No
+ * transaction callback may start another through the DataSource (it would wait for itself): nested
+ * work goes through the callback's EntityManager.
+ */
+function serializeTransactions(dataSource: DataSource): void {
+  const transaction = dataSource.transaction.bind(dataSource) as (...args: unknown[]) => Promise<unknown>;
+  let tail: Promise<unknown> = Promise.resolve();
+  dataSource.transaction = ((...args: unknown[]) => {
+    const run = tail.then(() => transaction(...args));
+    tail = run.catch(() => undefined);
+    return run;
+  }) as DataSource['transaction'];
 }
 
 /** Two processes opening a fresh SQLite file at once race on the schema; the loser re-checks. */

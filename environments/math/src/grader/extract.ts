@@ -13,7 +13,7 @@ import { contextProblem, hedges } from './context';
 import { isEquivalent } from './equivalence';
 import type { EquivalenceOptions } from './equivalence';
 import { maskAsides } from './regions';
-import { braceMatches, cleanLineAnswer, findStatements, stripMathDelimiters } from './statements';
+import { braceMatches, cleanLineAnswer, findStatements } from './statements';
 import type { AnswerFormat, Statement, Statements } from './statements';
 import { trimLatex } from './text';
 
