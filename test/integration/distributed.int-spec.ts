@@ -11,6 +11,8 @@ import { jest } from '@jest/globals';
 import { Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { WorkerEntity } from '../../src/scheduler/worker.entity';
 import { BULLMQ_QUEUE_NAME, BullmqQueue } from '../../src/scheduler/bullmq.queue';
 import { JOB_QUEUE } from '../../src/scheduler/job-queue';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -59,7 +61,7 @@ describe('distributed mode (BullMQ on Redis, PostgreSQL, two worker processes)',
     c = new Cluster({ databaseUrl: db.url, redisUrl: redisDb.url });
     t = c.t = await startTestApp({
       worker: false,
-      config: { database_url: db.url, redis_url: redisDb.url, lease_seconds: LEASE_SECONDS, heartbeat_seconds: HEARTBEAT_SECONDS },
+      config: { database_url: db.url, redis_url: redisDb.url, lease_seconds: LEASE_SECONDS, heartbeat_seconds: HEARTBEAT_SECONDS, max_user_priority: 50 },
     });
     const user = async (name: string) => (await t.request('POST', '/v1/users', { body: { name } })).body.api_key.key as string;
     alice = await user('alice');
@@ -86,7 +88,18 @@ describe('distributed mode (BullMQ on Redis, PostgreSQL, two worker processes)',
     expect(devices.map((w: any) => w.worker_id).sort()).toEqual([W1, W2].sort());
     for (const w of devices) expect(w.devices.map((d: any) => d.id).sort()).toEqual(['cpu:0', 'cpu:1']);
 
-    // A job that no worker can fit (3 CPU slots) goes back as delayed again and again, blocking nobody.
+    // A job that no running worker can fit (3 CPU slots; a stopped worker the cluster knows has 4) goes
+    // back as delayed again and again, blocking nobody.
+    const now = Date.now();
+    await t.app.get(DataSource).getRepository(WorkerEntity).insert({
+      id: 'big-box',
+      hostname: 'big-box',
+      pid: 1,
+      devices: [0, 1, 2, 3].map((i) => ({ id: `cpu:${i}`, kind: 'cpu' as const, name: 'CPU slot', memoryMb: null })),
+      startedAt: now,
+      lastSeenAt: now,
+      stoppedAt: now,
+    });
     const unfit = await submit(carol, { name: 'unfit', steps: 1, step_seconds: 0, resources: { gpus: 0, cpu_slots: 3 } });
     await until('the unfit job to be put back as delayed', async () => (await queue.getJobState(unfit.id)) === 'delayed', 10_000, 50);
 
