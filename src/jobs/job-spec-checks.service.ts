@@ -29,7 +29,8 @@ interface RlSpecParts {
  * 400 and the field instead of minutes later in a job runner: the environment id and its config under
  * the operator's policy (no host-only keys, sandbox ceilings), the remote environment's URL against the
  * allow-list, the model preset or path (a `job:<id>` of the caller's, or a folder under `model_roots`),
- * the priority ceiling, and resources some registered worker can hold.
+ * the priority ceiling, resources some registered worker can hold, and room in the storage quota for
+ * a job that saves checkpoints.
  */
 @Injectable()
 export class JobSpecChecksService {
