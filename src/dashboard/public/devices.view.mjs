@@ -33,7 +33,7 @@ export function mountDevices(ctx, main) {
     replace(
       list,
       workers.map((w) => {
-        const busy = w.devices.filter((d) => d.job_id).length;
+        const busy = w.devices.filter((d) => d.busy ?? d.job_id).length;
         return h(
           'section',
           { class: 'worker', 'aria-label': `Worker ${w.hostname}` },
@@ -63,7 +63,7 @@ export function mountDevices(ctx, main) {
                     cell('Kind', d.kind.toUpperCase()),
                     cell('Name', d.name),
                     cell('Memory', d.memory_mb ? `${(d.memory_mb / 1024).toFixed(1)} GiB` : '—'),
-                    cell('Held by', d.job_id ? h('a', { href: `#/jobs/${d.job_id}` }, `job ${shortId(d.job_id)}`) : h('span', { class: 'muted' }, 'free')),
+                    cell('Held by', d.job_id ? h('a', { href: `#/jobs/${d.job_id}` }, `job ${shortId(d.job_id)}`) : d.busy ? h('span', {}, "another user's job") : h('span', { class: 'muted' }, 'free')),
                   ),
                 ),
               ),
