@@ -1,5 +1,4 @@
-import { parseTaggedAction } from '@opentinker/env-sdk';
-import { playedPart } from './reply';
+import { maskThoughtsAndCode, parseTaggedAction } from '@opentinker/env-sdk';
 
 /** Why a reply is not a legal move. */
 export type MoveErrorKind = 'missing_tag' | 'unparsable' | 'out_of_range' | 'occupied';
@@ -17,7 +16,7 @@ const COORDS = /^[([]?\s*([+-]?\d+)\s*,\s*([+-]?\d+)\s*[)\]]?$/;
  * Reads the move in a reply: the content of its last `<move>…</move>` tag, as 0-based `row,col`
  * (spaces and one pair of enclosing parentheses or brackets are tolerated: `<move>(3, 4)</move>`).
  * A tag inside a thought (`<think>…</think>`) or in code (fenced or inline) is not a move: the model
- * is weighing or quoting a move there, not playing it (see {@link playedPart}). One reply plays at
+ * is weighing or quoting a move there, not playing it (the SDK's `maskThoughtsAndCode`). One reply plays at
  * most one move, whatever it holds: the last tag, never two. With `format: 'bare'` a reply that is
  * only the coordinates (`3,4`, thoughts aside) is read too. Checks the range, not whether the cell is
  * free. Never throws.
@@ -30,7 +29,7 @@ const COORDS = /^[([]?\s*([+-]?\d+)\s*,\s*([+-]?\d+)\s*[)\]]?$/;
  * ```
  */
 export function parseMove(text: string, size: number, format: 'tag' | 'bare' = 'tag'): ParsedMove {
-  const reply = typeof text === 'string' ? playedPart(text) : '';
+  const reply = maskThoughtsAndCode(text);
   let content = parseTaggedAction(reply, 'move');
   // A bare reply is the coordinates alone; anything else around them is still a missing tag.
   if (content === null && format === 'bare' && COORDS.test(reply.trim())) content = reply.trim();

@@ -32,6 +32,7 @@ export type { ConfigPolicy, ConfigKeyPolicy, HostConfigInput, HostLimit, HostSet
 export { createRng } from './rng';
 export type { Rng } from './rng';
 export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';
+export { maskThoughtsAndCode, thoughtRanges } from './asides';
 export { PROTOCOL_VERSION } from './protocol';
 export type * from './protocol';
 export { RemoteEnvironment } from './remote-environment';

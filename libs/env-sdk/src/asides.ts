@@ -1,38 +1,27 @@
 /**
- * The part of a reply that plays: a move written in a thought (`<think>…</think>`) or in code (a
- * fenced block or inline code) is the model considering or quoting a move, not making it, so those
- * parts are blanked before the move is read.
+ * The parts of a policy's reply that are not its own action or answer: thoughts and code. A move or an
+ * answer written there is the model considering or quoting one, not making it, so environments read
+ * actions from {@link maskThoughtsAndCode}'s output. Positions are kept: spans are blanked, not cut.
  */
 
-/** Blanks a span, keeping its length and line breaks. */
+/** Blanks a span, keeping its length and line breaks (so positions in the text stay valid). */
 const blank = (span: string) => span.replace(/[^\n]/g, ' ');
 
+/** Inline code on one line: `` `…` `` or ``` ``…`` ```. */
+const INLINE_CODE = /(``?)(?!`)[^`\n]+?\1(?!`)/g;
+
 /**
- * The reply with its thoughts and code replaced by spaces:
- * - thoughts: `<think>…</think>` (also a `</think>` alone, when the chat template opened `<think>` in
- *   the prompt, and a `<think>` that never closes); `<thinking>` counts the same;
- * - code: fenced blocks (```` ``` ```` or `~~~`, up to the next identical fence or the end of the
- *   reply) and inline code (`` `…` `` on one line).
- * Linear in the reply's length.
+ * The thoughts of a reply, as `[start, end)` ranges: `<think>…</think>` pairs; a `</think>` with no
+ * `<think>` before it closes a thought that began where the reply (or the previous thought) ended, as
+ * when the chat template opened `<think>` in the prompt; a `<think>` that never closes runs to the end.
+ * `<thinking>` counts the same.
  *
  * @example
  * ```ts
- * playedPart('<think><move>1,1</move>?</think> <move>2,2</move>'); // '…spaces… <move>2,2</move>'
+ * thoughtRanges('reasoning</think>answer'); // [[0, 17]]
  * ```
  */
-export function playedPart(reply: string): string {
-  let s = reply;
-  s = blankRanges(s, thoughtRanges(s));
-  s = blankFences(s);
-  return s.replace(/`[^`\n]+`/g, blank);
-}
-
-/**
- * `[start, end)` of each thought: `<think>…</think>` pairs; a `</think>` with no `<think>` before it
- * closes a thought that began where the reply (or the previous thought) ended, as when the chat
- * template opened `<think>` in the prompt; a `<think>` that never closes runs to the end.
- */
-function thoughtRanges(text: string): Array<[number, number]> {
+export function thoughtRanges(text: string): Array<[number, number]> {
   const opens = [...text.matchAll(/<think(?:ing)?>/gi)].map((m) => [m.index ?? 0, (m.index ?? 0) + m[0].length]);
   const closes = [...text.matchAll(/<\/think(?:ing)?>/gi)].map((m) => [m.index ?? 0, (m.index ?? 0) + m[0].length]);
   const ranges: Array<[number, number]> = [];
@@ -58,6 +47,24 @@ function thoughtRanges(text: string): Array<[number, number]> {
   return ranges;
 }
 
+/**
+ * The reply with its thoughts (see {@link thoughtRanges}), fenced code blocks (```` ``` ```` or `~~~`,
+ * read as `extractCodeBlocks` reads them; an unclosed block runs to the end) and inline code
+ * replaced by spaces: same length, same line breaks. Linear in the reply's length. Never throws (a
+ * non-string gives `''`).
+ *
+ * @example
+ * ```ts
+ * maskThoughtsAndCode('<think><move>1,1</move>?</think> <move>2,2</move>'); // spaces, then ' <move>2,2</move>'
+ * ```
+ */
+export function maskThoughtsAndCode(text: string): string {
+  if (typeof text !== 'string') return '';
+  let s = blankRanges(text, thoughtRanges(text));
+  s = blankFences(s);
+  return s.replace(INLINE_CODE, blank);
+}
+
 /** The text with each of the (sorted, disjoint) ranges blanked, built in one pass. */
 function blankRanges(text: string, ranges: Array<[number, number]>): string {
   let out = '';
@@ -69,7 +76,7 @@ function blankRanges(text: string, ranges: Array<[number, number]>): string {
   return out + text.slice(from);
 }
 
-/** Fenced blocks: a fence, the rest of its line, then up to the next identical fence (or the end). */
+/** Fenced blocks: a fence, the rest of its line (the language), then up to the next identical fence. */
 function blankFences(text: string): string {
   let out = '';
   let from = 0;
