@@ -177,7 +177,7 @@ function resultLine(t: Trajectory, task: unknown): InferenceResultLine {
   };
 }
 
-/** The ground truth of a task in the layouts datasets use (DESIGN.md section 11). */
+/** The ground truth of a task in the layouts datasets use (docs/design.md section 3). */
 function groundTruth(task: unknown): JsonValue | undefined {
   if (!task || typeof task !== 'object') return undefined;
   const t = task as Record<string, { ground_truth?: JsonValue } | JsonValue | undefined>;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Proof that the engine learns (issue 4, section 3; DESIGN.md section 12): the tiny-char preset on
+ * Proof that the engine learns (issue 4, section 3; docs/design.md section 4): the tiny-char preset on
  * addition of 1–3 digit numbers. SFT on a small fixed set overfits; GRPO on fresh prompts checked by the
  * answer verifier keeps improving held-out accuracy. Prints loss / reward / accuracy per step and a
  * before/after summary; writes JSON to bench/results/learn-<date>.json. Asserts nothing (a benchmark).

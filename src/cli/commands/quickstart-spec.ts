@@ -1,5 +1,5 @@
 /**
- * The quickstart's jobs (DESIGN.md section 12): the tiny-char preset learns addition of 1–3 digit
+ * The quickstart's jobs (docs/design.md section 4): the tiny-char preset learns addition of 1–3 digit
  * numbers (`47+385=`). Supervised learning on a small fixed set overfits; GRPO on fresh problems checked
  * by the answer verifier keeps improving held-out accuracy. Sized to finish within 10 minutes on 2 CPU
  * cores, all phases included.
@@ -56,7 +56,7 @@ const MAX_NEW_TOKENS = 6;
 
 /**
  * Learning rates. tiny-char starts from N(0, 0.02) weights and Adam moves every weight by about lr per
- * step whatever its scale, so DESIGN.md's 1e-3 / 2e-4 (measured with PyTorch's larger default init) are
+ * step whatever its scale, so docs/design.md's 1e-3 / 2e-4 (measured with PyTorch's larger default init) are
  * too big here: SFT at 1e-3 ended at 8.5% held-out after 1,400 steps, at 3e-4 at 59.5% (seed 1; 33.5%
  * for seed 2), and GRPO from there gained more at 1e-4 than at 2e-4 on both seeds
  * (libs/engine/README.md, "Proof that it learns"; libs/engine/bench/sft_proxy.py).

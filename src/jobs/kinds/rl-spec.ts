@@ -5,7 +5,7 @@ import { z } from 'zod';
  * `inference`). Key names follow verl / OpenTinker so that their configs mean the same thing here.
  */
 
-/** Which environment, with what config; `url` means a remote environment server (DESIGN.md section 5). */
+/** Which environment, with what config; `url` means a remote environment server (docs/design.md section 2). */
 export const environmentSpec = z
   .object({
     id: z.string().min(1).max(128).describe('Environment id (GET /v1/environments), e.g. math, math-tool, gomoku'),

@@ -204,7 +204,7 @@ export type ModelPresetName = 'tiny-char' | 'tiny-test' | 'bench-a' | 'bench-b' 
 /**
  * Built-in model configs.
  * - `tiny-char`: byte vocabulary (256 bytes + {@link TINY_CHAR_SPECIAL_TOKENS}), d 128, 4 layers,
- *   4 heads, SwiGLU width 352, context 128, tied head: ~0.84M parameters, DESIGN.md section 12's
+ *   4 heads, SwiGLU width 352, context 128, tied head: ~0.84M parameters, docs/design.md section 4's
  *   quickstart model; trains on 2 CPU cores in minutes.
  * - `tiny-test`: a very small Qwen2-style model (GQA, biases, untied) for fast tests.
  * - `bench-a` / `bench-b`: the engine issue's benchmark sizes (vocab 64, d 128, 4 layers, 4 heads;
@@ -305,7 +305,7 @@ export const MODEL_PRESETS: Readonly<Record<ModelPresetName, ModelConfig>> = {
  * @example
  * ```ts
  * const config = modelPreset('tiny-char');
- * config.max_position_embeddings = 16; // DESIGN.md section 12 trains with context 16
+ * config.max_position_embeddings = 16; // docs/design.md section 4 trains with context 16
  * ```
  */
 export function modelPreset(name: string): ModelConfig {
