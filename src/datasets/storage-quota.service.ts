@@ -5,10 +5,9 @@ import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { JobsRepository } from '../jobs/jobs.repository';
+import { CHECKPOINTING_KINDS } from '../jobs/kinds/job-kinds';
 import { DatasetsRepository } from './datasets.repository';
 
-/** Kinds whose jobs keep checkpoints in their folders. */
-const CHECKPOINTING_KINDS = ['train', 'session'];
 
 /**
  * Storage one user keeps on this server: uploaded datasets (as recorded) and the checkpoints of their

@@ -14,9 +14,9 @@ import { checkEnvironmentUrl, UrlNotAllowedError, urlPolicyFor } from '../regist
 import { WorkersRepository } from '../scheduler/workers.repository';
 import { modelPathAllowed, modelPathRefusal } from '../training/model-roots';
 import type { JobEntity } from './job.entity';
+import { findJobKind } from './kinds/job-kinds';
+import { DATASET_SPLITS } from './kinds/rl-spec';
 
-/** Kinds whose jobs save checkpoints that `model.path: job:<id>` can name. */
-const CHECKPOINTING_KINDS = new Set(['train', 'session']);
 const JOB_PATH = /^job:([0-9a-fA-F-]{36})(?:\/step-\d+)?$/;
 
 interface RlSpecParts {
@@ -56,7 +56,7 @@ export class JobSpecChecksService {
     }
     await this.checkResources(spec.resources as { gpus: number; cpu_slots: number } | undefined);
     // A job that saves checkpoints needs room in its owner's storage quota.
-    if (caller && CHECKPOINTING_KINDS.has(spec.kind as string)) await this.optional(StorageQuota)?.assertRoom(caller, 'kind');
+    if (caller && findJobKind(spec.kind as string)?.checkpoints) await this.optional(StorageQuota)?.assertRoom(caller, 'kind');
   }
 
   /** Plain users up to the operator's `max_user_priority`; admins up to the schema's 100. */
@@ -114,7 +114,7 @@ export class JobSpecChecksService {
     const env = record.environment;
     // The runner fills in the real files; here a stand-in lets the schema see that a dataset is given.
     const datasets: HostConfigInput['datasets'] = {};
-    for (const [key, split] of [['dataset', 'train'], ['val_dataset', 'test']] as const) {
+    for (const [key, split] of Object.entries(DATASET_SPLITS) as Array<[keyof typeof DATASET_SPLITS, 'train' | 'test']>) {
       if (environment[key] === undefined) continue;
       if (datasetConfigKey(env, split) === null) throw invalid(`environment.${key}`, `environment ${env.id} reads no ${split} dataset`);
       datasets[split] = `dataset:${environment[key]}`;
@@ -150,7 +150,7 @@ export class JobSpecChecksService {
       if (error instanceof AppError && error.code === ErrorCode.NOT_FOUND) throw invalid('model.path', `No job ${m[1]} of yours to take a model from`);
       throw error;
     }
-    if (!CHECKPOINTING_KINDS.has(job.kind)) throw invalid('model.path', `Job ${m[1]} is a ${job.kind} job; only train and session jobs save checkpoints`);
+    if (!findJobKind(job.kind)?.checkpoints) throw invalid('model.path', `Job ${m[1]} is a ${job.kind} job; only train and session jobs save checkpoints`);
   }
 
   private registry(): EnvironmentRegistry | null {

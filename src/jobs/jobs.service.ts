@@ -144,6 +144,7 @@ const SECRET_PATHS = [['environment', 'token']] as const;
 /** The spec without its secrets, and the secrets by dotted path. */
 function takeSecrets(spec: Record<string, unknown>): { spec: Record<string, unknown>; secrets: Record<string, string> } {
   const secrets: Record<string, string> = {};
+  if (!SECRET_PATHS.some(([outer, inner]) => typeof (spec[outer] as Record<string, unknown> | undefined)?.[inner] === 'string')) return { spec, secrets };
   const out = structuredClone(spec);
   for (const [outer, inner] of SECRET_PATHS) {
     const holder = out[outer] as Record<string, unknown> | undefined;

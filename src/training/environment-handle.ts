@@ -3,7 +3,7 @@ import type { Environment, EnvironmentInstance, HostConfigInput, JsonObject, Tur
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { datasetFile } from '../datasets/dataset-files';
-import type { EnvironmentSpec } from '../jobs/kinds/rl-spec';
+import { DATASET_SPLITS, type EnvironmentSpec } from '../jobs/kinds/rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
 import { checkEnvironmentUrl, policyFetch } from '../registry/url-policy';
 import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
@@ -26,9 +26,6 @@ export interface OpenEnvironmentContext {
   /** Per-call timeout of a remote environment (default 30 s). */
   timeoutMs?: number;
 }
-
-/** The spec keys naming uploaded datasets, and the split each one becomes. */
-const DATASET_SPLITS = { dataset: 'train', val_dataset: 'test' } as const;
 
 /**
  * Opens the environment a spec names: the installed plugin `id` in-process (discovered the way the

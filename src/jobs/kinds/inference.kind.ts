@@ -25,5 +25,6 @@ export const inferenceKind = defineJobKind({
   kind: 'inference',
   description: 'Run a policy against an environment on N tasks; results as JSONL',
   resumable: false,
+  checkpoints: false,
   spec: inferenceSpecFields,
 });

@@ -9,6 +9,8 @@ export interface JobKind {
   kind: string;
   description: string;
   resumable: boolean;
+  /** Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas). */
+  checkpoints: boolean;
   /** Kind-specific keys; merged with the common keys into one strict schema. */
   spec: z.ZodObject<z.ZodRawShape>;
 }

@@ -17,6 +17,9 @@ export function findJobKind(kind: string): JobKind | undefined {
   return byName.get(kind);
 }
 
+/** The kinds whose jobs save checkpoints. */
+export const CHECKPOINTING_KINDS: readonly string[] = JOB_KINDS.filter((k) => k.checkpoints).map((k) => k.kind);
+
 export interface ParsedJobSpec {
   kind: JobKind;
   spec: { kind: string; name?: string; priority: number; resources: { gpus: number; cpu_slots: number }; max_attempts: number } & Record<string, unknown>;

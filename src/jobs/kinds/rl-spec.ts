@@ -17,6 +17,9 @@ export const environmentSpec = z
   })
   .strict();
 
+/** The spec keys naming uploaded datasets, and the split each one becomes. */
+export const DATASET_SPLITS = { dataset: 'train', val_dataset: 'test' } as const;
+
 export const loraSpec = z
   .object({
     rank: z.number().int().min(1).max(1024).default(8),

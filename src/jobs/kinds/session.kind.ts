@@ -31,5 +31,6 @@ export const sessionKind = defineJobKind({
   kind: 'session',
   description: 'Client-driven training session: the server holds the policy and answers train_step / validate / sample calls',
   resumable: false,
+  checkpoints: true,
   spec: sessionSpecFields,
 });

@@ -131,5 +131,6 @@ export const trainKind = defineJobKind({
   kind: 'train',
   description: 'Train a policy with RL (GRPO, PPO, …) against an environment',
   resumable: true,
+  checkpoints: true,
   spec: trainSpecFields,
 });
