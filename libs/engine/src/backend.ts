@@ -5,10 +5,11 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { EngineError } from './errors';
 import { registerEngineGradients } from './kernels/gradients';
-import { type NativeBlasStatus, openNativeBlas } from './kernels/native-blas';
 import { type WasmMatMul, useWasmMatMul } from './kernels/wasm-batch-matmul';
 import { useSharedWasmIdentity } from './kernels/wasm-identity';
 import { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
+import { watchWasmHeap } from './kernels/wasm-heap';
+import { loadEngineAddon, setNativeThreads, type NativeStatus } from './native/addon';
 
 /** The TensorFlow.js backends the engine knows, fastest first. */
 export type BackendName = 'tensorflow' | 'wasm' | 'cpu';
@@ -25,8 +26,11 @@ export interface BackendInfo {
   threads?: boolean;
   /** For `wasm`: which BatchMatMul kernel runs (see `useWasmMatMul`). */
   matmul?: WasmMatMul;
-  /** For `wasm`: whether the host's OpenBLAS opened for the `blas` kernel, and if not, why. */
-  blas?: NativeBlasStatus;
+  /**
+   * The engine's native addon (its matrix product, weights outside the wasm heap, the fused head): the
+   * kernel this CPU runs and its threads, or why it is not loaded. Used on the wasm and cpu backends.
+   */
+  native: NativeStatus;
   /** Backends tried before this one and why each was passed over. */
   skipped: Array<{ name: BackendName; reason: string }>;
 }
@@ -39,12 +43,20 @@ export interface InitBackendOptions {
    */
   backend?: BackendName;
   /**
-   * On wasm, the BatchMatMul kernel: `blas` (the host's OpenBLAS through the engine's native addon),
-   * `xnnpack` (transposes materialised, batches cut into 2-D XNNPACK products) or `stock`. Defaults to
-   * `OPENTINKER_ENGINE_MATMUL` when set, else `blas`, which falls back to `xnnpack` where OpenBLAS or the
-   * addon is missing (`BackendInfo.blas.error` says which).
+   * On wasm, the BatchMatMul kernel: `native` (the engine's own product in its addon), `xnnpack`
+   * (transposes materialised, batches cut into 2-D XNNPACK products) or `stock`. Defaults to
+   * `OPENTINKER_ENGINE_MATMUL` when set, else `native`, which falls back to `xnnpack` where the addon is
+   * missing (`BackendInfo.native.error` says why).
    */
   matmul?: WasmMatMul;
+  /** Threads of the addon's matrix product; default `OPENTINKER_ENGINE_THREADS`, else the cores this process may use. */
+  threads?: number;
+  /**
+   * Most bytes of tensors the wasm heap may hold (activations, trainable weights, optimizer state);
+   * default `OPENTINKER_ENGINE_MEMORY_MB`, else the heap's 4 GiB less a reserve. Micro-batches and
+   * recomputation are sized from it, and an allocation past it is refused with `ENGINE_OUT_OF_MEMORY`.
+   */
+  memoryBytes?: number;
 }
 
 // `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
@@ -60,6 +72,7 @@ function errorText(e: unknown): string {
 }
 
 async function tryTensorflow(skipped: BackendInfo['skipped']): Promise<BackendInfo | undefined> {
+  const native: NativeStatus = { ok: false, error: 'the tensorflow backend keeps every tensor in TensorFlow' };
   for (const pkg of TENSORFLOW_PACKAGES) {
     try {
       nodeRequire.resolve(pkg);
@@ -70,7 +83,7 @@ async function tryTensorflow(skipped: BackendInfo['skipped']): Promise<BackendIn
       // Loaded lazily: these are optional peers that a GPU host installs; requiring them registers
       // the `tensorflow` backend (and, through @tensorflow/tfjs, all gradients).
       nodeRequire(pkg);
-      if (await tf.setBackend('tensorflow')) return { name: 'tensorflow', package: pkg, skipped };
+      if (await tf.setBackend('tensorflow')) return { name: 'tensorflow', package: pkg, native, skipped };
       skipped.push({ name: 'tensorflow', reason: `${pkg} loaded but its backend did not start` });
     } catch (e) {
       skipped.push({ name: 'tensorflow', reason: `${pkg}: ${errorText(e)}` });
@@ -98,9 +111,9 @@ async function tryWasm(skipped: BackendInfo['skipped'], options: InitBackendOpti
     const simd = Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'));
     const threads = Boolean(await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'));
     useSharedWasmIdentity(true);
-    const wanted = options.matmul ?? 'blas';
-    const matmul = useWasmMatMul(wanted);
-    return { name: 'wasm', simd, threads, matmul, blas: wanted === 'blas' ? openNativeBlas() : undefined, skipped };
+    watchWasmHeap((tf.backend() as unknown as { wasm: Parameters<typeof watchWasmHeap>[0] }).wasm, options.memoryBytes);
+    const matmul = useWasmMatMul(options.matmul ?? 'native');
+    return { name: 'wasm', simd, threads, matmul, native: loadEngineAddon(), skipped };
   } catch (e) {
     skipped.push({ name: 'wasm', reason: errorText(e) });
     return undefined;
@@ -109,7 +122,7 @@ async function tryWasm(skipped: BackendInfo['skipped'], options: InitBackendOpti
 
 async function tryCpu(skipped: BackendInfo['skipped']): Promise<BackendInfo | undefined> {
   try {
-    if (await tf.setBackend('cpu')) return { name: 'cpu', skipped };
+    if (await tf.setBackend('cpu')) return { name: 'cpu', native: loadEngineAddon(), skipped };
     skipped.push({ name: 'cpu', reason: 'the cpu backend did not start' });
   } catch (e) {
     skipped.push({ name: 'cpu', reason: errorText(e) });
@@ -139,10 +152,19 @@ export async function initBackend(options: InitBackendOptions = {}): Promise<Bac
     throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown backend "${wanted}"; use tensorflow, wasm or cpu`, 'backend');
   }
   const matmul = options.matmul ?? (process.env.OPENTINKER_ENGINE_MATMUL as WasmMatMul | undefined);
-  if (matmul !== undefined && !['blas', 'xnnpack', 'stock'].includes(matmul)) {
-    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown matmul kernel "${matmul}"; use blas, xnnpack or stock`, 'matmul');
+  if (matmul !== undefined && !['native', 'xnnpack', 'stock'].includes(matmul)) {
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown matmul kernel "${matmul}"; use native, xnnpack or stock`, 'matmul');
   }
-  options = { ...options, matmul };
+  const threadSetting = options.threads ?? (process.env.OPENTINKER_ENGINE_THREADS ? Number(process.env.OPENTINKER_ENGINE_THREADS) : undefined);
+  if (threadSetting !== undefined && !(Number.isInteger(threadSetting) && threadSetting >= 1)) {
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `threads must be a positive integer, got ${threadSetting}`, 'threads');
+  }
+  const memoryMb = process.env.OPENTINKER_ENGINE_MEMORY_MB ? Number(process.env.OPENTINKER_ENGINE_MEMORY_MB) : undefined;
+  if (memoryMb !== undefined && !(memoryMb >= 64)) throw new EngineError('ENGINE_INVALID_OPTIONS', `OPENTINKER_ENGINE_MEMORY_MB must be a number >= 64, got ${process.env.OPENTINKER_ENGINE_MEMORY_MB}`, 'memory');
+  options = { ...options, matmul, memoryBytes: options.memoryBytes ?? (memoryMb !== undefined ? memoryMb * 1024 * 1024 : undefined) };
+  // Loaded before any backend so that a thread count applies from the first product.
+  loadEngineAddon(threadSetting);
+  if (threadSetting !== undefined) setNativeThreads(threadSetting);
   registerEngineGradients();
   // The engine reports its backend itself; PROD silences tfjs's "install tfjs-node" banner.
   tf.env().set('PROD', true);

@@ -18,7 +18,13 @@ export type EngineErrorCode =
   /** A model was used after `dispose()`. */
   | 'ENGINE_DISPOSED'
   /** A file or folder could not be read or written in the expected format (I/O side). */
-  | 'ENGINE_IO';
+  | 'ENGINE_IO'
+  /**
+   * A model, batch or optimizer state does not fit the engine's memory budget; the message names the
+   * size needed and the setting or spec key to change. Raised before the allocation, so the engine keeps
+   * running.
+   */
+  | 'ENGINE_OUT_OF_MEMORY';
 
 /**
  * An error the engine raises on purpose, with a stable code and, where one applies, the name of the

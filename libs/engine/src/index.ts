@@ -56,10 +56,11 @@ export {
 export { type BackendName, type BackendInfo, type InitBackendOptions, initBackend, currentBackend } from './backend';
 export { registerEngineGradients } from './kernels/gradients';
 export { type WasmMatMul, useWasmMatMul, wasmMatMul } from './kernels/wasm-batch-matmul';
-export { type NativeBlasStatus, openNativeBlas } from './kernels/native-blas';
+export { type NativeStatus, type NativeDtype, loadEngineAddon, nativeMemory, setNativeThreads } from './native/addon';
+export { NativeTensor, MappedFile } from './native/native-tensor';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
-export { type ModelOptions, type ScoreOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
+export { type ModelOptions, type ModelWeights, type ScoreOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
 export { type LoraOptions, LORA_TARGETS } from './model/lora';
 export { KvCache, type KvLayer } from './model/kv-cache';
 export { type LossCoefficients, type CurrentScores, crossEntropyCoefficients } from './train/logprobs';
@@ -92,6 +93,7 @@ export {
   checkArchitecture,
   inspectHfModelDir,
   loadHfModelDir,
+  mapHfModelWeights,
   saveHfModelDir,
 } from './io/hf-model-dir';
 export {

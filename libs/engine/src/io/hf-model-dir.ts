@@ -6,6 +6,7 @@ import { validateWeights, weightSpecs, type NamedWeights } from '../model/weight
 import { ChatTemplate } from '../tokenizer/chat-template';
 import { isSerializableTokenizer, type SerializableTokenizer, type Tokenizer } from '../tokenizer/tokenizer';
 import { tokenizerFromJson } from '../tokenizer/tokenizer-from-json';
+import { MappedFile, NativeTensor } from '../native/native-tensor';
 import { SafetensorsFile, dtypeBytes, writeSafetensors, type SafetensorsDtype, type SafetensorsFloatDtype } from './safetensors';
 
 /**
@@ -374,6 +375,51 @@ export async function loadHfModelDir(dir: string, options: { allowExtraWeights?:
     throw e;
   }
   return { ...info, weights };
+}
+
+/**
+ * The weights of an inspected folder held outside the wasm heap, for a frozen model
+ * (`Model.fromWeights(info.config, weights, { trainable: false })`, which takes them over): F32, BF16 and
+ * F16 tensors are views of the memory-mapped safetensors files — nothing is read or copied until a
+ * kernel touches the pages, and the page cache is shared with every process using the same files —
+ * other dtypes are converted to float32 copies. Needs the engine's native addon (`initBackend()` loads it).
+ *
+ * @example
+ * ```ts
+ * const info = await inspectHfModelDir('/models/Qwen2.5-7B-Instruct');
+ * const model = Model.fromWeights(info.config, await mapHfModelWeights(info), { trainable: false });
+ * ```
+ */
+export async function mapHfModelWeights(info: HfModelDirInfo): Promise<Map<string, NativeTensor>> {
+  const wanted = new Set(weightSpecs(info.config).map((s) => s.name));
+  const out = new Map<string, NativeTensor>();
+  try {
+    for (const file of info.weightFiles) {
+      const path = join(info.dir, file);
+      const handle = await SafetensorsFile.open(path);
+      try {
+        const mapped = MappedFile.open(path);
+        for (const t of info.tensors) {
+          if (t.file !== file || !wanted.has(t.name)) continue;
+          const at = handle.info(t.name)!;
+          out.set(
+            t.name,
+            t.dtype === 'F32' || t.dtype === 'BF16' || t.dtype === 'F16'
+              ? NativeTensor.view(mapped, handle.header.dataStart + at.dataOffsets[0], t.shape, t.dtype)
+              : NativeTensor.fromFloat32((await handle.readFloat32(t.name)).data, t.shape),
+          );
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    validateWeights(info.config, out);
+  } catch (e) {
+    for (const t of out.values()) t.dispose();
+    if (isEngineError(e)) throw new EngineError(e.code, `${info.dir}: ${e.message}`, e.field);
+    throw e;
+  }
+  return out;
 }
 
 function shardName(i: number, n: number): string {

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../backend';
 import { maxAbsDiff } from '../testing/backends';
 import { Prng } from '../util/prng';
-import { openNativeBlas } from './native-blas';
+import { loadEngineAddon } from '../native/addon';
 import { type WasmMatMul, useWasmMatMul, wasmMatMul } from './wasm-batch-matmul';
 
 function random(shape: number[], seed: number): tf.Tensor {
@@ -26,18 +26,18 @@ const cases: Array<[number[], number[], boolean, boolean]> = [
   [[5, 1, 32], [5, 40, 32], false, true], // tiny slices: stock path
 ];
 
-// CI installs OpenBLAS and a compiler (.ci/run), so there the blas kernel must be what runs; elsewhere
-// its cases still run, through its xnnpack fallback.
-const blasExpected = process.env.CI === 'true';
-const kernels: WasmMatMul[] = ['blas', 'xnnpack'];
+// CI installs a compiler (.ci/run), so there the native kernel must be what runs; elsewhere its cases
+// still run, through its xnnpack fallback.
+const nativeExpected = process.env.CI === 'true';
+const kernels: WasmMatMul[] = ['native', 'xnnpack'];
 
 describe('faster wasm BatchMatMul kernels', () => {
   let defaultKernel: WasmMatMul | undefined;
   beforeAll(async () => {
     const info = await initBackend({ backend: 'wasm' });
     defaultKernel = info.matmul;
-    if (blasExpected) expect(info.blas).toMatchObject({ ok: true });
-    expect(info.matmul).toBe(openNativeBlas().ok ? 'blas' : 'xnnpack');
+    if (nativeExpected) expect(info.native).toMatchObject({ ok: true });
+    expect(info.matmul).toBe(loadEngineAddon().ok ? 'native' : 'xnnpack');
   });
   afterAll(() => useWasmMatMul(defaultKernel!));
 
@@ -61,7 +61,7 @@ describe('faster wasm BatchMatMul kernels', () => {
     expect(wasmMatMul()).toBe('stock');
     expect(useWasmMatMul('xnnpack')).toBe('xnnpack');
     expect(wasmMatMul()).toBe('xnnpack');
-    expect(useWasmMatMul('blas')).toBe(openNativeBlas().ok ? 'blas' : 'xnnpack');
+    expect(useWasmMatMul('native')).toBe(loadEngineAddon().ok ? 'native' : 'xnnpack');
   });
 
   it('refuses an unknown kernel name', async () => {

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { matMulDims } from './matmul-dims';
-import { blasBatchMatMul, openNativeBlas } from './native-blas';
+import { engineAddon } from '../native/addon';
+import { nativeBatchMatMul } from './native-batch-matmul';
 
 /*
  * A faster `BatchMatMul` for the wasm backend.
@@ -104,21 +105,21 @@ function fastBatchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown
 }
 
 /**
- * Which `BatchMatMul` the wasm backend runs: `blas` (the host's OpenBLAS through the engine's addon,
- * native-blas.ts; what it does not take goes to `xnnpack`), `xnnpack` (the kernel above) or `stock`
- * (tfjs-backend-wasm's own).
+ * Which `BatchMatMul` the wasm backend runs: `native` (the engine's own product in its addon,
+ * native-batch-matmul.ts; what it does not take goes to `xnnpack`), `xnnpack` (the kernel above) or
+ * `stock` (tfjs-backend-wasm's own).
  */
-export type WasmMatMul = 'blas' | 'xnnpack' | 'stock';
+export type WasmMatMul = 'native' | 'xnnpack' | 'stock';
 
 let active: WasmMatMul = 'stock';
 
-function blasThenXnnpack(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo | tf.TensorInfo[] {
-  return blasBatchMatMul(args) ?? fastBatchMatMul(args);
+function nativeThenXnnpack(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo | tf.TensorInfo[] {
+  return nativeBatchMatMul(args) ?? fastBatchMatMul(args);
 }
 
 /**
- * Registers the wasm backend's `BatchMatMul`. `initBackend()` picks `blas` when OpenBLAS opens, else
- * `xnnpack`; `OPENTINKER_ENGINE_MATMUL` overrides that. Asking for `blas` where it cannot open gives
+ * Registers the wasm backend's `BatchMatMul`. `initBackend()` picks `native` when the addon is loaded,
+ * else `xnnpack`; `OPENTINKER_ENGINE_MATMUL` overrides that. Asking for `native` without the addon gives
  * `xnnpack`. Safe to call repeatedly. Returns the kernel now registered.
  *
  * @example
@@ -130,8 +131,8 @@ export function useWasmMatMul(kind: WasmMatMul): WasmMatMul {
   const current = tf.getKernel('BatchMatMul', 'wasm');
   if (!current) return 'stock';
   if (!stock) stock = current;
-  const chosen: WasmMatMul = kind === 'blas' && !openNativeBlas().ok ? 'xnnpack' : kind;
-  const kernelFunc = { blas: blasThenXnnpack, xnnpack: fastBatchMatMul, stock: undefined }[chosen];
+  const chosen: WasmMatMul = kind === 'native' && !engineAddon() ? 'xnnpack' : kind;
+  const kernelFunc = { native: nativeThenXnnpack, xnnpack: fastBatchMatMul, stock: undefined }[chosen];
   tf.unregisterKernel('BatchMatMul', 'wasm');
   tf.registerKernel(kernelFunc ? { kernelName: 'BatchMatMul', backendName: 'wasm', kernelFunc: kernelFunc as unknown as tf.KernelFunc } : stock);
   active = chosen;

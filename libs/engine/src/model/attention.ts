@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { addConstant } from './elementwise';
 
 /** Additive bias for a masked attention score: exp(-1e9 - max) is exactly 0 in float32. */
 export const MASKED = -1e9;
@@ -43,7 +44,7 @@ export function groupedQueryAttention(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, 
   const g = h / kv;
   const qg = tf.reshape(tf.transpose(tf.reshape(q, [b, t, kv, g, hd]), [0, 2, 3, 1, 4]), [b, kv, g * t, hd]);
   const scores = tf.reshape(tf.matMul(qg, k, false, true), [b, kv, g, t, s]);
-  const probs = tf.reshape(tf.softmax(tf.add(scores, bias)), [b, kv, g * t, s]);
+  const probs = tf.reshape(tf.softmax(addConstant(scores, bias)), [b, kv, g * t, s]);
   const out = tf.reshape(tf.matMul(probs, v), [b, kv, g, t, hd]);
   return tf.reshape(tf.transpose(out, [0, 3, 1, 2, 4]), [b * t, h * hd]) as tf.Tensor2D;
 }

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { customOp } from './custom-op';
 
 /**
  * Cos and signed-sin tables of rotary positions for given position ids, `[n, headDim]` each.
@@ -49,22 +50,23 @@ export function halfSwapMatrix(headDim: number): Float32Array {
 }
 
 /**
- * Applies rotary positions to `x` of shape `[B, T, heads, headDim]` with tables shaped `[B, T, 1, headDim]`.
- * The half swap is a product with a permutation matrix `swap` ({@link halfSwapMatrix}): on wasm a 2-D
- * matmul runs ~6× faster than `reverse` or `gather` along the last axis, and far faster than slicing,
- * which copies its whole input per call. The permutation is symmetric, so the gradient is the same
- * product (a custom gradient keeps it a plain, untransposed matmul).
+ * Applies rotary positions to `x` of shape `[B, T, heads, headDim]` with tables shaped `[B, T, 1, headDim]`:
+ * `x·cos + swap(x)·sin`. The half swap is a product with a permutation matrix `swap`
+ * ({@link halfSwapMatrix}): on wasm a 2-D matmul runs ~6× faster than `reverse` or `gather` along the
+ * last axis, and far faster than slicing, which copies its whole input per call. The permutation is
+ * symmetric, so the gradient is `dy·cos + swap(dy·sin)` and needs only the tables, which are saved (a
+ * saved tensor shares its buffer; a closure would not do: tfjs frees the forward pass's tensors before
+ * the backward pass runs).
  */
 export function applyRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, swap: tf.Tensor2D): tf.Tensor {
   const d = x.shape[x.shape.length - 1] as number;
-  // The matrix is an input (and saved), not a closure: the forward pass's scope frees its own
-  // intermediates before the backward pass runs.
-  const swapHalves = tf.customGrad(((input: tf.Tensor, p: tf.Tensor2D, save: (ts: tf.Tensor[]) => void) => {
-    save([p]);
+  const swapHalves = (t: tf.Tensor, p: tf.Tensor) => tf.reshape(tf.matMul(tf.reshape(t, [-1, d]), p as tf.Tensor2D), t.shape);
+  const rotate = customOp<[tf.Tensor]>((input, save) => {
+    save([cos, sinSigned, swap]);
     return {
-      value: tf.reshape(tf.matMul(tf.reshape(input, [-1, d]), p), input.shape),
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [tf.reshape(tf.matMul(tf.reshape(dy, [-1, d]), saved[0] as tf.Tensor2D), dy.shape), tf.zerosLike(saved[0])],
+      value: tf.add(tf.mul(input, cos), tf.mul(swapHalves(input, swap), sinSigned)),
+      gradFunc: (dy, [c, s, p]) => tf.add(tf.mul(dy, c), swapHalves(tf.mul(dy, s), p)),
     };
-  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor, p: tf.Tensor2D) => tf.Tensor;
-  return tf.add(tf.mul(x, cos), tf.mul(swapHalves(x, swap), sinSigned));
+  });
+  return rotate(x);
 }

@@ -6,32 +6,54 @@ import { headDim, validateModelConfig, type ModelConfig } from './model-config';
 import { rmsNorm } from './rms-norm';
 import { applyRope, halfSwapMatrix, ropeTables } from './rope';
 import { swiglu } from './swiglu';
+import { addBias, addSame, scaleBy } from './elementwise';
 import { hasLogProb, validateTokenBatch, type TokenBatch } from './token-batch';
-import { initWeights, validateWeights, weightSpecs, type NamedWeights } from './weights';
+import { initWeights, validateWeights, weightSpecs, type NamedWeights, type WeightTensor } from './weights';
 import { Prng } from '../util/prng';
 import { loraScaling, peftKey, validateLoraWeights, type LoraAdapter, type LoraFactors } from '../io/peft-adapter';
 import { LORA_TARGETS, initLoraA, loraModules, validateLoraOptions, type LoraOptions } from './lora';
+import { engineAddon } from '../native/addon';
+import { NativeTensor } from '../native/native-tensor';
+import { backendRunsNativeKernels } from '../kernels/native-kernel';
+import { nativeMatMul } from '../kernels/native-matmul';
+import { nativeGatherRows } from '../kernels/native-embedding';
+import { tokenScores } from '../kernels/token-scores';
 
-/** How a Hugging Face weight maps onto the model's variable: linear weights are stored transposed. */
-interface Slot {
-  variable: tf.Variable;
-  /** Stored `[in, out]` while Hugging Face keeps `[out, in]`. */
-  transposed: boolean;
-}
+/**
+ * Where a Hugging Face weight lives: a tf variable in the wasm heap (layer linears stored transposed,
+ * `[in, out]`, so the forward pass runs plain products), or a native tensor outside the heap in Hugging
+ * Face's own layout (frozen weights: the base under LoRA, a reference policy, a model that only samples).
+ */
+type Slot = { variable: tf.Variable; transposed: boolean; native?: undefined } | { native: NativeTensor; variable?: undefined };
+
+/** A 2-D weight as the forward pass uses it. */
+type Matrix = { variable: tf.Variable; native?: undefined } | { native: NativeTensor; variable?: undefined };
 
 interface LayerVars {
   inputNorm: tf.Variable;
-  q: tf.Variable;
-  k: tf.Variable;
-  v: tf.Variable;
+  q: Matrix;
+  k: Matrix;
+  v: Matrix;
   qBias?: tf.Variable;
   kBias?: tf.Variable;
   vBias?: tf.Variable;
-  o: tf.Variable;
+  o: Matrix;
   postNorm: tf.Variable;
-  gate: tf.Variable;
-  up: tf.Variable;
-  down: tf.Variable;
+  gate: Matrix;
+  up: Matrix;
+  down: Matrix;
+}
+
+/** Per-pass inputs every layer reads (positions, masks, rotary tables). @internal */
+export interface PassContext {
+  b: number;
+  t: number;
+  pastLen: number;
+  cos: tf.Tensor;
+  sin: tf.Tensor;
+  bias: tf.Tensor;
+  swap: tf.Tensor2D;
+  scale: number;
 }
 
 /** An attached LoRA adapter: factors held transposed (`A` `[in, r]`, `B` `[r, out]`) so `x·A·B` is two plain matmuls. */
@@ -52,12 +74,21 @@ export interface ScoreOptions {
 export interface ModelOptions {
   /** Whether the weights are trainable variables (default true); a frozen reference policy uses false. */
   trainable?: boolean;
+  /**
+   * Where a frozen model keeps its matrices: `native` (default when the engine's addon is loaded and the
+   * backend is wasm or cpu: outside the wasm heap, read by the addon's kernels) or `heap` (tf tensors).
+   * Trainable weights are always in the heap.
+   */
+  placement?: 'native' | 'heap';
 }
+
+/** Weights to build a model from: float32 arrays, or tensors already held natively (ownership passes to the model). */
+export type ModelWeights = Map<string, WeightTensor | NativeTensor>;
 
 /** Result of one model run over new tokens. @internal */
 export interface RunResult {
-  /** `[rows, vocab]`: every position, or one per row with `lastOnly`. */
-  logits: tf.Tensor2D;
+  /** `[rows, vocab]`: every position, or one per row with `lastOnly`; absent with `logits: false`. */
+  logits?: tf.Tensor2D;
   /** `[rows, hidden]` final-norm hidden states for the same rows. */
   hidden: tf.Tensor2D;
   /** Keys/values of all positions so far (past + new), when asked for. */
@@ -96,9 +127,11 @@ let nextModelId = 0;
  * Numerics follow `transformers`' `modeling_llama.py` / `modeling_qwen2.py` (checked against a NumPy
  * float64 reference in `reference/transformer_reference.py`).
  *
- * Weights move in and out by their Hugging Face names ({@link NamedWeights}); linear weights are held
- * transposed (`[in, out]`) so the forward pass runs plain 2-D matmuls, the fast path on wasm.
- * The model owns tf variables: call {@link Model.dispose} when done.
+ * Weights move in and out by their Hugging Face names ({@link NamedWeights}). Trainable weights are tf
+ * variables in the wasm heap (layer linears held transposed, `[in, out]`, so the forward pass runs plain
+ * 2-D products); a frozen model keeps its matrices outside the heap as native tensors (float32, or
+ * bfloat16 / float16 as a safetensors file stores them), read by the addon's kernels, so the heap holds
+ * only activations, LoRA factors and optimizer state. Call {@link Model.dispose} when done.
  *
  * @example
  * ```ts
@@ -112,11 +145,13 @@ let nextModelId = 0;
 export class Model {
   readonly config: ModelConfig;
   readonly trainable: boolean;
+  /** Where the model's matrices live (see {@link ModelOptions.placement}). */
+  readonly placement: 'native' | 'heap';
   private readonly slots = new Map<string, Slot>();
-  private readonly embed: tf.Variable;
+  private readonly embed: Matrix;
   private readonly layers: LayerVars[] = [];
   private readonly finalNorm: tf.Variable;
-  private readonly lmHead?: tf.Variable;
+  private readonly lmHead?: Matrix;
   private valueWeight?: tf.Variable;
   private valueBias?: tf.Variable;
   private readonly id: number;
@@ -124,48 +159,60 @@ export class Model {
   private lora?: LoraState;
   private adapterOff = false;
 
-  private constructor(config: ModelConfig, weights: NamedWeights, trainable: boolean) {
+  private constructor(config: ModelConfig, weights: ModelWeights, trainable: boolean, placement: 'native' | 'heap') {
     this.config = config;
     this.trainable = trainable;
+    this.placement = placement;
     this.id = nextModelId++;
-    const make = (name: string): tf.Variable => {
-      const spec = weights.get(name)!;
-      return this.makeVariable(name, spec.data, spec.shape, spec.shape.length === 2 && name !== 'model.embed_tokens.weight');
-    };
-    this.embed = make('model.embed_tokens.weight');
-    for (let i = 0; i < config.num_hidden_layers; i++) {
-      const p = `model.layers.${i}.`;
-      const layer: LayerVars = {
-        inputNorm: make(`${p}input_layernorm.weight`),
-        q: make(`${p}self_attn.q_proj.weight`),
-        k: make(`${p}self_attn.k_proj.weight`),
-        v: make(`${p}self_attn.v_proj.weight`),
-        o: make(`${p}self_attn.o_proj.weight`),
-        postNorm: make(`${p}post_attention_layernorm.weight`),
-        gate: make(`${p}mlp.gate_proj.weight`),
-        up: make(`${p}mlp.up_proj.weight`),
-        down: make(`${p}mlp.down_proj.weight`),
+    try {
+      const vector = (name: string): tf.Variable => {
+        const w = weights.get(name)!;
+        return this.makeVariable(name, w instanceof NativeTensor ? w.toFloat32() : w.data, [...w.shape], false);
       };
-      if (config.attention_bias) {
-        layer.qBias = make(`${p}self_attn.q_proj.bias`);
-        layer.kBias = make(`${p}self_attn.k_proj.bias`);
-        layer.vBias = make(`${p}self_attn.v_proj.bias`);
+      const matrix = (name: string, transposed: boolean): Matrix => this.makeMatrix(name, weights.get(name)!, transposed);
+      this.embed = matrix('model.embed_tokens.weight', false);
+      for (let i = 0; i < config.num_hidden_layers; i++) {
+        const p = `model.layers.${i}.`;
+        const layer: LayerVars = {
+          inputNorm: vector(`${p}input_layernorm.weight`),
+          q: matrix(`${p}self_attn.q_proj.weight`, true),
+          k: matrix(`${p}self_attn.k_proj.weight`, true),
+          v: matrix(`${p}self_attn.v_proj.weight`, true),
+          o: matrix(`${p}self_attn.o_proj.weight`, true),
+          postNorm: vector(`${p}post_attention_layernorm.weight`),
+          gate: matrix(`${p}mlp.gate_proj.weight`, true),
+          up: matrix(`${p}mlp.up_proj.weight`, true),
+          down: matrix(`${p}mlp.down_proj.weight`, true),
+        };
+        if (config.attention_bias) {
+          layer.qBias = vector(`${p}self_attn.q_proj.bias`);
+          layer.kBias = vector(`${p}self_attn.k_proj.bias`);
+          layer.vBias = vector(`${p}self_attn.v_proj.bias`);
+        }
+        this.layers.push(layer);
       }
-      this.layers.push(layer);
-    }
-    this.finalNorm = make('model.norm.weight');
-    if (!config.tie_word_embeddings) this.lmHead = make('lm_head.weight');
-    if (weights.has(VALUE_WEIGHT)) {
-      const w = weights.get(VALUE_WEIGHT)!;
-      if (w.shape.length !== 2 || w.shape[0] !== 1 || w.shape[1] !== config.hidden_size) {
-        throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${VALUE_WEIGHT} has shape [${w.shape}], expected [1,${config.hidden_size}]`, VALUE_WEIGHT);
+      this.finalNorm = vector('model.norm.weight');
+      // Kept [vocab, hidden] like the embedding: the fused head reads either the same way.
+      if (!config.tie_word_embeddings) this.lmHead = matrix('lm_head.weight', false);
+      if (weights.has(VALUE_WEIGHT)) {
+        const w = weights.get(VALUE_WEIGHT)!;
+        if (w.shape.length !== 2 || w.shape[0] !== 1 || w.shape[1] !== config.hidden_size) {
+          throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${VALUE_WEIGHT} has shape [${w.shape}], expected [1,${config.hidden_size}]`, VALUE_WEIGHT);
+        }
+        const bias = weights.get(VALUE_BIAS) ?? { shape: [1], data: new Float32Array(1) };
+        if (bias.shape.length !== 1 || bias.shape[0] !== 1) {
+          throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${VALUE_BIAS} has shape [${bias.shape}], expected [1]`, VALUE_BIAS);
+        }
+        this.valueWeight = this.makeVariable(VALUE_WEIGHT, w instanceof NativeTensor ? w.toFloat32() : w.data, [1, config.hidden_size], true);
+        this.valueBias = this.makeVariable(VALUE_BIAS, bias instanceof NativeTensor ? bias.toFloat32() : bias.data, [1], false);
       }
-      const bias = weights.get(VALUE_BIAS) ?? { shape: [1], data: new Float32Array(1) };
-      if (bias.shape.length !== 1 || bias.shape[0] !== 1) {
-        throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${VALUE_BIAS} has shape [${bias.shape}], expected [1]`, VALUE_BIAS);
-      }
-      this.valueWeight = make(VALUE_WEIGHT);
-      this.valueBias = this.makeVariable(VALUE_BIAS, bias.data, [1], false);
+    } catch (error) {
+      this.dispose();
+      throw error;
+    } finally {
+      // Native tensors handed in belong to the model now; those it did not keep are freed.
+      const kept = new Set([...this.slots.values()].map((s) => s.native));
+      for (const w of weights.values()) if (w instanceof NativeTensor && !kept.has(w)) w.dispose();
     }
   }
 
@@ -176,6 +223,16 @@ export class Model {
     });
     this.slots.set(name, { variable, transposed });
     return variable;
+  }
+
+  /** A 2-D weight: native when the model is placed natively, else a variable (`transposed` for layer linears). */
+  private makeMatrix(name: string, w: WeightTensor | NativeTensor, transposed: boolean): Matrix {
+    if (this.placement === 'native') {
+      const native = w instanceof NativeTensor ? w : NativeTensor.fromFloat32(w.data, w.shape);
+      this.slots.set(name, { native });
+      return { native };
+    }
+    return { variable: this.makeVariable(name, w instanceof NativeTensor ? w.toFloat32() : w.data, [...w.shape], transposed) };
   }
 
   /** Whether the model has a value head (`score.weight`, `score.bias`). */
@@ -207,19 +264,27 @@ export class Model {
   }
 
   /**
-   * A model holding copies of `weights` (Hugging Face names and layouts). The config is validated, and
-   * so are the weights against it (`ENGINE_INVALID_WEIGHTS` names a missing or misshapen one; extra
-   * entries such as a tied checkpoint's `lm_head.weight` are ignored).
+   * A model from `weights` (Hugging Face names and layouts): float32 arrays, which are copied, or native
+   * tensors (e.g. views of a memory-mapped safetensors file), which the model takes over. The config is
+   * validated, and so are the weights against it (`ENGINE_INVALID_WEIGHTS` names a missing or misshapen
+   * one; extra entries such as a tied checkpoint's `lm_head.weight` are ignored).
    *
    * @example
    * ```ts
    * const model = Model.fromWeights(config, weightsReadFromSafetensors);
+   * const frozen = Model.fromWeights(config, await mapHfModelWeights(info), { trainable: false });
    * ```
    */
-  static fromWeights(config: ModelConfig, weights: NamedWeights, options: ModelOptions = {}): Model {
+  static fromWeights(config: ModelConfig, weights: ModelWeights, options: ModelOptions = {}): Model {
     const checked = validateModelConfig(config);
-    validateWeights(checked, weights, true);
-    return new Model(checked, weights, options.trainable ?? true);
+    try {
+      validateWeights(checked, weights, true);
+    } catch (error) {
+      for (const w of weights.values()) if (w instanceof NativeTensor) w.dispose();
+      throw error;
+    }
+    const trainable = options.trainable ?? true;
+    return new Model(checked, weights, trainable, resolvePlacement(trainable, options.placement));
   }
 
   /**
@@ -232,7 +297,15 @@ export class Model {
    */
   static init(config: ModelConfig, seed: number, options: ModelOptions = {}): Model {
     const checked = validateModelConfig(config);
-    return new Model(checked, initWeights(checked, seed), options.trainable ?? true);
+    const trainable = options.trainable ?? true;
+    return new Model(checked, initWeights(checked, seed), trainable, resolvePlacement(trainable, options.placement));
+  }
+
+  /** A weight by Hugging Face name and layout as float32 (a copy). */
+  private readWeight(name: string, shape: readonly number[]): Float32Array {
+    const slot = this.slots.get(name)!;
+    if (slot.native) return slot.native.toFloat32();
+    return Float32Array.from(tf.tidy(() => (slot.transposed ? tf.transpose(slot.variable) : slot.variable).dataSync() as Float32Array));
   }
 
   /**
@@ -248,11 +321,7 @@ export class Model {
     const out: NamedWeights = new Map();
     const specs = weightSpecs(this.config);
     if (this.valueWeight) specs.push({ name: VALUE_WEIGHT, shape: [1, this.config.hidden_size], kind: 'linear' }, { name: VALUE_BIAS, shape: [1], kind: 'bias' });
-    for (const spec of specs) {
-      const slot = this.slots.get(spec.name)!;
-      const data = tf.tidy(() => (slot.transposed ? tf.transpose(slot.variable) : slot.variable).dataSync() as Float32Array);
-      out.set(spec.name, { shape: [...spec.shape], data: Float32Array.from(data) });
-    }
+    for (const spec of specs) out.set(spec.name, { shape: [...spec.shape], data: this.readWeight(spec.name, spec.shape) });
     return out;
   }
 
@@ -265,12 +334,13 @@ export class Model {
    * ```
    */
   clone(options: ModelOptions = {}): Model {
-    return new Model(this.config, this.exportWeights(), options.trainable ?? this.trainable);
+    return Model.fromWeights(this.config, this.exportWeights(), { trainable: options.trainable ?? this.trainable, ...(options.placement ? { placement: options.placement } : {}) });
   }
 
   /**
-   * The variables by Hugging Face weight name (linear weights stored transposed); the optimizer uses the
-   * names to decide weight decay.
+   * The trainable variables by Hugging Face weight name (linear weights stored transposed); the
+   * optimizer uses the names to decide weight decay. Under a LoRA adapter only its factors; a natively
+   * placed (frozen) model has none but its norms, biases and value head.
    */
   namedVariables(): Map<string, tf.Variable> {
     this.assertLive();
@@ -280,7 +350,21 @@ export class Model {
       for (const [module, f] of this.lora.factors) out.set(peftKey(module, 'A'), f.A).set(peftKey(module, 'B'), f.B);
       return out;
     }
-    return new Map([...this.slots].map(([name, slot]) => [name, slot.variable]));
+    const out = new Map<string, tf.Variable>();
+    for (const [name, slot] of this.slots) if (slot.variable) out.set(name, slot.variable);
+    return out;
+  }
+
+  /** Bytes of the model's weights in the wasm heap and outside it (native tensors, mapped or copied). */
+  weightBytes(): { heap: number; native: number } {
+    let heap = 0;
+    let native = 0;
+    for (const slot of this.slots.values()) {
+      if (slot.native) native += slot.native.byteLength;
+      else heap += slot.variable.size * 4;
+    }
+    if (this.lora) for (const f of this.lora.factors.values()) heap += (f.A.size + f.B.size) * 4;
+    return { heap, native };
   }
 
   /** Whether a LoRA adapter is attached. */
@@ -368,8 +452,8 @@ export class Model {
   }
 
   /**
-   * Folds the adapter into the base, `W' = W + scaling·B·A`, and removes it: the model then runs
-   * without the extra matmuls and {@link Model.exportWeights} holds the merged weights (a plain Hugging
+   * Folds the adapter into the base, `W' = W + scaling·B·A`, and removes it (a native base becomes
+   * float32, whatever it was stored as): the model then runs without the extra matmuls and {@link Model.exportWeights} holds the merged weights (a plain Hugging
    * Face checkpoint). {@link Model.namedVariables} lists the base weights again.
    *
    * @example
@@ -382,8 +466,22 @@ export class Model {
     this.assertLive();
     const lora = this.requireLora();
     for (const [module, f] of lora.factors) {
-      const w = this.slots.get(`${module}.weight`)!.variable;
-      tf.tidy(() => w.assign(tf.add(w, tf.mul(tf.matMul(f.A, f.B), lora.scaling))));
+      const name = `${module}.weight`;
+      const slot = this.slots.get(name)!;
+      if (slot.variable) {
+        const w = slot.variable;
+        tf.tidy(() => w.assign(tf.add(w, tf.mul(tf.matMul(f.A, f.B), lora.scaling))));
+        continue;
+      }
+      // A native base is replaced by a float32 copy with the update folded in (W is [out, in]: add Bᵀ·Aᵀ's transpose).
+      const merged = tf.tidy(() => {
+        const w = tf.tensor2d(slot.native.toFloat32(), slot.native.shape as [number, number]);
+        return tf.add(w, tf.mul(tf.transpose(tf.matMul(f.A, f.B)), lora.scaling)).dataSync() as Float32Array;
+      });
+      const native = NativeTensor.fromFloat32(merged, slot.native.shape);
+      slot.native.dispose();
+      this.slots.set(name, { native });
+      this.replaceMatrix(slot.native, native);
     }
     this.dropLora();
   }
@@ -424,19 +522,29 @@ export class Model {
     this.lora = undefined;
   }
 
-  /** `x·W` (`W` stored `[in, out]`) plus the adapter's `scaling·(x·A)·B` when one targets `module`. */
-  private linear(x: tf.Tensor2D, w: tf.Tensor, module: string): tf.Tensor2D {
-    const y = tf.matMul(x, w) as tf.Tensor2D;
-    const f = this.lora && !this.adapterOff ? this.lora.factors.get(module) : undefined;
-    if (!f) return y;
-    return tf.add(y, tf.mul(tf.matMul(tf.matMul(x, f.A), f.B), this.lora!.scaling)) as tf.Tensor2D;
+  /** Points the layer that used `old` at `replacement` (after a merge). */
+  private replaceMatrix(old: NativeTensor, replacement: NativeTensor): void {
+    for (const layer of this.layers) {
+      for (const key of ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const) if (layer[key].native === old) layer[key] = { native: replacement };
+    }
   }
 
-  /** Frees the model's variables. */
+  /** `x·W` for a layer linear (`[in, out]` variable or native `[out, in]`), plus the adapter's `scaling·(x·A)·B` when one targets `module`. */
+  private linear(x: tf.Tensor2D, w: Matrix, module: string): tf.Tensor2D {
+    const y = (w.native ? nativeMatMul(x, w.native) : tf.matMul(x, w.variable)) as tf.Tensor2D;
+    const f = this.lora && !this.adapterOff ? this.lora.factors.get(module) : undefined;
+    if (!f) return y;
+    return addSame(y, scaleBy(tf.matMul(tf.matMul(x, f.A), f.B) as tf.Tensor2D, this.lora!.scaling));
+  }
+
+  /** Frees the model's variables and native tensors. */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    for (const slot of this.slots.values()) slot.variable.dispose();
+    for (const slot of this.slots.values()) {
+      if (slot.native) slot.native.dispose();
+      else slot.variable.dispose();
+    }
     this.slots.clear();
     if (this.lora) this.dropLora();
   }
@@ -450,69 +558,126 @@ export class Model {
   }
 
   /**
+   * What every layer of a pass reads: positions (real tokens before each one), the additive attention
+   * mask and the rotary tables, for `t` new tokens per row after `pastLen` cached ones. The caller owns
+   * the tensors (use inside `tf.tidy`). @internal
+   */
+  passContext(keyMask: Uint8Array, b: number, pastLen: number, t: number): PassContext {
+    const hd = headDim(this.config);
+    const { positions, bias } = attentionInputs(keyMask, b, pastLen, t);
+    const { cos, sinSigned } = ropeTables(positions, hd, this.config.rope_theta);
+    return {
+      b,
+      t,
+      pastLen,
+      cos: tf.tensor4d(cos, [b, t, 1, hd]),
+      sin: tf.tensor4d(sinSigned, [b, t, 1, hd]),
+      bias: tf.tensor(bias, [b, 1, 1, t, pastLen + t]),
+      swap: tf.tensor2d(halfSwapMatrix(hd), [hd, hd]),
+      scale: 1 / Math.sqrt(hd),
+    };
+  }
+
+  /** Embedding rows of `ids` (`[n]` int32) as `[n, hidden]`. @internal */
+  embedIds(ids: tf.Tensor1D): tf.Tensor2D {
+    return (this.embed.native ? nativeGatherRows(this.embed.native, ids) : tf.gather(this.embed.variable, ids)) as tf.Tensor2D;
+  }
+
+  /**
+   * Decoder layer `i` on `x` (`[B·T, hidden]`), after the cached keys/values `past` of that layer when
+   * given. Returns the new hidden states and the layer's keys/values (past + new). @internal
+   */
+  layerForward(i: number, x: tf.Tensor2D, ctx: PassContext, past?: KvLayer): { x: tf.Tensor2D; k: tf.Tensor; v: tf.Tensor } {
+    const c = this.config;
+    const L = this.layers[i];
+    const { b, t } = ctx;
+    const hd = headDim(c);
+    const p = `model.layers.${i}.`;
+    const a = rmsNorm(x, L.inputNorm, c.rms_norm_eps) as tf.Tensor2D;
+    let q: tf.Tensor = this.linear(a, L.q, `${p}self_attn.q_proj`);
+    let k: tf.Tensor = this.linear(a, L.k, `${p}self_attn.k_proj`);
+    let v: tf.Tensor = this.linear(a, L.v, `${p}self_attn.v_proj`);
+    if (L.qBias) q = addBias(q, L.qBias as tf.Tensor1D);
+    if (L.kBias) k = addBias(k, L.kBias as tf.Tensor1D);
+    if (L.vBias) v = addBias(v, L.vBias as tf.Tensor1D);
+    q = scaleBy(applyRope(tf.reshape(q, [b, t, c.num_attention_heads, hd]), ctx.cos, ctx.sin, ctx.swap), ctx.scale);
+    k = tf.transpose(applyRope(tf.reshape(k, [b, t, c.num_key_value_heads, hd]), ctx.cos, ctx.sin, ctx.swap), [0, 2, 1, 3]);
+    v = tf.transpose(tf.reshape(v, [b, t, c.num_key_value_heads, hd]), [0, 2, 1, 3]);
+    if (past) {
+      k = tf.concat([past.k, k], 2);
+      v = tf.concat([past.v, v], 2);
+    }
+    const attn = groupedQueryAttention(q, k, v, ctx.bias);
+    let out = addSame(x, this.linear(attn, L.o, `${p}self_attn.o_proj`));
+    const m = rmsNorm(out, L.postNorm, c.rms_norm_eps) as tf.Tensor2D;
+    out = addSame(
+      out,
+      swiglu(
+        m,
+        (h) => this.linear(h, L.gate, `${p}mlp.gate_proj`),
+        (h) => this.linear(h, L.up, `${p}mlp.up_proj`),
+        (h) => this.linear(h, L.down, `${p}mlp.down_proj`),
+      ),
+    );
+    return { x: out, k, v };
+  }
+
+  /** The final RMSNorm of hidden states. @internal */
+  finalHidden(x: tf.Tensor2D): tf.Tensor2D {
+    return rmsNorm(x, this.finalNorm, this.config.rms_norm_eps) as tf.Tensor2D;
+  }
+
+  /** The output head's weight, `[vocab, hidden]` (the embedding when tied). */
+  private get head(): Matrix {
+    return this.lmHead ?? this.embed;
+  }
+
+  /** Logits `[n, vocab]` of final hidden states. @internal */
+  headLogits(hidden: tf.Tensor2D): tf.Tensor2D {
+    const w = this.head;
+    return (w.native ? nativeMatMul(hidden, w.native) : tf.matMul(hidden, w.variable, false, true)) as tf.Tensor2D;
+  }
+
+  /**
+   * The trainable variables a decoder layer reads (its LoRA factors, or its weights when the model
+   * trains in full), for a pass that differentiates one layer at a time. @internal
+   */
+  layerVariables(i: number): tf.Variable[] {
+    const prefix = `model.layers.${i}.`;
+    return [...this.namedVariables()].filter(([name]) => name.startsWith(`${prefix}`) || name.startsWith(`base_model.model.${prefix}`)).map(([, v]) => v);
+  }
+
+  /**
    * Runs new tokens `ids` (`[B, T]`, int32) through the model, after the cached ones in `past` when
    * given. `keyMask` is `[B, past + T]` (1 = real token). Must be called inside `tf.tidy` (the caller owns
    * every tensor it returns). With `lastOnly`, logits and hidden states are for each row's last
-   * position only. @internal
+   * position only; with `logits: false` no logits are computed (the fused head reads `hidden`). Each
+   * layer runs in its own scope, so a pass without gradients holds one layer's intermediates at a time.
+   * @internal
    */
-  run(ids: tf.Tensor2D, keyMask: Uint8Array, past: KvCache | undefined, opts: { lastOnly?: boolean; present?: boolean } = {}): RunResult {
+  run(ids: tf.Tensor2D, keyMask: Uint8Array, past: KvCache | undefined, opts: { lastOnly?: boolean; present?: boolean; logits?: boolean } = {}): RunResult {
     this.assertLive();
-    const c = this.config;
     const [b, t] = ids.shape;
-    const pastLen = past ? past.length : 0;
-    const s = pastLen + t;
-    const hd = headDim(c);
-    const h = c.num_attention_heads;
-    const kvh = c.num_key_value_heads;
-    const n = b * t;
-    const { positions, bias } = attentionInputs(keyMask, b, pastLen, t);
-    const { cos, sinSigned } = ropeTables(positions, hd, c.rope_theta);
-    const cosT = tf.tensor4d(cos, [b, t, 1, hd]);
-    const sinT = tf.tensor4d(sinSigned, [b, t, 1, hd]);
-    const biasT = tf.tensor(bias, [b, 1, 1, t, s]);
-    const swap = tf.tensor2d(halfSwapMatrix(hd), [hd, hd]);
-    const scale = 1 / Math.sqrt(hd);
-
-    let x = tf.gather(this.embed, tf.reshape(ids, [n])) as tf.Tensor2D;
+    const ctx = this.passContext(keyMask, b, past ? past.length : 0, t);
+    let x = this.embedIds(tf.reshape(ids, [b * t]) as tf.Tensor1D);
     const present: KvLayer[] = [];
-    this.layers.forEach((L, i) => {
-      const p = `model.layers.${i}.`;
-      const a = rmsNorm(x, L.inputNorm, c.rms_norm_eps) as tf.Tensor2D;
-      let q: tf.Tensor = this.linear(a, L.q, `${p}self_attn.q_proj`);
-      let k: tf.Tensor = this.linear(a, L.k, `${p}self_attn.k_proj`);
-      let v: tf.Tensor = this.linear(a, L.v, `${p}self_attn.v_proj`);
-      if (L.qBias) q = tf.add(q, L.qBias);
-      if (L.kBias) k = tf.add(k, L.kBias);
-      if (L.vBias) v = tf.add(v, L.vBias);
-      q = tf.mul(applyRope(tf.reshape(q, [b, t, h, hd]), cosT, sinT, swap), scale);
-      k = tf.transpose(applyRope(tf.reshape(k, [b, t, kvh, hd]), cosT, sinT, swap), [0, 2, 1, 3]);
-      v = tf.transpose(tf.reshape(v, [b, t, kvh, hd]), [0, 2, 1, 3]);
-      if (past) {
-        const cached = past.layers[i];
-        k = tf.concat([cached.k, k], 2);
-        v = tf.concat([cached.v, v], 2);
-      }
-      if (opts.present) present.push({ k, v });
-      const attn = groupedQueryAttention(q, k, v, biasT);
-      x = tf.add(x, this.linear(attn, L.o, `${p}self_attn.o_proj`));
-      const m = rmsNorm(x, L.postNorm, c.rms_norm_eps) as tf.Tensor2D;
-      x = tf.add(
-        x,
-        swiglu(
-          m,
-          (h) => this.linear(h, L.gate, `${p}mlp.gate_proj`),
-          (h) => this.linear(h, L.up, `${p}mlp.up_proj`),
-          (h) => this.linear(h, L.down, `${p}mlp.down_proj`),
-        ),
-      );
-    });
+    for (let i = 0; i < this.layers.length; i++) {
+      const input = x;
+      const out = tf.tidy(() => {
+        const r = this.layerForward(i, input, ctx, past?.layers[i]);
+        return opts.present ? [r.x, r.k, r.v] : [r.x];
+      });
+      input.dispose();
+      x = out[0] as tf.Tensor2D;
+      if (opts.present) present.push({ k: out[1], v: out[2] });
+    }
     if (opts.lastOnly && t > 1) {
       const last = new Int32Array(b).map((_, row) => row * t + t - 1);
       x = tf.gather(x, tf.tensor1d(last, 'int32'));
     }
-    const hidden = rmsNorm(x, this.finalNorm, c.rms_norm_eps) as tf.Tensor2D;
-    const logits = (this.lmHead ? tf.matMul(hidden, this.lmHead) : tf.matMul(hidden, this.embed, false, true)) as tf.Tensor2D;
-    return { logits, hidden, ...(opts.present ? { present } : {}) };
+    const hidden = this.finalHidden(x);
+    const logits = opts.logits === false ? undefined : this.headLogits(hidden);
+    return { hidden, ...(logits ? { logits } : {}), ...(opts.present ? { present } : {}) };
   }
 
   /**
@@ -526,7 +691,7 @@ export class Model {
    */
   logits(batch: TokenBatch): tf.Tensor2D {
     validateTokenBatch(batch, this.config.vocab_size);
-    return tf.tidy(() => this.run(tf.tensor2d(batch.ids, [batch.batchSize, batch.seqLen], 'int32'), batch.mask, undefined).logits);
+    return tf.tidy(() => this.run(tf.tensor2d(batch.ids, [batch.batchSize, batch.seqLen], 'int32'), batch.mask, undefined).logits!);
   }
 
   /**
@@ -535,20 +700,34 @@ export class Model {
    * the trainer builds its loss on these. Must be called inside `tf.tidy`. @internal
    */
   nextTokenScores(batch: TokenBatch): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; values?: tf.Tensor1D; hidden: tf.Tensor2D } {
+    const { batchSize: b, seqLen: t } = batch;
+    const fused = fusedHead();
+    const { hidden, logits } = this.run(tf.tensor2d(batch.ids, [b, t], 'int32'), batch.mask, undefined, { logits: !fused });
+    return { ...this.scoresOf(hidden, batch, logits), hidden };
+  }
+
+  /**
+   * Next-token log-probs and entropies of final hidden states `[B·T, hidden]` (position-aligned), and
+   * values with a value head: the fused native head when the addon runs, else a log-softmax of `logits`
+   * (computed here when not given). @internal
+   */
+  scoresOf(hidden: tf.Tensor2D, batch: TokenBatch, logits?: tf.Tensor2D): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; values?: tf.Tensor1D } {
     const { batchSize: b, seqLen: t, ids } = batch;
-    const v = this.config.vocab_size;
-    const { logits, hidden } = this.run(tf.tensor2d(ids, [b, t], 'int32'), batch.mask, undefined);
     const n = b * t;
-    const flat = new Int32Array(n);
-    for (let r = 0; r < b; r++) {
-      for (let p = 0; p < t - 1; p++) flat[r * t + p] = (r * t + p) * v + ids[r * t + p + 1];
-      flat[r * t + t - 1] = (r * t + t - 1) * v;
+    const values = this.valueWeight ? (tf.reshape(tf.add(tf.matMul(hidden, this.valueWeight), this.valueBias!), [n]) as tf.Tensor1D) : undefined;
+    const next = new Int32Array(n);
+    for (let r = 0; r < b; r++) for (let p = 0; p < t - 1; p++) next[r * t + p] = ids[r * t + p + 1];
+    if (fusedHead()) {
+      const w = this.head;
+      const s = tokenScores(hidden, w.native ?? (w.variable as tf.Tensor2D), tf.tensor1d(next, 'int32'), { entropy: true });
+      return { logProbs: s.logProbs, entropy: s.entropy, ...(values ? { values } : {}) };
     }
-    const logp = tf.logSoftmax(logits);
+    const v = this.config.vocab_size;
+    const flat = next.map((id, i) => i * v + id);
+    const logp = tf.logSoftmax(logits ?? this.headLogits(hidden));
     const logProbs = tf.gather(tf.reshape(logp, [n * v]), tf.tensor1d(flat, 'int32')) as tf.Tensor1D;
     const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), -1)) as tf.Tensor1D;
-    const values = this.valueWeight ? (tf.reshape(tf.add(tf.matMul(hidden, this.valueWeight), this.valueBias!), [n]) as tf.Tensor1D) : undefined;
-    return { logProbs, entropy, hidden, ...(values ? { values } : {}) };
+    return { logProbs, entropy, ...(values ? { values } : {}) };
   }
 
   /**
@@ -573,6 +752,21 @@ export class Model {
     });
     return alignToTokens(batch, lpNext, entNext, valNext);
   }
+}
+
+/** Where a model's matrices go: natively for a frozen model when the addon runs on this backend. */
+function resolvePlacement(trainable: boolean, wanted?: 'native' | 'heap'): 'native' | 'heap' {
+  if (trainable || wanted === 'heap') return 'heap';
+  const available = engineAddon() !== undefined && backendRunsNativeKernels();
+  if (wanted === 'native' && !available) {
+    throw new EngineError('ENGINE_BACKEND_UNAVAILABLE', `native placement needs the engine's native addon on the wasm or cpu backend (backend ${tf.getBackend()}, addon ${engineAddon() ? 'loaded' : 'not loaded'})`, 'placement');
+  }
+  return available ? 'native' : 'heap';
+}
+
+/** Whether next-token scores run through the fused native head. */
+function fusedHead(): boolean {
+  return engineAddon() !== undefined && backendRunsNativeKernels();
 }
 
 /** Moves position-aligned next-token values onto the tokens they score. @internal */

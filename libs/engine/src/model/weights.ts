@@ -88,7 +88,8 @@ export function countParameters(config: ModelConfig): number {
 }
 
 /**
- * Checks that `weights` holds exactly the weights of `config` with the right shapes and data lengths.
+ * Checks that `weights` holds exactly the weights of `config` with the right shapes and data lengths
+ * (float32 arrays, or native tensors of any dtype).
  * Extra weights are refused unless `allowExtra` (a checkpoint may carry e.g. rotary caches some tools
  * save; `lm_head.weight` beside tied embeddings is also tolerated then). Throws `ENGINE_INVALID_WEIGHTS`
  * naming the first bad weight.
@@ -98,7 +99,7 @@ export function countParameters(config: ModelConfig): number {
  * validateWeights(config, weights); // throws EngineError('ENGINE_INVALID_WEIGHTS', …, 'model.norm.weight')
  * ```
  */
-export function validateWeights(config: ModelConfig, weights: NamedWeights, allowExtra = false): void {
+export function validateWeights(config: ModelConfig, weights: ReadonlyMap<string, WeightTensor | { shape: readonly number[]; size: number }>, allowExtra = false): void {
   const specs = weightSpecs(config);
   for (const spec of specs) {
     const w = weights.get(spec.name);
@@ -107,7 +108,9 @@ export function validateWeights(config: ModelConfig, weights: NamedWeights, allo
       throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${spec.name} has shape [${w.shape}], expected [${spec.shape}]`, spec.name);
     }
     const n = spec.shape.reduce((a, b) => a * b, 1);
-    if (!(w.data instanceof Float32Array) || w.data.length !== n) {
+    // Float32 arrays, or tensors held natively (which know their size).
+    const ok = 'data' in w ? w.data instanceof Float32Array && w.data.length === n : w.size === n;
+    if (!ok) {
       throw new EngineError('ENGINE_INVALID_WEIGHTS', `weight ${spec.name} must hold a Float32Array of ${n} values`, spec.name);
     }
   }

@@ -82,7 +82,7 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
 function keepRun(fn: () => RunResult): { logits: tf.Tensor2D; present: KvLayer[] } {
   const flat = tf.tidy(() => {
     const r = fn();
-    return [r.logits, ...r.present!.flatMap((l) => [l.k, l.v])];
+    return [r.logits!, ...r.present!.flatMap((l) => [l.k, l.v])];
   });
   const present: KvLayer[] = [];
   for (let i = 1; i < flat.length; i += 2) present.push({ k: flat[i], v: flat[i + 1] });

@@ -87,7 +87,17 @@ export function surrogateLoss(
   batch: TokenBatch,
   coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients),
 ): SurrogateLoss {
-  const { logProbs, entropy, values, hidden } = model.nextTokenScores(batch);
+  const { hidden, ...scores } = model.nextTokenScores(batch);
+  return { ...surrogateOfScores(batch, scores, coefficients), hidden };
+}
+
+/** {@link surrogateLoss} from scores already computed (position-aligned). @internal */
+export function surrogateOfScores(
+  batch: TokenBatch,
+  scores: { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; values?: tf.Tensor1D },
+  coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients),
+): Omit<SurrogateLoss, 'hidden'> {
+  const { logProbs, entropy, values } = scores;
   let coefs: LossCoefficients;
   if (typeof coefficients === 'function') {
     const s = alignToTokens(
@@ -111,5 +121,5 @@ export function surrogateLoss(
     const v = tf.tensor1d(toNextAligned(batch, coefs.valueCoef, 'valueCoef'));
     loss = tf.add(loss, tf.sum(tf.mul(v, values))) as tf.Scalar;
   }
-  return { loss, logProbs, entropy, hidden, ...(values ? { values } : {}) };
+  return { loss, logProbs, entropy, ...(values ? { values } : {}) };
 }

@@ -6,6 +6,8 @@ import { AdamW, type AdamWOptions, type AdamWState } from './adamw';
 import { clipFactor, globalNorm } from './grad-clip';
 import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
+import { recomputedGradients } from './layer-recompute';
+import { maxTrainingRows, planTrainingPass } from './memory-plan';
 import type { LrSchedule } from './lr-schedule';
 
 /** Options of {@link Trainer}. */
@@ -14,6 +16,11 @@ export interface TrainerOptions extends AdamWOptions {
   lr: number | LrSchedule;
   /** Clip the accumulated gradients to this global L2 norm (off when absent); the norm is reported either way. */
   maxGradNorm?: number;
+  /**
+   * Recompute each decoder layer's activations in the backward pass instead of keeping the whole tape:
+   * `auto` (default) when the tape would not fit the heap's free bytes, or always / never.
+   */
+  recompute?: 'auto' | boolean;
 }
 
 /** Coefficients for a batch, or a function computing them from the batch's current log-probs and entropies. */
@@ -31,6 +38,8 @@ export interface MicroBatchResult {
   values?: Float32Array;
   /** Tokens that have a log-prob. */
   tokens: number;
+  /** Whether the pass recomputed layer activations (see {@link TrainerOptions.recompute}). */
+  recomputed: boolean;
 }
 
 /** What an optimizer step did. */
@@ -99,6 +108,13 @@ export class Trainer {
     this.optimizer = new AdamW(this.variables, options);
   }
 
+  /** Bytes of the trainable parameters (their gradients take as much). */
+  private get trainableBytes(): number {
+    let n = 0;
+    for (const v of this.variables.values()) n += v.size * 4;
+    return n;
+  }
+
   /** Optimizer steps taken. */
   get steps(): number {
     return this.optimizer.steps;
@@ -115,18 +131,32 @@ export class Trainer {
    */
   accumulate(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
     validateTokenBatch(batch, this.model.config.vocab_size);
-    let lpNext: Float32Array | undefined;
-    let entNext: Float32Array | undefined;
+    const mode = this.options.recompute ?? 'auto';
+    const plan = mode === 'auto' ? planTrainingPass(this.model.config, batch.batchSize, batch.seqLen, this.trainableBytes) : { recompute: mode };
+    const vars = [...this.variables.values()];
+    let loss: number;
+    let grads: Record<string, tf.Tensor>;
+    let lpNext: Float32Array;
+    let entNext: Float32Array;
     let valNext: Float32Array | undefined;
-    const { value, grads } = tf.variableGrads(() => {
-      const s = surrogateLoss(this.model, batch, coefficients);
-      lpNext = s.logProbs.dataSync() as Float32Array;
-      entNext = s.entropy.dataSync() as Float32Array;
-      valNext = s.values?.dataSync() as Float32Array | undefined;
-      return s.loss;
-    }, [...this.variables.values()]);
-    const loss = value.dataSync()[0];
-    value.dispose();
+    if (plan.recompute) {
+      ({ loss, grads, lpNext, entNext, valNext } = recomputedGradients(this.model, batch, coefficients, vars));
+    } else {
+      let lp: Float32Array | undefined;
+      let ent: Float32Array | undefined;
+      const r = tf.variableGrads(() => {
+        const s = surrogateLoss(this.model, batch, coefficients);
+        lp = s.logProbs.dataSync() as Float32Array;
+        ent = s.entropy.dataSync() as Float32Array;
+        valNext = s.values?.dataSync() as Float32Array | undefined;
+        return s.loss;
+      }, vars);
+      loss = r.value.dataSync()[0];
+      r.value.dispose();
+      grads = r.grads;
+      lpNext = lp!;
+      entNext = ent!;
+    }
     for (const [varName, g] of Object.entries(grads)) {
       const name = this.names.get(varName)!;
       const prev = this.accumulated.get(name);
@@ -138,9 +168,18 @@ export class Trainer {
       }
     }
     this.microBatches++;
-    const s = alignToTokens(batch, lpNext!, entNext!, valNext);
+    const s = alignToTokens(batch, lpNext, entNext, valNext);
     const tokens = s.valid.reduce((n, v) => n + v, 0);
-    return { loss, logProbs: s.logProbs, entropy: s.entropy, ...(s.values ? { values: s.values } : {}), tokens };
+    return { loss, logProbs: s.logProbs, entropy: s.entropy, ...(s.values ? { values: s.values } : {}), tokens, recomputed: plan.recompute };
+  }
+
+  /**
+   * The most rows of `seqLen` tokens one {@link Trainer.accumulate} can take in the heap's free bytes
+   * (recomputing layers when it must); callers cut their micro-batches to it. At least 1 when one row
+   * fits, else 0 (accumulate would refuse with `ENGINE_OUT_OF_MEMORY`).
+   */
+  maxMicroBatchRows(seqLen: number): number {
+    return maxTrainingRows(this.model.config, seqLen, this.trainableBytes);
   }
 
   /**

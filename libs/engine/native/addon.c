@@ -1,0 +1,434 @@
+/*
+ * The engine's native addon: N-API bindings for its matrix product (gemm.c), the tensors it keeps outside
+ * the WebAssembly heap (tensors.c) and the fused language-model head (token-scores.c). See
+ * libs/engine/src/native/addon.ts for the JavaScript side.
+ *
+ * Operands arrive as Float32Array views of the wasm heap (no copies) or as tensor handles; every shape and
+ * stride is checked here against the arrays' lengths, so a wrong call throws a RangeError and never
+ * writes outside its output.
+ */
+#define NAPI_VERSION 8
+#include <errno.h>
+#include <node_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "tensors.h"
+#include "token-scores.h"
+
+#define CODE "OT_ENGINE_NATIVE"
+
+#define CHECK(call)                                                                                                \
+  do {                                                                                                             \
+    if ((call) != napi_ok) {                                                                                       \
+      napi_throw_error(env, CODE, "N-API call failed: " #call);                                                    \
+      return NULL;                                                                                                 \
+    }                                                                                                              \
+  } while (0)
+
+#define FAIL(kind, message)                                                                                        \
+  do {                                                                                                             \
+    napi_throw_##kind(env, CODE, message);                                                                         \
+    return NULL;                                                                                                   \
+  } while (0)
+
+/* Tags that tell tensor handles from mapping handles (a handle of the wrong kind is refused, not cast). */
+static const napi_type_tag TENSOR_TAG = {0x6f74656e736f7231ULL, 0x8a1c2e4b5d6f7081ULL};
+static const napi_type_tag MAPPING_TAG = {0x6f746d6170706e67ULL, 0x1f2e3d4c5b6a7988ULL};
+
+static napi_value make_string(napi_env env, const char *s) {
+  napi_value v;
+  napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+static napi_value make_number(napi_env env, double x) {
+  napi_value v;
+  napi_create_double(env, x, &v);
+  return v;
+}
+
+static int get_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  size_t argc = want;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != want) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "expected %zu arguments", want);
+    napi_throw_type_error(env, CODE, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static int get_i64(napi_env env, napi_value v, int64_t *out) {
+  if (napi_get_value_int64(env, v, out) != napi_ok) {
+    napi_throw_type_error(env, CODE, "expected an integer");
+    return 0;
+  }
+  return 1;
+}
+
+static int is_null(napi_env env, napi_value v) {
+  napi_valuetype t;
+  return napi_typeof(env, v, &t) == napi_ok && (t == napi_null || t == napi_undefined);
+}
+
+/* A typed array of the given type; its element count in *length. */
+static int typed_view(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *length) {
+  napi_typedarray_type type;
+  bool is;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
+  if (napi_get_typedarray_info(env, v, &type, length, data, NULL, NULL) != napi_ok || type != want) return 0;
+  return 1;
+}
+
+static int float_view(napi_env env, napi_value v, float **data, size_t *length) {
+  if (!typed_view(env, v, napi_float32_array, (void **)data, length)) {
+    napi_throw_type_error(env, CODE, "expected a Float32Array");
+    return 0;
+  }
+  return 1;
+}
+
+static ot_tensor *tensor_of(napi_env env, napi_value v) {
+  bool tagged = false;
+  void *p = NULL;
+  if (napi_check_object_type_tag(env, v, &TENSOR_TAG, &tagged) != napi_ok || !tagged || napi_get_value_external(env, v, &p) != napi_ok) {
+    return NULL;
+  }
+  return (ot_tensor *)p;
+}
+
+/* A product's B operand: a Float32Array, or a live tensor handle. */
+typedef struct {
+  const void *data;
+  ot_dtype dtype;
+  uint64_t numel;
+} operand;
+
+static int get_operand(napi_env env, napi_value v, operand *out) {
+  float *f;
+  size_t len;
+  if (typed_view(env, v, napi_float32_array, (void **)&f, &len)) {
+    out->data = f;
+    out->dtype = OT_F32;
+    out->numel = len;
+    return 1;
+  }
+  ot_tensor *t = tensor_of(env, v);
+  if (!t) {
+    napi_throw_type_error(env, CODE, "expected a Float32Array or a native tensor");
+    return 0;
+  }
+  if (t->released) {
+    napi_throw_error(env, CODE, "the native tensor was freed");
+    return 0;
+  }
+  out->data = t->data;
+  out->dtype = t->dtype;
+  out->numel = (uint64_t)t->numel;
+  return 1;
+}
+
+static const int64_t DIM_LIMIT = (int64_t)1 << 40;
+
+/* info() -> { kernel, threads } */
+static napi_value info_fn(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value result;
+  CHECK(napi_create_object(env, &result));
+  napi_set_named_property(env, result, "kernel", make_string(env, ot_gemm_kernel()));
+  napi_set_named_property(env, result, "threads", make_number(env, ot_get_threads()));
+  return result;
+}
+
+/* setThreads(n) */
+static napi_value set_threads_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int64_t n;
+  if (!get_args(env, info, 1, argv) || !get_i64(env, argv[0], &n)) return NULL;
+  if (n < 1 || n > 1024) FAIL(range_error, "threads must be in [1, 1024]");
+  ot_set_threads((int)n);
+  return NULL;
+}
+
+/*
+ * gemm(transA, transB, batch, m, n, k, A, strideA, B, strideB, C): for each i < batch,
+ * C[i] (m×n) = op(A[i]) · op(B[i]), row-major; a stride of 0 broadcasts that operand. B may be a tensor
+ * handle (16-bit weights are widened in the kernel).
+ */
+static napi_value gemm_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[11];
+  if (!get_args(env, info, 11, argv)) return NULL;
+  bool ta, tb;
+  int64_t batch, m, n, k, sa, sb;
+  CHECK(napi_get_value_bool(env, argv[0], &ta));
+  CHECK(napi_get_value_bool(env, argv[1], &tb));
+  if (!get_i64(env, argv[2], &batch) || !get_i64(env, argv[3], &m) || !get_i64(env, argv[4], &n) || !get_i64(env, argv[5], &k) ||
+      !get_i64(env, argv[7], &sa) || !get_i64(env, argv[9], &sb)) {
+    return NULL;
+  }
+  float *a, *c;
+  size_t la, lc;
+  operand b;
+  if (!float_view(env, argv[6], &a, &la) || !get_operand(env, argv[8], &b) || !float_view(env, argv[10], &c, &lc)) return NULL;
+  if (batch < 1 || m < 1 || n < 1 || k < 1 || sa < 0 || sb < 0 || m >= DIM_LIMIT || n >= DIM_LIMIT || k >= DIM_LIMIT || batch >= DIM_LIMIT ||
+      (uint64_t)((batch - 1) * sa + m * k) > la || (uint64_t)((batch - 1) * sb + k * n) > b.numel || (uint64_t)(batch * m * n) > lc) {
+    FAIL(range_error, "gemm: shapes and strides exceed the arrays");
+  }
+  const size_t eb = ot_dtype_bytes(b.dtype);
+  for (int64_t i = 0; i < batch; i++) {
+    ot_gemm(ta, tb, m, n, k, 1.0f, a + i * sa, ta ? m : k, (const char *)b.data + (size_t)(i * sb) * eb, b.dtype, tb ? k : n, 0.0f,
+            c + i * m * n, n);
+  }
+  return NULL;
+}
+
+static void finalize_tensor(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  ot_tensor_free((ot_tensor *)data);
+}
+
+static void finalize_mapping(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  ot_mapping_release((ot_mapping *)data);
+}
+
+static napi_value wrap_tensor(napi_env env, ot_tensor *t) {
+  napi_value ext;
+  if (napi_create_external(env, t, finalize_tensor, NULL, &ext) != napi_ok || napi_type_tag_object(env, ext, &TENSOR_TAG) != napi_ok) {
+    ot_tensor_free(t);
+    FAIL(error, "could not wrap a native tensor");
+  }
+  return ext;
+}
+
+static int get_dtype(napi_env env, napi_value v, ot_dtype *out) {
+  int64_t d;
+  if (!get_i64(env, v, &d)) return 0;
+  if (d != OT_F32 && d != OT_BF16 && d != OT_F16) {
+    napi_throw_range_error(env, CODE, "dtype must be 0 (f32), 1 (bf16) or 2 (f16)");
+    return 0;
+  }
+  *out = (ot_dtype)d;
+  return 1;
+}
+
+/* tensorCopy(data: Float32Array | Uint16Array, dtype) -> tensor: a Float32Array is f32; a Uint16Array holds bf16 or f16 bits. */
+static napi_value tensor_copy_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  ot_dtype dtype;
+  if (!get_args(env, info, 2, argv) || !get_dtype(env, argv[1], &dtype)) return NULL;
+  void *data;
+  size_t len;
+  if (!typed_view(env, argv[0], dtype == OT_F32 ? napi_float32_array : napi_uint16_array, &data, &len)) {
+    FAIL(type_error, dtype == OT_F32 ? "f32 data must be a Float32Array" : "16-bit data must be a Uint16Array of bits");
+  }
+  ot_tensor *t = ot_tensor_copy(data, dtype, (int64_t)len);
+  if (!t) FAIL(error, "out of native memory while copying a tensor");
+  return wrap_tensor(env, t);
+}
+
+/* mapFile(path) -> mapping */
+static napi_value map_file_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!get_args(env, info, 1, argv)) return NULL;
+  char path[4096];
+  size_t len;
+  if (napi_get_value_string_utf8(env, argv[0], path, sizeof path, &len) != napi_ok || len >= sizeof path - 1) FAIL(type_error, "path must be a string");
+  ot_mapping *m = ot_mapping_open(path);
+  if (!m) {
+    char msg[4200];
+    snprintf(msg, sizeof msg, "cannot map %s: %s", path, strerror(errno));
+    FAIL(error, msg);
+  }
+  napi_value ext;
+  if (napi_create_external(env, m, finalize_mapping, NULL, &ext) != napi_ok || napi_type_tag_object(env, ext, &MAPPING_TAG) != napi_ok) {
+    ot_mapping_release(m);
+    FAIL(error, "could not wrap a mapping");
+  }
+  return ext;
+}
+
+/* tensorView(mapping, byteOffset, dtype, numel) -> tensor */
+static napi_value tensor_view_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  if (!get_args(env, info, 4, argv)) return NULL;
+  bool tagged = false;
+  void *p = NULL;
+  if (napi_check_object_type_tag(env, argv[0], &MAPPING_TAG, &tagged) != napi_ok || !tagged || napi_get_value_external(env, argv[0], &p) != napi_ok) {
+    FAIL(type_error, "expected a mapping from mapFile");
+  }
+  int64_t offset, numel;
+  ot_dtype dtype;
+  if (!get_i64(env, argv[1], &offset) || !get_dtype(env, argv[2], &dtype) || !get_i64(env, argv[3], &numel)) return NULL;
+  if (offset < 0 || numel < 0) FAIL(range_error, "offset and numel must be >= 0");
+  ot_tensor *t = ot_tensor_view((ot_mapping *)p, (size_t)offset, dtype, numel);
+  if (!t) FAIL(range_error, "tensorView: the range lies outside the mapped file (or out of memory)");
+  return wrap_tensor(env, t);
+}
+
+/* tensorFree(tensor): frees its memory now (the handle stays, freed). */
+static napi_value tensor_free_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!get_args(env, info, 1, argv)) return NULL;
+  ot_tensor *t = tensor_of(env, argv[0]);
+  if (!t) FAIL(type_error, "expected a native tensor");
+  ot_tensor_release(t);
+  return NULL;
+}
+
+/* tensorRead(tensor, start, out: Float32Array): out.length elements from start, widened. */
+static napi_value tensor_read_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  if (!get_args(env, info, 3, argv)) return NULL;
+  ot_tensor *t = tensor_of(env, argv[0]);
+  if (!t) FAIL(type_error, "expected a native tensor");
+  if (t->released) FAIL(error, "the native tensor was freed");
+  int64_t start;
+  float *out;
+  size_t len;
+  if (!get_i64(env, argv[1], &start) || !float_view(env, argv[2], &out, &len)) return NULL;
+  if (start < 0 || (uint64_t)start + len > (uint64_t)t->numel) FAIL(range_error, "tensorRead: range outside the tensor");
+  ot_tensor_read(t, start, (int64_t)len, out);
+  return NULL;
+}
+
+/* gatherRows(table: tensor, rowLen, ids: Int32Array, out: Float32Array): out[i] = table row ids[i]. */
+static napi_value gather_rows_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  if (!get_args(env, info, 4, argv)) return NULL;
+  ot_tensor *t = tensor_of(env, argv[0]);
+  if (!t) FAIL(type_error, "expected a native tensor");
+  if (t->released) FAIL(error, "the native tensor was freed");
+  int64_t row_len;
+  int32_t *ids;
+  float *out;
+  size_t n, lo;
+  if (!get_i64(env, argv[1], &row_len)) return NULL;
+  if (!typed_view(env, argv[2], napi_int32_array, (void **)&ids, &n)) FAIL(type_error, "ids must be an Int32Array");
+  if (!float_view(env, argv[3], &out, &lo)) return NULL;
+  if (row_len < 1 || t->numel % row_len != 0 || (uint64_t)n * (uint64_t)row_len > lo) FAIL(range_error, "gatherRows: sizes do not fit");
+  const int64_t rows = t->numel / row_len;
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= rows) FAIL(range_error, "gatherRows: an id is outside the table");
+  }
+  ot_tensor_gather_rows(t, row_len, ids, (int64_t)n, out);
+  return NULL;
+}
+
+/* The common arguments of the fused head: h, n, d, W, vocab, targets. */
+typedef struct {
+  float *h;
+  int64_t n, d, vocab;
+  operand w;
+  int32_t *targets;
+} head_args;
+
+static int get_head(napi_env env, napi_value *argv, head_args *o) {
+  size_t lh, lt;
+  if (!float_view(env, argv[0], &o->h, &lh) || !get_i64(env, argv[1], &o->n) || !get_i64(env, argv[2], &o->d) || !get_operand(env, argv[3], &o->w) ||
+      !get_i64(env, argv[4], &o->vocab)) {
+    return 0;
+  }
+  if (!typed_view(env, argv[5], napi_int32_array, (void **)&o->targets, &lt)) {
+    napi_throw_type_error(env, CODE, "targets must be an Int32Array");
+    return 0;
+  }
+  if (o->n < 1 || o->d < 1 || o->vocab < 1 || o->n >= DIM_LIMIT || o->d >= DIM_LIMIT || o->vocab >= DIM_LIMIT || (uint64_t)(o->n * o->d) > lh ||
+      (uint64_t)(o->vocab * o->d) > o->w.numel || (uint64_t)o->n > lt) {
+    napi_throw_range_error(env, CODE, "token scores: shapes exceed the arrays");
+    return 0;
+  }
+  for (int64_t i = 0; i < o->n; i++) {
+    if (o->targets[i] < 0 || o->targets[i] >= o->vocab) {
+      napi_throw_range_error(env, CODE, "token scores: a target is outside the vocabulary");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static int row_array(napi_env env, napi_value v, int64_t n, float **out, int optional) {
+  size_t len;
+  if (optional && is_null(env, v)) {
+    *out = NULL;
+    return 1;
+  }
+  if (!float_view(env, v, out, &len)) return 0;
+  if ((uint64_t)n > len) {
+    napi_throw_range_error(env, CODE, "token scores: a per-row array is too short");
+    return 0;
+  }
+  return 1;
+}
+
+/* tokenScores(h, n, d, W, vocab, targets, logp, lse, entropy | null) */
+static napi_value token_scores_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[9];
+  head_args o;
+  float *logp, *lse, *entropy;
+  if (!get_args(env, info, 9, argv) || !get_head(env, argv, &o) || !row_array(env, argv[6], o.n, &logp, 0) || !row_array(env, argv[7], o.n, &lse, 0) ||
+      !row_array(env, argv[8], o.n, &entropy, 1)) {
+    return NULL;
+  }
+  if (ot_token_scores(o.h, o.n, o.d, o.w.data, o.w.dtype, o.vocab, o.targets, logp, lse, entropy) != 0) FAIL(error, "out of native memory in the token scores");
+  return NULL;
+}
+
+/* tokenScoresGrad(h, n, d, W, vocab, targets, lse, entropy | null, dlogp, dent | null, dh, dW | null) */
+static napi_value token_scores_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[12];
+  head_args o;
+  float *lse, *entropy, *dlogp, *dent, *dh, *dw = NULL;
+  if (!get_args(env, info, 12, argv) || !get_head(env, argv, &o) || !row_array(env, argv[6], o.n, &lse, 0) || !row_array(env, argv[7], o.n, &entropy, 1) ||
+      !row_array(env, argv[8], o.n, &dlogp, 0) || !row_array(env, argv[9], o.n, &dent, 1) || !row_array(env, argv[10], o.n * o.d, &dh, 0)) {
+    return NULL;
+  }
+  if (dent && !entropy) FAIL(type_error, "token scores: an entropy coefficient needs the entropies");
+  if (!is_null(env, argv[11])) {
+    size_t len;
+    if (!float_view(env, argv[11], &dw, &len)) return NULL;
+    if ((uint64_t)(o.vocab * o.d) > len) FAIL(range_error, "token scores: dW is too short");
+    if (o.w.dtype != OT_F32) FAIL(type_error, "token scores: a head with a gradient must be float32");
+  }
+  if (ot_token_scores_grad(o.h, o.n, o.d, o.w.data, o.w.dtype, o.vocab, o.targets, lse, entropy, dlogp, dent, dh, dw) != 0) {
+    FAIL(error, "out of native memory in the token scores' gradient");
+  }
+  return NULL;
+}
+
+/* memory() -> { allocatedBytes, mappedBytes } */
+static napi_value memory_fn(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value result;
+  CHECK(napi_create_object(env, &result));
+  napi_set_named_property(env, result, "allocatedBytes", make_number(env, (double)ot_tensor_allocated_bytes()));
+  napi_set_named_property(env, result, "mappedBytes", make_number(env, (double)ot_tensor_mapped_bytes()));
+  return result;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"setThreads", NULL, set_threads_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm", NULL, gemm_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tensorCopy", NULL, tensor_copy_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"mapFile", NULL, map_file_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tensorView", NULL, tensor_view_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tensorFree", NULL, tensor_free_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tensorRead", NULL, tensor_read_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"gatherRows", NULL, gather_rows_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tokenScores", NULL, token_scores_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tokenScoresGrad", NULL, token_scores_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

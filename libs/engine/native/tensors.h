@@ -1,0 +1,59 @@
+/*
+ * Tensors the engine keeps outside the WebAssembly heap: frozen weights (the base model under LoRA, a
+ * reference policy, a model that only samples), either copied into malloc'd memory or memory-mapped
+ * straight from a safetensors file, in float32, bfloat16 or float16. The wasm heap (4 GiB at most,
+ * shared by every tensor there) then holds only activations, trainable weights and optimizer state.
+ */
+#ifndef OT_TENSORS_H
+#define OT_TENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm.h"
+
+/* A read-only, private mapping of a whole file, shared by the tensors that view it. */
+typedef struct ot_mapping {
+  int refs;
+  void *base;
+  size_t size;
+} ot_mapping;
+
+typedef struct ot_tensor {
+  const void *data;
+  ot_dtype dtype;
+  int64_t numel;
+  /* Non-NULL when the data lies in a mapping (not owned); else the data was malloc'd here. */
+  ot_mapping *mapping;
+  int released;
+} ot_tensor;
+
+size_t ot_dtype_bytes(ot_dtype dtype);
+
+/* Copies `numel` elements of `dtype` from `src`; NULL when out of memory. */
+ot_tensor *ot_tensor_copy(const void *src, ot_dtype dtype, int64_t numel);
+
+/* Maps `path` (whole file, read-only, private); NULL with errno set on failure. refs starts at 1. */
+ot_mapping *ot_mapping_open(const char *path);
+void ot_mapping_release(ot_mapping *m);
+
+/* A tensor viewing `numel` elements at byte `offset` of a mapping (takes a reference); NULL when the range
+ * is outside the file. A misaligned range is copied into owned memory instead. */
+ot_tensor *ot_tensor_view(ot_mapping *m, size_t offset, ot_dtype dtype, int64_t numel);
+
+/* Frees the data (or drops the mapping reference). The struct stays valid with numel 0 until ot_tensor_free. */
+void ot_tensor_release(ot_tensor *t);
+void ot_tensor_free(ot_tensor *t);
+
+/* Element i..i+count widened to float32 into out. */
+void ot_tensor_read(const ot_tensor *t, int64_t start, int64_t count, float *out);
+
+/* out[i, :] = row ids[i] of t viewed as [numel / row_len, row_len], widened to float32. Ids must be checked
+ * by the caller (0 <= id < rows). */
+void ot_tensor_gather_rows(const ot_tensor *t, int64_t row_len, const int32_t *ids, int64_t n, float *out);
+
+/* Bytes held: malloc'd by tensors, and mapped by live mappings. */
+int64_t ot_tensor_allocated_bytes(void);
+int64_t ot_tensor_mapped_bytes(void);
+
+#endif

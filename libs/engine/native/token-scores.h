@@ -1,0 +1,33 @@
+/*
+ * The language-model head fused with its log-softmax: per-token log-probs (and entropies) of a batch
+ * without ever holding the `[n, vocab]` logits. At Qwen2.5's 151,936-token vocabulary those are 600 KB
+ * per token in float32, three copies of them per trained token in a plain graph (logits, log-softmax,
+ * its gradient); here a block of rows at a time lives in a scratch buffer outside the wasm heap, and the
+ * backward pass recomputes the block's logits instead of storing them.
+ *
+ * h: [n, d] hidden states (float32). W: [vocab, d], the head (or tied embedding) in any ot_dtype.
+ * targets: [n] token ids in [0, vocab) (rows with nothing to predict may use any valid id).
+ */
+#ifndef OT_TOKEN_SCORES_H
+#define OT_TOKEN_SCORES_H
+
+#include <stdint.h>
+
+#include "gemm.h"
+
+/*
+ * logp[i] = log softmax(h[i]·Wᵀ)[targets[i]]; lse[i] = logsumexp of the row (kept for the backward
+ * pass); entropy[i] = -Σ p log p when entropy is non-NULL. Returns 0, or -1 when out of memory.
+ */
+int ot_token_scores(const float *h, int64_t n, int64_t d, const void *W, ot_dtype wtype, int64_t vocab, const int32_t *targets,
+                    float *logp, float *lse, float *entropy);
+
+/*
+ * Backward of L = Σ dlogp[i]·logp[i] + Σ dent[i]·entropy[i] (dent and entropy may be NULL together):
+ * dh [n, d] is overwritten with dL/dh; when dW is non-NULL (a float32 [vocab, d] trainable head) dL/dW is
+ * added to it. Rows whose coefficients are all zero cost nothing. Returns 0, or -1 when out of memory.
+ */
+int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const void *W, ot_dtype wtype, int64_t vocab, const int32_t *targets,
+                         const float *lse, const float *entropy, const float *dlogp, const float *dent, float *dh, float *dW);
+
+#endif

@@ -1,0 +1,114 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/*
+ * The engine's native addon (native/addon.c): its own matrix product (fp32 activations times fp32, bf16
+ * or f16 weights, AVX-512 / AVX2 / portable, on a small thread pool), tensors kept outside the wasm heap
+ * (copied or memory-mapped from safetensors files) and the fused language-model head. It is compiled at
+ * install by `native/build.js` (plain `cc`, Node's headers, no node-gyp) and needs no library at run
+ * time. Where it is missing (no C compiler at install) the engine still runs, on tfjs's own kernels,
+ * with every tensor in the wasm heap, and says so once at start (`engineNotice`).
+ */
+
+/** Element types of native tensors (the addon's `ot_dtype`). */
+export const NATIVE_DTYPES = { F32: 0, BF16: 1, F16: 2 } as const;
+export type NativeDtype = keyof typeof NATIVE_DTYPES;
+
+/** An opaque handle to a tensor held by the addon. */
+export type TensorHandle = { readonly __nativeTensor: unique symbol };
+/** An opaque handle to a memory-mapped file. */
+export type MappingHandle = { readonly __nativeMapping: unique symbol };
+
+/** The addon's functions (native/addon.c documents each). */
+export interface EngineAddon {
+  info(): { kernel: string; threads: number };
+  setThreads(threads: number): void;
+  gemm(ta: boolean, tb: boolean, batch: number, m: number, n: number, k: number, a: Float32Array, strideA: number, b: Float32Array | TensorHandle, strideB: number, c: Float32Array): void;
+  tensorCopy(data: Float32Array | Uint16Array, dtype: number): TensorHandle;
+  mapFile(path: string): MappingHandle;
+  tensorView(mapping: MappingHandle, byteOffset: number, dtype: number, numel: number): TensorHandle;
+  tensorFree(t: TensorHandle): void;
+  tensorRead(t: TensorHandle, start: number, out: Float32Array): void;
+  gatherRows(table: TensorHandle, rowLength: number, ids: Int32Array, out: Float32Array): void;
+  tokenScores(h: Float32Array, n: number, d: number, w: Float32Array | TensorHandle, vocab: number, targets: Int32Array, logp: Float32Array, lse: Float32Array, entropy: Float32Array | null): void;
+  tokenScoresGrad(
+    h: Float32Array,
+    n: number,
+    d: number,
+    w: Float32Array | TensorHandle,
+    vocab: number,
+    targets: Int32Array,
+    lse: Float32Array,
+    entropy: Float32Array | null,
+    dlogp: Float32Array,
+    dent: Float32Array | null,
+    dh: Float32Array,
+    dw: Float32Array | null,
+  ): void;
+  memory(): { allocatedBytes: number; mappedBytes: number };
+}
+
+/** What {@link loadEngineAddon} found. */
+export interface NativeStatus {
+  /** Whether the addon loaded. */
+  ok: boolean;
+  /** The matrix-product kernel this CPU runs (`avx512`, `avx2`, `generic`). */
+  kernel?: string;
+  /** Threads of the addon's pool. */
+  threads?: number;
+  /** Why the addon is not available. */
+  error?: string;
+}
+
+// `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
+// (the repository root there) resolves the same node_modules.
+const nodeRequire: NodeJS.Require = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'package.json'));
+
+let addon: EngineAddon | undefined;
+let status: NativeStatus | undefined;
+
+/** Where native/build.js writes the addon: inside the package, beside dist/. */
+export function engineAddonPath(): string {
+  return join(dirname(nodeRequire.resolve('@opentinker/engine/package.json')), 'native', 'build', 'engine.node');
+}
+
+/**
+ * Loads the addon once (later calls return the first answer) and sizes its thread pool: `threads`, else
+ * the cores this process may use.
+ */
+export function loadEngineAddon(threads?: number): NativeStatus {
+  if (status) return status;
+  const file = engineAddonPath();
+  if (!existsSync(file)) {
+    status = { ok: false, error: `the native addon is not built (${file}; \`node libs/engine/native/build.js\` builds it and needs a C compiler)` };
+    return status;
+  }
+  try {
+    const loaded = nodeRequire(file) as EngineAddon;
+    loaded.setThreads(Math.max(1, Math.floor(threads ?? availableParallelism())));
+    addon = loaded;
+    status = { ok: true, ...loaded.info() };
+  } catch (e) {
+    status = { ok: false, error: e instanceof Error ? e.message.split('\n')[0] : String(e) };
+  }
+  return status;
+}
+
+/** The loaded addon, or undefined when it is not available (call {@link loadEngineAddon} first). */
+export function engineAddon(): EngineAddon | undefined {
+  return addon;
+}
+
+/** Changes the addon's thread count (e.g. to the CPU slots a job holds). */
+export function setNativeThreads(threads: number): void {
+  if (!addon) return;
+  addon.setThreads(Math.max(1, Math.floor(threads)));
+  status = { ...status!, threads: addon.info().threads };
+}
+
+/** Bytes the addon holds: copied tensors, and mapped files. */
+export function nativeMemory(): { allocatedBytes: number; mappedBytes: number } {
+  return addon ? addon.memory() : { allocatedBytes: 0, mappedBytes: 0 };
+}
