@@ -31,6 +31,8 @@ const common = {
     '^@opentinker/client$': '<rootDir>/libs/client/src/index.ts',
     '^@opentinker/engine$': '<rootDir>/libs/engine/src/index.ts',
     '^@opentinker/engine/cli$': '<rootDir>/libs/engine/src/cli/model.command.ts',
+    '^@opentinker/engine/native$': '<rootDir>/libs/engine/src/native/addon.ts',
+    '^@opentinker/engine/models$': '<rootDir>/libs/engine/src/models.ts',
   },
   rootDir: __dirname,
 };

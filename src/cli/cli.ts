@@ -9,6 +9,7 @@ import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-e
 import { registerModelCommands } from '@opentinker/engine/cli';
 import { registerClientCommands } from './commands/client-commands';
 import { registerQuickstartCommand } from './commands/quickstart.command';
+import { warnWithoutEngineAddon } from './commands/engine-notice';
 
 type PrepareDataset = (input: string, output: string, options: { format: string; split: string }) => Promise<{ rows: number; skipped: number }>;
 
@@ -37,6 +38,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       await app.listen({ host: config.values.host, port: config.values.port });
       const url = `http://${config.values.host}:${config.values.port}`;
       process.stdout.write(`OpenTinker listening on ${url} (docs: ${url}/docs)\n`);
+      if (config.values.embedded_worker) warnWithoutEngineAddon();
       process.stdout.write(`Data: ${config.home}; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
       if (key) {
         process.stdout.write(`\nCreated the admin user. Its API key is shown only this once:\n\n  ${key}\n\n`);
@@ -54,6 +56,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       const { createWorker } = await loadServer();
       const app = await createWorker({ config, worker: true, runnerEntry, root: context.root });
       process.stdout.write(`OpenTinker worker running; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
+      warnWithoutEngineAddon();
       void app;
     });
 

@@ -55,7 +55,7 @@ export function inferenceMetrics(s: EpisodeSummary): Record<string, number> {
 export async function runInference(ctx: RunContext): Promise<void> {
   const spec = ctx.spec as unknown as InferenceSpec;
   const started = Date.now();
-  await withPolicyAndEnvironment(spec, ctx, () => loadPolicy(spec.model, { paths: ctx.paths, log: (line) => ctx.log(line) }), async (policy, handle) => {
+  await withPolicyAndEnvironment(spec, ctx, () => loadPolicy(spec.model, { paths: ctx.paths, log: (line) => ctx.log(line) }, { trainable: false }), async (policy, handle) => {
     const size = handle.env.tasks.size(spec.split);
     const available = size === null ? Number.POSITIVE_INFINITY : size - spec.start_index;
     if (available <= 0) {

@@ -21,7 +21,7 @@ async function handle(message: ToModelServer): Promise<void> {
     try {
       // The API resolved the name to one of the caller's checkpoints: model folders here are job folders.
       const paths = { hostRoot: process.cwd(), pluginsDir: '', home: message.home, jobsDir: message.jobsDir, datasetsDir: join(message.home, 'datasets'), modelRoots: [message.jobsDir] };
-      policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) });
+      policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) }, { trainable: false });
       send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });
     } catch (error) {
       send({ type: 'load_failed', message: (error as Error).message });

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { MODEL_PRESETS } from '@opentinker/engine';
+import { fullFineTuningRefusal, modelPreset, MODEL_PRESETS, validateModelConfig, type ModelConfig } from '@opentinker/engine/models';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { datasetConfigKey, isEnvironmentError, resolveTenantConfig } from '@opentinker/env-sdk';
 import type { HostConfigInput } from '@opentinker/env-sdk';
 import { isAdmin, type Principal } from '../auth/principal';
@@ -21,7 +23,7 @@ const JOB_PATH = /^job:([0-9a-fA-F-]{36})(?:\/step-\d+)?$/;
 
 interface RlSpecParts {
   environment?: { id: string; url?: string; config?: Record<string, unknown>; dataset?: string; val_dataset?: string };
-  model?: { preset?: string; path?: string };
+  model?: { preset?: string; path?: string; lora?: unknown };
 }
 
 /**
@@ -54,9 +56,30 @@ export class JobSpecChecksService {
     else if (model?.path !== undefined && !modelPathAllowed(model.path, this.config.values.model_roots)) {
       throw new AppError(ErrorCode.HOST_ONLY, modelPathRefusal(model.path, this.config.values.model_roots), { field: 'model.path' });
     }
+    if (model && !model.lora && findJobKind(spec.kind as string)?.trains) this.checkFullFineTuning(model);
     await this.checkResources(spec.resources as { gpus: number; cpu_slots: number } | undefined);
     // A job that saves checkpoints needs room in its owner's storage quota.
     if (caller && findJobKind(spec.kind as string)?.checkpoints) await this.optional(StorageQuota)?.assertRoom(caller, 'kind');
+  }
+
+  /**
+   * Full fine-tuning keeps weights, gradients and AdamW moments in the engine's 4 GiB heap: a model too
+   * large for that is refused now, with the size and LoRA as the way out. Checked where the model's
+   * config is readable here (a preset, a folder under model_roots on this host); the job runner checks
+   * every model again before it loads one.
+   */
+  private checkFullFineTuning(model: { preset?: string; path?: string }): void {
+    let config: ModelConfig | undefined;
+    if (model.preset !== undefined) config = modelPreset(model.preset);
+    else if (model.path !== undefined && !model.path.startsWith('job:') && existsSync(join(model.path, 'config.json'))) {
+      try {
+        config = validateModelConfig(JSON.parse(readFileSync(join(model.path, 'config.json'), 'utf8')));
+      } catch {
+        return; // an unreadable config is the runner's to report, with the folder's own error
+      }
+    }
+    const refusal = config && fullFineTuningRefusal(config);
+    if (refusal) throw new AppError(ErrorCode.LIMIT_EXCEEDED, refusal, { field: 'model.lora' });
   }
 
   /** Plain users up to the operator's `max_user_priority`; admins up to the schema's 100. */

@@ -54,7 +54,7 @@ export function cudaVisibleDevices(ids: DeviceIds): string {
 }
 
 /**
- * Compute threads for a job's engine (OpenBLAS): the CPU slots it was given, at least one. A job never
+ * Compute threads for a job's engine (its native matrix product): the CPU slots it was given, at least one. A job never
  * runs more threads than the slots it holds, so two jobs on one worker do not oversubscribe its cores.
  */
 export function cpuThreads(ids: DeviceIds): number {

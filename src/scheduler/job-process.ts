@@ -45,8 +45,8 @@ export class JobProcess {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!SECRET_ENV.test(k)) env[k] = v;
     env.CUDA_VISIBLE_DEVICES = cudaVisibleDevices(job.devices ?? []);
-    // An operator's explicit setting wins; otherwise the engine's BLAS threads match the job's CPU slots.
-    env.OPENTINKER_ENGINE_BLAS_THREADS ??= String(cpuThreads(job.devices ?? []));
+    // An operator's explicit setting wins; otherwise the engine's threads match the job's CPU slots.
+    env.OPENTINKER_ENGINE_THREADS ??= String(cpuThreads(job.devices ?? []));
     env.OPENTINKER_JOB_ID = job.id;
 
     this.child = spawn(process.execPath, [options.runnerEntry], {

@@ -276,7 +276,8 @@ class Means {
 
 /**
  * `ppo_epochs` passes over the rows, each in mini-batches of `ppo_mini_batch_size` tasks (one optimizer
- * step each) cut into micro-batches whose gradients accumulate. Losses are normalised over the whole
+ * step each) cut into micro-batches whose gradients accumulate (`ppo_micro_batch_size` rows, or fewer
+ * when the engine's heap takes fewer at once). Losses are normalised over the whole
  * mini-batch (verl's global token / sequence counts), so micro-batching does not change the update.
  * Rows need `advantages`; `refLogProb` when `kl_loss_coef > 0`; `values` and `returns` with a critic.
  */
@@ -319,7 +320,11 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
       let miniPg = 0;
       let miniKl = 0;
       let miniVf = 0;
-      for (const micro of chunks(mini, cfg.microBatchSize ?? mini.length)) {
+      // Micro-batches as asked (ppo_micro_batch_size), never larger than the engine's heap takes at once:
+      // losses are normalised over the mini-batch, so a smaller micro-batch gives the same update.
+      const longest = maxLength(mini);
+      const fits = Math.min(actor.maxMicroBatchRows(longest), critic ? critic.maxMicroBatchRows(longest) : Infinity);
+      for (const micro of chunks(mini, Math.max(1, Math.min(cfg.microBatchSize ?? mini.length, fits)))) {
         if (cfg.signal?.aborted) {
           actor.zeroGrad();
           critic?.zeroGrad();

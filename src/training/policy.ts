@@ -1,5 +1,19 @@
-import { ByteTokenizer, CHATML_TEMPLATE, ChatTemplate, initBackend, loadHfModelDir, Model, modelPreset, MODEL_PRESETS } from '@opentinker/engine';
+import {
+  ByteTokenizer,
+  CHATML_TEMPLATE,
+  ChatTemplate,
+  fullFineTuningRefusal,
+  initBackend,
+  inspectHfModelDir,
+  loadHfModelDir,
+  mapHfModelWeights,
+  Model,
+  modelPreset,
+  MODEL_PRESETS,
+  wasmHeapUsage,
+} from '@opentinker/engine';
 import type { BackendInfo, ModelConfig, Tokenizer } from '@opentinker/engine';
+import { engineNotice } from '@opentinker/engine/native';
 import type { Message } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,12 +75,34 @@ let backend: Promise<BackendInfo> | null = null;
  */
 export function ensureEngineBackend(): Promise<BackendInfo> {
   backend ??= initBackend().then((info) => {
-    // One line in the job's log: which backend and matmul kernel run, and why a faster one did not.
-    const blas = info.blas && !info.blas.ok ? ` (OpenBLAS unavailable: ${info.blas.error})` : info.blas?.ok ? `, ${info.blas.threads} BLAS thread(s)` : '';
-    console.log(`engine: ${info.name}${info.matmul ? `, matmul ${info.matmul}` : ''}${blas}`);
+    // One line in the job's log: which backend and kernels run, and why a faster one did not.
+    console.log(engineSummary(info));
     return info;
   });
   return backend;
+}
+
+/** Full fine-tuning holds weights, gradients and moments in the engine's heap: refused before loading when they cannot fit. */
+function assertFullFineTuningFits(config: ModelConfig): void {
+  const refusal = fullFineTuningRefusal(config, wasmHeapUsage().budgetBytes || undefined);
+  if (refusal) throw new Error(`model: ${refusal}`);
+}
+
+/** The engine's start line: backend, kernels, threads, and what is missing for speed. */
+export function engineSummary(info: BackendInfo): string {
+  const parts = [`engine: ${info.name}`];
+  if (info.matmul) parts.push(`matmul ${info.matmul}`);
+  if (info.native.ok) parts.push(`native addon ${info.native.kernel}, ${info.native.threads} thread(s)`);
+  const line = parts.join(', ');
+  const notice = info.name === 'tensorflow' ? undefined : engineNotice();
+  return notice ? `${line}\n${notice}` : line;
+}
+
+/** Where a policy's weights are, for its log line. */
+function weightsSummary(model: Model): string {
+  const { heap, native } = model.weightBytes();
+  const mb = (b: number) => `${(b / 1024 ** 2).toFixed(0)} MB`;
+  return native > 0 ? `weights ${mb(native)} outside the heap (${model.trainable ? 'trainable' : 'frozen'}), ${mb(heap)} in it` : `weights ${mb(heap)} in the heap (${model.trainable ? 'trainable' : 'frozen'})`;
 }
 
 /** Text that no chat template produces on its own: marks where an assistant message's content sits. */
@@ -108,32 +144,43 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
 /**
  * Loads the policy a spec names: a preset with fresh weights (byte tokenizer), a Hugging Face model
  * folder, or a checkpoint of a train job (`job:<id>[/step-<n>]`). Errors say what was wrong with
- * `model.preset` / `model.path`.
+ * `model.preset` / `model.path`. A frozen policy (`trainable: false`: sampling, serving, the base under
+ * LoRA) keeps its weights outside the engine's heap, memory-mapped from the folder's safetensors in
+ * their stored dtype where the engine's addon runs.
  */
-export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<Policy> {
+export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log(line: string): void }, options: { trainable?: boolean } = {}): Promise<Policy> {
+  const trainable = options.trainable ?? true;
   await ensureEngineBackend();
-  if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, spec.context_length);
+  if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, trainable, spec.context_length);
   const path = spec.path!;
   const ref = parseJobModelRef(path);
   const dir = ref ? await resolveJobModelDir(ref, ctx.paths.jobsDir) : await openableModelDir(path, ctx.paths.modelRoots);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
   }
-  let loaded: Awaited<ReturnType<typeof loadHfModelDir>>;
+  let loaded: Awaited<ReturnType<typeof inspectHfModelDir>>;
+  let model: Model;
   try {
-    loaded = await loadHfModelDir(dir);
+    if (!trainable && (await ensureEngineBackend()).native.ok) {
+      loaded = await inspectHfModelDir(dir);
+      model = Model.fromWeights(loaded.config, await mapHfModelWeights(loaded), { trainable: false });
+    } else {
+      if (trainable) assertFullFineTuningFits((await inspectHfModelDir(dir)).config);
+      const folder = await loadHfModelDir(dir);
+      loaded = folder;
+      model = Model.fromWeights(folder.config, folder.weights, { trainable });
+    }
   } catch (error) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${(error as Error).message}`);
   }
   const chat = pickTemplate(spec.chat_template, loaded.chatTemplate?.source ?? null);
   const template = chat.name === 'folder' ? loaded.chatTemplate! : new ChatTemplate(chat.source, specialVariables(loaded.tokenizer));
-  const model = Model.fromWeights(loaded.config, loaded.weights);
   const source = ref ? `${path} (${dir})` : dir;
-  ctx.log(`policy: ${source}, ${loaded.config.model_type}, ${loaded.config.num_hidden_layers} layers, chat template ${chat.name}`);
+  ctx.log(`policy: ${source}, ${loaded.config.model_type}, ${loaded.config.num_hidden_layers} layers, chat template ${chat.name}, ${weightsSummary(model)}`);
   return makePolicy({ model, tokenizer: loaded.tokenizer, template, chat, stopTokenIds: loaded.stopTokenIds, source, dir, rawConfig: loaded.rawConfig });
 }
 
-function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_template'], ctx: { log(line: string): void }, contextLength?: number): Policy {
+function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_template'], ctx: { log(line: string): void }, trainable: boolean, contextLength?: number): Policy {
   if (!Object.prototype.hasOwnProperty.call(MODEL_PRESETS, name)) {
     throw new Error(`model.preset: unknown preset "${name}" (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
   }
@@ -152,9 +199,10 @@ function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_
   };
   const chat = pickTemplate(chatTemplate, null);
   const template = new ChatTemplate(chat.source, specialVariables(tokenizer));
-  const model = Model.init(config, seed);
+  if (trainable) assertFullFineTuningFits(config);
+  const model = Model.init(config, seed, { trainable });
   const source = `preset ${name} (seed ${seed}${contextLength !== undefined ? `, context ${contextLength}` : ''})`;
-  ctx.log(`policy: ${source}, chat template ${chat.name}`);
+  ctx.log(`policy: ${source}, chat template ${chat.name}, ${weightsSummary(model)}`);
   return makePolicy({ model, tokenizer, template, chat, stopTokenIds: tokenizer.eosId === null ? [] : [tokenizer.eosId], source, dir: null });
 }
 

@@ -247,7 +247,9 @@ export async function openTrainablePolicy(spec: Pick<LearnerSpec, 'model' | 'see
   const io = { paths: ctx.paths, log: (line: string) => ctx.log(line) };
   const lora = spec.model.lora;
   const policy =
-    resumeDir && !lora ? await loadPolicy({ path: join(resumeDir, 'model'), chat_template: spec.model.chat_template, seed: spec.model.seed }, io) : await loadPolicy(spec.model, io);
+    resumeDir && !lora
+      ? await loadPolicy({ path: join(resumeDir, 'model'), chat_template: spec.model.chat_template, seed: spec.model.seed }, io)
+      : await loadPolicy(spec.model, io, { trainable: !lora }); // under LoRA the base is frozen: outside the heap
   try {
     if (lora && resumeDir) policy.model.loadLora(await loadLoraAdapter(join(resumeDir, 'adapter'), { modelConfig: policy.model.config }));
     else if (lora) policy.model.addLora({ r: lora.rank, alpha: lora.alpha, targetModules: lora.target_modules, seed: spec.seed });
@@ -267,10 +269,8 @@ async function referenceModel(o: LearnerOptions): Promise<Model> {
     return Model.fromWeights(folder.config, folder.weights, { trainable: false });
   }
   // No warm-up: the reference is the initial policy, which the spec reproduces.
-  const initial = await loadPolicy(o.spec.model, { paths: o.ctx.paths, log: () => undefined });
-  const model = initial.model.clone({ trainable: false });
-  initial.dispose();
-  return model;
+  const initial = await loadPolicy(o.spec.model, { paths: o.ctx.paths, log: () => undefined }, { trainable: false });
+  return initial.model;
 }
 
 async function criticModel(o: LearnerOptions): Promise<Model> {

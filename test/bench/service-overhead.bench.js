@@ -9,7 +9,7 @@
  * - service: a `train` job submitted to an in-process server (SQLite, embedded queue and worker), run
  *   by the job runner child process, its metrics and logs going through IPC into the database.
  *
- * Both start cold in their own process with the same spec, seeds and BLAS threads. `--runs N` runs N
+ * Both start cold in their own process with the same spec, seeds and engine threads. `--runs N` runs N
  * pairs in alternating order (direct, service, service, direct, ...) so that drift in the machine's load
  * falls on both sides; each run gets a fresh server and data directory. Per run it records seconds per RL
  * step (each step's own `timing/step_s` or wall time; the summary is over steps 2..N), the job's
@@ -59,9 +59,9 @@ function options(argv) {
 }
 
 const o = options(process.argv.slice(2));
-// Both paths run the engine with the same BLAS threads (the job runner inherits this setting; without it
+// Both paths run the engine with the same engine threads (the job runner inherits this setting; without it
 // a job would get one thread per CPU slot it holds).
-process.env.OPENTINKER_ENGINE_BLAS_THREADS ??= String(require('node:os').availableParallelism());
+process.env.OPENTINKER_ENGINE_THREADS ??= String(require('node:os').availableParallelism());
 const spec = {
   kind: 'train',
   environment: { id: 'math', config: { style: 'equation', difficulty: 3, test_size: 8 } },
@@ -289,7 +289,7 @@ async function main() {
   const started = new Date();
   console.log(
     `${o.runs} × (direct, service) with ${o.steps} RL steps × ${o.batch} tasks × ${o.rolloutN} samples (tiny-char, math equations), ` +
-      `BLAS threads ${process.env.OPENTINKER_ENGINE_BLAS_THREADS}, polling every ${o.pollMs} ms${o.follow ? ', following the event stream' : ''}; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
+      `engine threads ${process.env.OPENTINKER_ENGINE_THREADS}, polling every ${o.pollMs} ms${o.follow ? ', following the event stream' : ''}; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
   );
   const runs = [];
   for (let i = 0; i < o.runs; i++) {
@@ -327,7 +327,7 @@ async function main() {
   const result = {
     date: started.toISOString(),
     options: { steps: o.steps, batch: o.batch, rolloutN: o.rolloutN, runs: o.runs, pollMs: o.pollMs, follow: o.follow },
-    blasThreads: Number(process.env.OPENTINKER_ENGINE_BLAS_THREADS),
+    engineThreads: Number(process.env.OPENTINKER_ENGINE_THREADS),
     cpus: cpus().length,
     loadavg_after: loadavg().map((x) => round(x, 2)),
     summary: {

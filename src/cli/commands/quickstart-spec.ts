@@ -67,7 +67,7 @@ const RL_LR = 1e-4;
 /**
  * The train job: SFT warm-up (kept as checkpoint step-0), then GRPO with zero-variance groups dropped.
  * It asks for `cpuSlots` CPU slots (the quickstart passes all of its worker's): the engine runs that
- * many BLAS threads.
+ * many threads.
  */
 export function quickstartTrainSpec(size: QuickstartSize, seed = 1, cpuSlots = 1): Record<string, unknown> {
   return {

@@ -1,3 +1,4 @@
+import { warnWithoutEngineAddon } from './engine-notice';
 import { OpenTinkerClient } from '@opentinker/client';
 import type { Job } from '@opentinker/client';
 import { Command } from 'commander';
@@ -58,6 +59,7 @@ export function registerQuickstartCommand(program: Command, context: { root: str
     .option('--json', 'print one JSON summary at the end instead of the progress bar')
     .action(async (opts: { quick?: boolean; steps?: string; sftSteps?: string; seed: string; json?: boolean }) => {
       const json = opts.json === true;
+      warnWithoutEngineAddon();
       try {
         const base = opts.quick ? QUICK_SIZE : FULL_SIZE;
         const size: QuickstartSize = {

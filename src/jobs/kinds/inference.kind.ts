@@ -26,5 +26,6 @@ export const inferenceKind = defineJobKind({
   description: 'Run a policy against an environment on N tasks; results as JSONL',
   resumable: false,
   checkpoints: false,
+  trains: false,
   spec: inferenceSpecFields,
 });

@@ -11,6 +11,8 @@ export interface JobKind {
   resumable: boolean;
   /** Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas). */
   checkpoints: boolean;
+  /** Its jobs update the weights of `model` (full fine-tuning must fit the engine's heap; LoRA leaves the base outside it). */
+  trains: boolean;
   /** Kind-specific keys; merged with the common keys into one strict schema. */
   spec: z.ZodObject<z.ZodRawShape>;
 }

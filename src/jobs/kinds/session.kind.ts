@@ -32,5 +32,6 @@ export const sessionKind = defineJobKind({
   description: 'Client-driven training session: the server holds the policy and answers train_step / validate / sample calls',
   resumable: false,
   checkpoints: true,
+  trains: true,
   spec: sessionSpecFields,
 });

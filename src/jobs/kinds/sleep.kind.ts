@@ -10,6 +10,7 @@ export const sleepKind = defineJobKind({
   description: 'Diagnostic job: counts steps with a pause between them, reporting logs, metrics and an artifact',
   resumable: true,
   checkpoints: false,
+  trains: false,
   spec: z.object({
     steps: z.number().int().min(1).max(1_000_000).default(10).describe('Steps to count'),
     step_seconds: z.number().min(0).max(3600).default(1).describe('Pause after each step'),

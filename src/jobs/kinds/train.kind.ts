@@ -132,5 +132,6 @@ export const trainKind = defineJobKind({
   description: 'Train a policy with RL (GRPO, PPO, …) against an environment',
   resumable: true,
   checkpoints: true,
+  trains: true,
   spec: trainSpecFields,
 });

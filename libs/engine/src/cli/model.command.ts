@@ -1,3 +1,4 @@
+import { engineNotice } from '../native/addon';
 import type { Command } from 'commander';
 import { EngineError, isEngineError } from '../errors';
 import { inspectHfModelDir, loadHfModelDir, type HfModelDirInfo } from '../io/hf-model-dir';
@@ -359,6 +360,8 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
   const run =
     <A extends unknown[]>(fn: (...args: A) => Promise<void>) =>
     async (...args: A) => {
+      const notice = engineNotice();
+      if (notice) output.err(`${notice}\n`);
       try {
         await fn(...args);
       } catch (e) {

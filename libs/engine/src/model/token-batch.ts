@@ -95,3 +95,9 @@ export function hasLogProb(batch: TokenBatch, b: number, t: number): boolean {
   const i = b * batch.seqLen + t;
   return t > 0 && batch.mask[i] === 1 && batch.mask[i - 1] === 1;
 }
+
+/** Rows `start` to `end` (exclusive) of a batch, same sequence length (views, not copies). */
+export function sliceRows(batch: TokenBatch, start: number, end: number): TokenBatch {
+  const t = batch.seqLen;
+  return { batchSize: end - start, seqLen: t, ids: batch.ids.subarray(start * t, end * t), mask: batch.mask.subarray(start * t, end * t) };
+}

@@ -7,7 +7,8 @@ import { rmsNorm } from './rms-norm';
 import { applyRope, halfSwapMatrix, ropeTables } from './rope';
 import { swiglu } from './swiglu';
 import { addBias, addSame, scaleBy } from './elementwise';
-import { hasLogProb, validateTokenBatch, type TokenBatch } from './token-batch';
+import { hasLogProb, sliceRows, validateTokenBatch, type TokenBatch } from './token-batch';
+import { maxScoringRows } from './memory-plan';
 import { initWeights, validateWeights, weightSpecs, type NamedWeights, type WeightTensor } from './weights';
 import { Prng } from '../util/prng';
 import { loraScaling, peftKey, validateLoraWeights, type LoraAdapter, type LoraFactors } from '../io/peft-adapter';
@@ -744,6 +745,26 @@ export class Model {
   scoreTokens(batch: TokenBatch, options: ScoreOptions = {}): TokenScores {
     if (options.adapter === false) return this.withoutAdapter(() => this.scoreTokens(batch));
     validateTokenBatch(batch, this.config.vocab_size);
+    // More rows than the heap's free bytes take at once are scored a slice of rows at a time.
+    const rows = maxScoringRows(this.config, batch.seqLen);
+    if (rows < batch.batchSize) {
+      const parts: TokenScores[] = [];
+      for (let start = 0; start < batch.batchSize; start += rows) parts.push(this.scoreTokens(sliceRows(batch, start, Math.min(batch.batchSize, start + rows))));
+      const join = (pick: (s: TokenScores) => Float32Array | Uint8Array | undefined) => {
+        const first = pick(parts[0]);
+        if (!first) return undefined;
+        const out = new (first.constructor as Float32ArrayConstructor)(batch.batchSize * batch.seqLen);
+        let at = 0;
+        for (const p of parts) {
+          const a = pick(p)!;
+          out.set(a, at);
+          at += a.length;
+        }
+        return out;
+      };
+      const values = join((s) => s.values) as Float32Array | undefined;
+      return { logProbs: join((s) => s.logProbs) as Float32Array, entropy: join((s) => s.entropy) as Float32Array, valid: join((s) => s.valid) as unknown as Uint8Array, ...(values ? { values } : {}) };
+    }
     let valNext: Float32Array | undefined;
     const [lpNext, entNext] = tf.tidy(() => {
       const r = this.nextTokenScores(batch);

@@ -101,6 +101,23 @@ export function engineAddon(): EngineAddon | undefined {
   return addon;
 }
 
+/**
+ * The one line every entry point prints when the addon is missing: what it costs and how to get it.
+ * Undefined when the addon loads.
+ */
+export function engineNotice(): string | undefined {
+  const s = loadEngineAddon();
+  if (s.ok) return undefined;
+  const build = join(dirname(engineAddonPath()), '..', 'build.js');
+  return (
+    `engine: running WITHOUT its native addon (${s.error}): models stay inside the 4 GiB wasm heap (no weights outside it, ` +
+    `no memory-mapped models) and training is about ${ADDON_SPEEDUP}× slower. Install a C compiler (Debian/Ubuntu: apt-get install build-essential) and run: node ${build}`
+  );
+}
+
+/** Measured training speed-up of the addon over the XNNPACK fallback (engine bench, bench-a; see the README's Speed). */
+const ADDON_SPEEDUP = 3;
+
 /** Changes the addon's thread count (e.g. to the CPU slots a job holds). */
 export function setNativeThreads(threads: number): void {
   if (!addon) return;

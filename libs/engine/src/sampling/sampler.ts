@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import { KvCache, type KvLayer } from '../model/kv-cache';
-import { padBatch } from '../model/token-batch';
+import { maxScoringRows } from '../model/memory-plan';
+import { padBatch, sliceRows, type TokenBatch } from '../model/token-batch';
 import type { Model, RunResult } from '../model/transformer';
 import { Prng } from '../util/prng';
 import { drawToken, type TokenSamplingParams } from './sample-token';
@@ -89,6 +90,27 @@ function keepRun(fn: () => RunResult): { logits: tf.Tensor2D; present: KvLayer[]
   return { logits: flat[0] as tf.Tensor2D, present };
 }
 
+/**
+ * The prefill pass over left-padded prompts: last-position logits and every layer's keys/values. As many
+ * rows at a time as the heap's free bytes allow (a prompt's prefill holds one layer's intermediates per
+ * token), the slices' caches joined along the batch axis.
+ */
+function prefillRows(model: Model, batch: TokenBatch): { logits: tf.Tensor2D; present: KvLayer[] } {
+  const run = (part: TokenBatch) => keepRun(() => model.run(tf.tensor2d(part.ids, [part.batchSize, part.seqLen], 'int32'), part.mask, undefined, { lastOnly: true, present: true }));
+  const rows = maxScoringRows(model.config, batch.seqLen);
+  if (rows >= batch.batchSize) return run(batch);
+  const parts: Array<{ logits: tf.Tensor2D; present: KvLayer[] }> = [];
+  try {
+    for (let start = 0; start < batch.batchSize; start += rows) parts.push(run(sliceRows(batch, start, Math.min(batch.batchSize, start + rows))));
+    return {
+      logits: tf.concat(parts.map((p) => p.logits)),
+      present: parts[0].present.map((_, layer) => ({ k: tf.concat(parts.map((p) => p.present[layer].k)), v: tf.concat(parts.map((p) => p.present[layer].v)) })),
+    };
+  } finally {
+    for (const p of parts) tf.dispose([p.logits, ...p.present.flatMap((l) => [l.k, l.v])]);
+  }
+}
+
 function defaultStops(model: Model): number[] {
   const eos = model.config.eos_token_id;
   return eos === undefined ? [] : Array.isArray(eos) ? eos : [eos];
@@ -120,7 +142,7 @@ export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, 
   let remaining = b;
 
   const batch = padBatch(prompts, { side: 'left' });
-  const prefill = keepRun(() => model.run(tf.tensor2d(batch.ids, [b, batch.seqLen], 'int32'), batch.mask, undefined, { lastOnly: true, present: true }));
+  const prefill = prefillRows(model, batch);
   const cache = new KvCache(b, prefill.present, batch.mask);
   let logits: tf.Tensor2D = prefill.logits;
   try {

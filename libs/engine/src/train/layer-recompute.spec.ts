@@ -3,7 +3,11 @@ import { modelPreset, type ModelConfig } from '../model/model-config';
 import { padBatch } from '../model/token-batch';
 import { Model } from '../model/transformer';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
-import type { CurrentScores } from './logprobs';
+import { initBackend } from '../backend';
+import { wasmHeapUsage } from '../kernels/wasm-heap';
+import { crossEntropyCoefficients, type CurrentScores } from './logprobs';
+import { maxScoringRows, scoringPassBytes, trainingPassBytes } from '../model/memory-plan';
+import { sample } from '../sampling/sampler';
 import { Trainer } from './trainer';
 
 const sequences = [
@@ -73,6 +77,65 @@ describe.each(TEST_BACKENDS)('recomputing layers in the backward pass on %s', (b
     for (let i = 0; i < 3; i++) trainer.trainStep(batch, coefficients);
     expect(tf.memory().numTensors).toBe(before);
     trainer.dispose();
+    model.dispose();
+  });
+});
+
+describe('a batch larger than the heap allows', () => {
+  const budgetOf = () => wasmHeapUsage().budgetBytes;
+  let saved: number;
+  beforeAll(async () => {
+    await initBackend({ backend: 'wasm' });
+    saved = budgetOf();
+  });
+  afterAll(async () => {
+    await initBackend({ backend: 'wasm', memoryBytes: saved });
+  });
+
+  it('runs fixed coefficients in several passes with the same gradients, and refuses a coefficient function that cannot fit', async () => {
+    const config = { ...modelPreset('tiny-test'), hidden_size: 64, intermediate_size: 128 };
+    const model = Model.init(config, 9);
+    const batch = padBatch(Array.from({ length: 12 }, (_, r) => Array.from({ length: 40 }, (_, i) => (i * 5 + r) % 32)));
+    const coefs = crossEntropyCoefficients(batch);
+    const whole = new Trainer(model, { lr: 0 });
+    const a = whole.accumulate(batch, coefs);
+    const want = new Map([...(whole as unknown as { accumulated: Map<string, tf.Tensor> }).accumulated].map(([k, g]) => [k, Float32Array.from(g.dataSync())]));
+    whole.dispose();
+
+    const trainer = new Trainer(model, { lr: 0 });
+    const fixed = trainer.maxMicroBatchRows(batch.seqLen);
+    // A budget that leaves room for about 3 of the 12 rows.
+    const perRow = trainingPassBytes(config, 1, 40, 0).recompute - trainingPassBytes(config, 0, 40, 0).recompute;
+    await initBackend({ backend: 'wasm', memoryBytes: wasmHeapUsage().liveBytes + trainingPassBytes(config, 0, 40, 1e5).recompute + 3.5 * perRow });
+    expect(trainer.maxMicroBatchRows(batch.seqLen)).toBeLessThan(Math.min(fixed, 12));
+    const b = trainer.accumulate(batch, coefs);
+    expect(trainer.pending).toBeGreaterThan(1);
+    expect(Math.abs(a.loss - b.loss)).toBeLessThan(1e-5);
+    expect(maxAbsDiff(a.logProbs, b.logProbs)).toBeLessThan(1e-6);
+    for (const [name, g] of (trainer as unknown as { accumulated: Map<string, tf.Tensor> }).accumulated) {
+      expect(maxAbsDiff(g.dataSync(), want.get(name)!)).toBeLessThan(1e-5);
+    }
+    expect(() => trainer.accumulate(batch, () => coefs)).toThrow(expect.objectContaining({ code: 'ENGINE_OUT_OF_MEMORY' }));
+    trainer.dispose();
+    model.dispose();
+  });
+
+  it('scores and samples a slice of rows at a time, with the same results', async () => {
+    const config = { ...modelPreset('tiny-test'), hidden_size: 64, intermediate_size: 128 };
+    const model = Model.init(config, 10, { trainable: false });
+    const prompts = Array.from({ length: 10 }, (_, r) => Array.from({ length: 6 + (r % 4) }, (_, i) => (i * 3 + r) % 32));
+    const batch = padBatch(prompts);
+    const options = { maxNewTokens: 5, temperature: 1, seed: 3, stopTokenIds: [] };
+    await initBackend({ backend: 'wasm', memoryBytes: saved });
+    const whole = model.scoreTokens(batch);
+    const sampledWhole = sample(model, prompts, options);
+    await initBackend({ backend: 'wasm', memoryBytes: wasmHeapUsage().liveBytes + 3 * scoringPassBytes(config, 1, batch.seqLen) });
+    expect(maxScoringRows(config, batch.seqLen)).toBeLessThan(10);
+    const parts = model.scoreTokens(batch);
+    expect(maxAbsDiff(parts.logProbs, whole.logProbs)).toBeLessThan(1e-6);
+    expect(maxAbsDiff(parts.entropy, whole.entropy)).toBeLessThan(1e-6);
+    expect(Array.from(parts.valid)).toEqual(Array.from(whole.valid));
+    expect(sample(model, prompts, options).map((o) => o.tokens)).toEqual(sampledWhole.map((o) => o.tokens));
     model.dispose();
   });
 });

@@ -1,13 +1,13 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
-import { validateTokenBatch, type TokenBatch } from '../model/token-batch';
+import { sliceRows, validateTokenBatch, type TokenBatch } from '../model/token-batch';
 import type { Model } from '../model/transformer';
 import { AdamW, type AdamWOptions, type AdamWState } from './adamw';
 import { clipFactor, globalNorm } from './grad-clip';
 import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
 import { recomputedGradients } from './layer-recompute';
-import { maxTrainingRows, planTrainingPass } from './memory-plan';
+import { maxTrainingRows, planTrainingPass } from '../model/memory-plan';
 import type { LrSchedule } from './lr-schedule';
 
 /** Options of {@link Trainer}. */
@@ -131,6 +131,42 @@ export class Trainer {
    */
   accumulate(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
     validateTokenBatch(batch, this.model.config.vocab_size);
+    // Fixed coefficients are exact on any split of the rows: a batch larger than the heap's free bytes
+    // allow runs as several passes. (A coefficient function sees the rows it is given, so its caller
+    // sizes micro-batches with maxMicroBatchRows.)
+    if (typeof coefficients !== 'function') {
+      const rows = this.maxMicroBatchRows(batch.seqLen);
+      if (rows >= 1 && rows < batch.batchSize) return this.accumulateInParts(batch, coefficients, rows);
+    }
+    return this.accumulatePass(batch, coefficients);
+  }
+
+  private accumulateInParts(batch: TokenBatch, coefficients: LossCoefficients, rows: number): MicroBatchResult {
+    const t = batch.seqLen;
+    const n = batch.batchSize * t;
+    const out: MicroBatchResult = { loss: 0, logProbs: new Float32Array(n), entropy: new Float32Array(n), tokens: 0, recomputed: false };
+    const arrays = {
+      logProbCoef: Float32Array.from(coefficients.logProbCoef),
+      entropyCoef: coefficients.entropyCoef && Float32Array.from(coefficients.entropyCoef),
+      valueCoef: coefficients.valueCoef && Float32Array.from(coefficients.valueCoef),
+    };
+    for (let start = 0; start < batch.batchSize; start += rows) {
+      const end = Math.min(batch.batchSize, start + rows);
+      const c: LossCoefficients = { logProbCoef: arrays.logProbCoef.subarray(start * t, end * t) };
+      if (arrays.entropyCoef) c.entropyCoef = arrays.entropyCoef.subarray(start * t, end * t);
+      if (arrays.valueCoef) c.valueCoef = arrays.valueCoef.subarray(start * t, end * t);
+      const r = this.accumulatePass(sliceRows(batch, start, end), c);
+      out.loss += r.loss;
+      out.logProbs.set(r.logProbs, start * t);
+      out.entropy.set(r.entropy, start * t);
+      if (r.values) (out.values ??= new Float32Array(n)).set(r.values, start * t);
+      out.tokens += r.tokens;
+      out.recomputed ||= r.recomputed;
+    }
+    return out;
+  }
+
+  private accumulatePass(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
     const mode = this.options.recompute ?? 'auto';
     const plan = mode === 'auto' ? planTrainingPass(this.model.config, batch.batchSize, batch.seqLen, this.trainableBytes) : { recompute: mode };
     const vars = [...this.variables.values()];

@@ -1,12 +1,12 @@
 import { initBackend } from '../backend';
 import { resetWasmHeapPeak, wasmHeapUsage } from '../kernels/wasm-heap';
-import { modelPreset, type ModelConfig } from '../model/model-config';
-import { padBatch } from '../model/token-batch';
-import { Model } from '../model/transformer';
+import { modelPreset, type ModelConfig } from './model-config';
+import { padBatch } from './token-batch';
+import { Model } from './transformer';
 import { loadEngineAddon } from '../native/addon';
-import { crossEntropyCoefficients } from './logprobs';
+import { crossEntropyCoefficients } from '../train/logprobs';
 import { maxTrainingRows, planTrainingPass, scoringPassBytes, trainingPassBytes } from './memory-plan';
-import { Trainer } from './trainer';
+import { Trainer } from '../train/trainer';
 
 // Estimates against the wasm heap's measured peak (every tensor allocation is counted): an estimate
 // must bound the peak (or the engine would let a pass run into the heap's limit) and stay within 2.5×

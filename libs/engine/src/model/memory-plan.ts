@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import { wasmHeapUsage } from '../kernels/wasm-heap';
-import type { ModelConfig } from '../model/model-config';
+import type { ModelConfig } from './model-config';
 
 /*
  * How much of the wasm heap a pass over a batch needs, so the engine can choose, before allocating,
@@ -92,4 +92,9 @@ export function maxTrainingRows(c: ModelConfig, seqLen: number, trainableBytes: 
   const fixed = trainingPassBytes(c, 0, seqLen, trainableBytes).recompute;
   const perRow = trainingPassBytes(c, 1, seqLen, trainableBytes).recompute - fixed;
   return Math.max(0, Math.floor((free - fixed) / perRow));
+}
+
+/** The most rows of `seqLen` tokens one scoring pass (no gradients) can take within `free` bytes; at least 1. */
+export function maxScoringRows(c: ModelConfig, seqLen: number, free = freeHeapBytes()): number {
+  return Math.max(1, Math.floor(free / scoringPassBytes(c, 1, seqLen)));
 }
