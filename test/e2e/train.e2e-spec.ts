@@ -75,6 +75,16 @@ describe('train jobs through the HTTP API', () => {
     expect(res.body).toMatchObject({ code: 'OT_ERR_VALIDATION', field: 'algorithm.rollout_n' });
   }, SLOW);
 
+  it('refuses full fine-tuning of a model too large for the engine heap at submit, pointing at LoRA; accepts it with LoRA', async () => {
+    const full = await t.request('POST', '/v1/jobs', { body: trainSpec({ model: { preset: 'qwen2.5-0.5b' } }) });
+    expect(full.status).toBe(400);
+    expect(full.body).toMatchObject({ code: 'OT_ERR_LIMIT_EXCEEDED', field: 'model.lora' });
+    expect((full.body as { message: string }).message).toMatch(/full fine-tuning of this \d+M-parameter model needs [\d.]+ GiB .*Train LoRA adapters instead/);
+    const lora = await t.request('POST', '/v1/jobs', { body: trainSpec({ model: { preset: 'qwen2.5-0.5b', lora: { rank: 8 } }, total_steps: 1 }) });
+    expect(lora.status).toBe(201);
+    await t.request('POST', `/v1/jobs/${(lora.body as { id: string }).id}/cancel`);
+  }, SLOW);
+
   it('fails a job whose environment throws on reset, with the error in the job and its log', async () => {
     const job = await submit(trainSpec({ environment: { id: 'reset-throws' }, rollout: { max_new_tokens: 4, env_retries: 1 } }));
     const done = await waitForState(t, job.id, ['succeeded', 'failed', 'cancelled'], 60_000);
