@@ -2,8 +2,9 @@
  * The language-model head fused with its log-softmax: per-token log-probs (and entropies) of a batch
  * without ever holding the `[n, vocab]` logits. At Qwen2.5's 151,936-token vocabulary those are 600 KB
  * per token in float32, three copies of them per trained token in a plain graph (logits, log-softmax,
- * its gradient); here a block of rows at a time lives in a scratch buffer outside the wasm heap, and the
- * backward pass recomputes the block's logits instead of storing them.
+ * its gradient); here one tile of the vocabulary for a chunk of rows at a time lives in a scratch buffer
+ * outside the wasm heap (the softmax statistics run online across tiles), and the backward pass
+ * recomputes each tile's logits instead of storing them. Rows run in parallel on the addon's pool.
  *
  * h: [n, d] hidden states (float32). W: [vocab, d], the head (or tied embedding) in any ot_dtype.
  * targets: [n] token ids in [0, vocab) (rows with nothing to predict may use any valid id).
