@@ -149,7 +149,7 @@ const ENV_PREFIX = 'OPENTINKER_';
  * `env serve` (ENV_TOKEN), the loader itself (CONFIG), the engine in a job runner (ENGINE_*),
  * set by the worker for its job runners (JOB_ID), or read by job runners (RUNNER_STACKS: print stack traces).
  */
-const NON_SETTING_ENV = new Set(['CONFIG', 'API_KEY', 'URL', 'ENV_TOKEN', 'JOB_ID', 'RUNNER_STACKS', 'ENGINE_BACKEND', 'ENGINE_MATMUL', 'ENGINE_THREADS', 'ENGINE_MEMORY_MB']);
+const NON_SETTING_ENV = new Set(['CONFIG', 'API_KEY', 'URL', 'ENV_TOKEN', 'JOB_ID', 'RUNNER_STACKS', 'ENGINE_BACKEND', 'ENGINE_MATMUL', 'ENGINE_THREADS', 'ENGINE_MEMORY_MB', 'ENGINE_DEVICE']);
 
 /**
  * Builds the configuration from (lowest to highest precedence) defaults, the YAML file named by

@@ -93,6 +93,8 @@ export function engineSummary(info: BackendInfo): string {
   const parts = [`engine: ${info.name}`];
   if (info.matmul) parts.push(`matmul ${info.matmul}`);
   if (info.native.ok) parts.push(`native addon ${info.native.kernel}, ${info.native.threads} thread(s)`);
+  if (info.cuda?.ok) parts.push(`weight products on ${info.cuda.name} (cuBLAS)`);
+  else if (info.cuda && process.env.CUDA_VISIBLE_DEVICES) parts.push(`GPU not used: ${info.cuda.error}`);
   const line = parts.join(', ');
   const notice = info.name === 'tensorflow' ? undefined : engineNotice();
   return notice ? `${line}\n${notice}` : line;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda.h"
 #include "gemm.h"
 #include "tensors.h"
 #include "token-scores.h"
@@ -101,8 +102,10 @@ static ot_tensor *tensor_of(napi_env env, napi_value v) {
   return (ot_tensor *)p;
 }
 
-/* A product's B operand: a Float32Array, or a live tensor handle. */
+/* A product's B operand: a live tensor handle, or a Float32Array wrapped as a (host-only) tensor. */
 typedef struct {
+  ot_tensor wrapped;
+  const ot_tensor *tensor;
   const void *data;
   ot_dtype dtype;
   uint64_t numel;
@@ -112,6 +115,8 @@ static int get_operand(napi_env env, napi_value v, operand *out) {
   float *f;
   size_t len;
   if (typed_view(env, v, napi_float32_array, (void **)&f, &len)) {
+    out->wrapped = (ot_tensor){.data = f, .dtype = OT_F32, .numel = (int64_t)len};
+    out->tensor = &out->wrapped;
     out->data = f;
     out->dtype = OT_F32;
     out->numel = len;
@@ -126,6 +131,7 @@ static int get_operand(napi_env env, napi_value v, operand *out) {
     napi_throw_error(env, CODE, "the native tensor was freed");
     return 0;
   }
+  out->tensor = t;
   out->data = t->data;
   out->dtype = t->dtype;
   out->numel = (uint64_t)t->numel;
@@ -177,6 +183,11 @@ static napi_value gemm_fn(napi_env env, napi_callback_info info) {
   if (batch < 1 || m < 1 || n < 1 || k < 1 || sa < 0 || sb < 0 || m >= DIM_LIMIT || n >= DIM_LIMIT || k >= DIM_LIMIT || batch >= DIM_LIMIT ||
       (uint64_t)((batch - 1) * sa + m * k) > la || (uint64_t)((batch - 1) * sb + k * n) > b.numel || (uint64_t)(batch * m * n) > lc) {
     FAIL(range_error, "gemm: shapes and strides exceed the arrays");
+  }
+  if (batch == 1 && !ta) {
+    /* One product with B possibly on the GPU. */
+    ot_tensor_gemm(tb, m, n, k, a, k, b.tensor, 0, tb ? k : n, 0.0f, c, n);
+    return NULL;
   }
   const size_t eb = ot_dtype_bytes(b.dtype);
   for (int64_t i = 0; i < batch; i++) {
@@ -376,7 +387,7 @@ static napi_value token_scores_fn(napi_env env, napi_callback_info info) {
       !row_array(env, argv[8], o.n, &entropy, 1)) {
     return NULL;
   }
-  if (ot_token_scores(o.h, o.n, o.d, o.w.data, o.w.dtype, o.vocab, o.targets, logp, lse, entropy) != 0) FAIL(error, "out of native memory in the token scores");
+  if (ot_token_scores(o.h, o.n, o.d, o.w.tensor, o.vocab, o.targets, logp, lse, entropy) != 0) FAIL(error, "out of native memory in the token scores");
   return NULL;
 }
 
@@ -396,19 +407,55 @@ static napi_value token_scores_grad_fn(napi_env env, napi_callback_info info) {
     if ((uint64_t)(o.vocab * o.d) > len) FAIL(range_error, "token scores: dW is too short");
     if (o.w.dtype != OT_F32) FAIL(type_error, "token scores: a head with a gradient must be float32");
   }
-  if (ot_token_scores_grad(o.h, o.n, o.d, o.w.data, o.w.dtype, o.vocab, o.targets, lse, entropy, dlogp, dent, dh, dw) != 0) {
+  if (ot_token_scores_grad(o.h, o.n, o.d, o.w.tensor, o.vocab, o.targets, lse, entropy, dlogp, dent, dh, dw) != 0) {
     FAIL(error, "out of native memory in the token scores' gradient");
   }
   return NULL;
 }
 
-/* memory() -> { allocatedBytes, mappedBytes } */
+/* cudaOpen(device) -> { ok, name?, freeBytes?, totalBytes?, error? } */
+static napi_value cuda_open_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1], result, flag;
+  int64_t device;
+  if (!get_args(env, info, 1, argv) || !get_i64(env, argv[0], &device)) return NULL;
+  CHECK(napi_create_object(env, &result));
+  char err[512] = "";
+  int ok = ot_cuda_open((int)device, err, sizeof err) == 0;
+  napi_get_boolean(env, ok, &flag);
+  napi_set_named_property(env, result, "ok", flag);
+  if (!ok) {
+    napi_set_named_property(env, result, "error", make_string(env, err));
+    return result;
+  }
+  char name[256];
+  size_t free_bytes, total_bytes;
+  ot_cuda_describe(name, sizeof name, &free_bytes, &total_bytes);
+  napi_set_named_property(env, result, "name", make_string(env, name));
+  napi_set_named_property(env, result, "freeBytes", make_number(env, (double)free_bytes));
+  napi_set_named_property(env, result, "totalBytes", make_number(env, (double)total_bytes));
+  return result;
+}
+
+/* tensorToDevice(tensor): a float32 copy on the GPU, used by every later product with it. */
+static napi_value tensor_to_device_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!get_args(env, info, 1, argv)) return NULL;
+  ot_tensor *t = tensor_of(env, argv[0]);
+  if (!t) FAIL(type_error, "expected a native tensor");
+  if (t->released) FAIL(error, "the native tensor was freed");
+  char err[512];
+  if (ot_tensor_to_device(t, err, sizeof err) != 0) FAIL(error, err);
+  return NULL;
+}
+
+/* memory() -> { allocatedBytes, mappedBytes, deviceBytes } */
 static napi_value memory_fn(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value result;
   CHECK(napi_create_object(env, &result));
   napi_set_named_property(env, result, "allocatedBytes", make_number(env, (double)ot_tensor_allocated_bytes()));
   napi_set_named_property(env, result, "mappedBytes", make_number(env, (double)ot_tensor_mapped_bytes()));
+  napi_set_named_property(env, result, "deviceBytes", make_number(env, (double)ot_cuda_device_bytes()));
   return result;
 }
 
@@ -426,6 +473,8 @@ static napi_value init(napi_env env, napi_value exports) {
       {"tokenScores", NULL, token_scores_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScoresGrad", NULL, token_scores_grad_fn, NULL, NULL, NULL, napi_default, NULL},
       {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"cudaOpen", NULL, cuda_open_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tensorToDevice", NULL, tensor_to_device_fn, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -2,7 +2,7 @@
 /*
  * Compiles the engine's native addon (native/*.c) into native/build/engine.node: its own matrix product,
  * tensors outside the wasm heap and the fused language-model head. Plain `cc`, Node's headers, no
- * node-gyp, no library to link beyond libc and libm. Optional by design: with no C compiler or no Node
+ * node-gyp, no library to link beyond libc, libm and libdl (CUDA, where a host has it, is opened at run time). Optional by design: with no C compiler or no Node
  * headers it says why and exits 0, and the engine runs on tfjs's own kernels with every tensor in the
  * wasm heap (and says so when it starts). Skips the compiler when the addon is newer than its sources.
  * Run by `npm run build` (root and package).
@@ -12,7 +12,7 @@ const { execFileSync } = require('node:child_process');
 const { existsSync, mkdirSync, statSync, renameSync, readdirSync } = require('node:fs');
 const { join, dirname } = require('node:path');
 
-const SOURCES = ['addon.c', 'gemm.c', 'thread-pool.c', 'tensors.c', 'token-scores.c'].map((f) => join(__dirname, f));
+const SOURCES = ['addon.c', 'cuda.c', 'gemm.c', 'thread-pool.c', 'tensors.c', 'token-scores.c'].map((f) => join(__dirname, f));
 const out = join(__dirname, 'build', 'engine.node');
 
 function headerDirs() {
@@ -38,7 +38,7 @@ function main() {
   mkdirSync(dirname(out), { recursive: true });
   const tmp = `${out}.${process.pid}.tmp`;
   // No -march: gemm.c compiles its AVX-512 and AVX2 kernels with target attributes and picks one at run time.
-  const args = ['-O3', '-shared', '-fPIC', '-pthread', '-DNODE_GYP_MODULE_NAME=engine', `-I${headers[0]}`, `-I${__dirname}`, ...SOURCES, '-o', tmp, '-lm'];
+  const args = ['-O3', '-shared', '-fPIC', '-pthread', '-DNODE_GYP_MODULE_NAME=engine', `-I${headers[0]}`, `-I${__dirname}`, ...SOURCES, '-o', tmp, '-lm', '-ldl'];
   try {
     execFileSync(cc, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     renameSync(tmp, out); // atomic: a process loading the addon never sees half a file

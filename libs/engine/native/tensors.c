@@ -1,6 +1,8 @@
 /* Native tensors: see tensors.h. */
 #include "tensors.h"
 
+#include "cuda.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -97,6 +99,8 @@ ot_tensor *ot_tensor_view(ot_mapping *m, size_t offset, ot_dtype dtype, int64_t 
 void ot_tensor_release(ot_tensor *t) {
   if (!t || t->released) return;
   t->released = 1;
+  ot_cuda_free(t->device);
+  t->device = NULL;
   if (t->mapping) {
     ot_mapping_release(t->mapping);
   } else {
@@ -158,4 +162,23 @@ void ot_tensor_read(const ot_tensor *t, int64_t start, int64_t count, float *out
 
 void ot_tensor_gather_rows(const ot_tensor *t, int64_t row_len, const int32_t *ids, int64_t n, float *out) {
   for (int64_t i = 0; i < n; i++) ot_tensor_read(t, (int64_t)ids[i] * row_len, row_len, out + i * row_len);
+}
+
+int ot_tensor_to_device(ot_tensor *t, char *err, size_t errlen) {
+  if (t->device) return 0;
+  t->device = ot_cuda_upload(t->data, t->dtype, t->numel, err, errlen);
+  return t->device ? 0 : -1;
+}
+
+/* Below this many multiply-adds the copies to and from the GPU cost more than the CPU's product. */
+#define GPU_MIN_WORK ((int64_t)1 << 22)
+
+void ot_tensor_gemm(int transB, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const ot_tensor *B, int64_t offset, int64_t ldb, float beta,
+                    float *C, int64_t ldc) {
+  if (B->device && m * n * k >= GPU_MIN_WORK &&
+      ot_cuda_gemm(transB, m, n, k, A, lda, (const float *)B->device + offset, ldb, beta, C, ldc) == 0) {
+    return;
+  }
+  const char *b = (const char *)B->data + (size_t)offset * ot_dtype_bytes(B->dtype);
+  ot_gemm(0, transB, m, n, k, 1.0f, A, lda, b, B->dtype, ldb, beta, C, ldc);
 }

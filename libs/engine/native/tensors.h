@@ -26,6 +26,8 @@ typedef struct ot_tensor {
   /* Non-NULL when the data lies in a mapping (not owned); else the data was malloc'd here. */
   ot_mapping *mapping;
   int released;
+  /* A float32 copy on the GPU (cuda.h), or NULL. */
+  void *device;
 } ot_tensor;
 
 size_t ot_dtype_bytes(ot_dtype dtype);
@@ -51,6 +53,17 @@ void ot_tensor_read(const ot_tensor *t, int64_t start, int64_t count, float *out
 /* out[i, :] = row ids[i] of t viewed as [numel / row_len, row_len], widened to float32. Ids must be checked
  * by the caller (0 <= id < rows). */
 void ot_tensor_gather_rows(const ot_tensor *t, int64_t row_len, const int32_t *ids, int64_t n, float *out);
+
+/* Gives the tensor a float32 device copy (see cuda.h); 0, or -1 with the reason in err. */
+int ot_tensor_to_device(ot_tensor *t, char *err, size_t errlen);
+
+/*
+ * C[m×n] = A·op(B) + beta·C with B = the tensor's elements from `offset` on (row-major, `n×k` when transB
+ * else `k×n`, leading dimension ldb): on the GPU when the tensor has a device copy and the product is
+ * large enough to gain from it, else with ot_gemm.
+ */
+void ot_tensor_gemm(int transB, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const ot_tensor *B, int64_t offset, int64_t ldb, float beta,
+                    float *C, int64_t ldc);
 
 /* Bytes held: malloc'd by tensors, and mapped by live mappings. */
 int64_t ot_tensor_allocated_bytes(void);

@@ -222,13 +222,7 @@ static void backward_row(void *ctx, int64_t i, int thread) {
   if (target >= 0 && target < t->cols) zr[target] += a;
 }
 
-/* The bytes of row v of the head, whatever its dtype. */
-static const void *head_row(const void *W, ot_dtype wtype, int64_t v, int64_t d) {
-  return (const char *)W + (size_t)v * (size_t)d * (wtype == OT_F32 ? 4 : 2);
-}
-
-int ot_token_scores(const float *h, int64_t n, int64_t d, const void *W, ot_dtype wtype, int64_t vocab, const int32_t *targets,
-                    float *logp, float *lse, float *entropy) {
+int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy) {
   float *z = scratch_for((size_t)CHUNK_ROWS * TILE);
   row_state *state = malloc(sizeof(row_state) * CHUNK_ROWS);
   int64_t *rows_of = malloc(sizeof(int64_t) * CHUNK_ROWS);
@@ -245,7 +239,7 @@ int ot_token_scores(const float *h, int64_t n, int64_t d, const void *W, ot_dtyp
     }
     for (int64_t v0 = 0; v0 < vocab; v0 += TILE) {
       const int64_t cols = vocab - v0 < TILE ? vocab - v0 : TILE;
-      ot_gemm(0, 1, rows, cols, d, 1.0f, h + r0 * d, d, head_row(W, wtype, v0, d), wtype, d, 0.0f, z, cols);
+      ot_tensor_gemm(1, rows, cols, d, h + r0 * d, d, W, v0 * d, d, 0.0f, z, cols);
       forward_tile t = {z, cols, v0, rows_of, targets, state};
       ot_pool_run(forward_row, &t, rows);
     }
@@ -262,8 +256,8 @@ int ot_token_scores(const float *h, int64_t n, int64_t d, const void *W, ot_dtyp
   return 0;
 }
 
-int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const void *W, ot_dtype wtype, int64_t vocab, const int32_t *targets,
-                         const float *lse, const float *entropy, const float *dlogp, const float *dent, float *dh, float *dW) {
+int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, const float *lse,
+                         const float *entropy, const float *dlogp, const float *dent, float *dh, float *dW) {
   /* Scratch: a tile's logits for a chunk of rows, then the chunk's hidden rows and their gradient. */
   float *z = scratch_for((size_t)CHUNK_ROWS * (TILE + 2 * (size_t)d));
   int64_t *rows_of = malloc(sizeof(int64_t) * CHUNK_ROWS);
@@ -288,12 +282,11 @@ int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const void *W, ot
     if (rows == 0) break;
     for (int64_t v0 = 0; v0 < vocab; v0 += TILE) {
       const int64_t cols = vocab - v0 < TILE ? vocab - v0 : TILE;
-      const void *wt = head_row(W, wtype, v0, d);
-      ot_gemm(0, 1, rows, cols, d, 1.0f, hb, d, wt, wtype, d, 0.0f, z, cols);
+      ot_tensor_gemm(1, rows, cols, d, hb, d, W, v0 * d, d, 0.0f, z, cols);
       backward_tile t = {z, cols, v0, rows_of, targets, lse, entropy, dlogp, dent};
       ot_pool_run(backward_row, &t, rows);
       /* The chunk's dh += dz · W_tile; dW_tile += dzᵀ · h. */
-      ot_gemm(0, 0, rows, d, cols, 1.0f, z, cols, wt, wtype, d, v0 == 0 ? 0.0f : 1.0f, db, d);
+      ot_tensor_gemm(0, rows, d, cols, z, cols, W, v0 * d, d, v0 == 0 ? 0.0f : 1.0f, db, d);
       if (dW) ot_gemm(1, 0, cols, d, rows, 1.0f, z, cols, hb, OT_F32, d, 1.0f, dW + v0 * d, d);
     }
     for (int64_t i = 0; i < rows; i++) memcpy(dh + rows_of[i] * d, db + i * d, (size_t)d * sizeof(float));

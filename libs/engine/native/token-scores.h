@@ -6,7 +6,8 @@
  * outside the wasm heap (the softmax statistics run online across tiles), and the backward pass
  * recomputes each tile's logits instead of storing them. Rows run in parallel on the addon's pool.
  *
- * h: [n, d] hidden states (float32). W: [vocab, d], the head (or tied embedding) in any ot_dtype.
+ * h: [n, d] hidden states (float32). W: [vocab, d], the head (or tied embedding): a native tensor of any
+ * dtype (on the GPU when it has a device copy), or a float32 array wrapped as one.
  * targets: [n] token ids in [0, vocab) (rows with nothing to predict may use any valid id).
  */
 #ifndef OT_TOKEN_SCORES_H
@@ -14,21 +15,20 @@
 
 #include <stdint.h>
 
-#include "gemm.h"
+#include "tensors.h"
 
 /*
  * logp[i] = log softmax(h[i]·Wᵀ)[targets[i]]; lse[i] = logsumexp of the row (kept for the backward
  * pass); entropy[i] = -Σ p log p when entropy is non-NULL. Returns 0, or -1 when out of memory.
  */
-int ot_token_scores(const float *h, int64_t n, int64_t d, const void *W, ot_dtype wtype, int64_t vocab, const int32_t *targets,
-                    float *logp, float *lse, float *entropy);
+int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy);
 
 /*
  * Backward of L = Σ dlogp[i]·logp[i] + Σ dent[i]·entropy[i] (dent and entropy may be NULL together):
  * dh [n, d] is overwritten with dL/dh; when dW is non-NULL (a float32 [vocab, d] trainable head) dL/dW is
  * added to it. Rows whose coefficients are all zero cost nothing. Returns 0, or -1 when out of memory.
  */
-int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const void *W, ot_dtype wtype, int64_t vocab, const int32_t *targets,
-                         const float *lse, const float *entropy, const float *dlogp, const float *dent, float *dh, float *dW);
+int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, const float *lse,
+                         const float *entropy, const float *dlogp, const float *dent, float *dh, float *dW);
 
 #endif

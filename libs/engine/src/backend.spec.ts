@@ -33,4 +33,24 @@ describe('initBackend', () => {
     expect(tf.getKernel('UnsortedSegmentSum', 'wasm')).toBeDefined();
     for (const k of ['BatchMatMul', 'GatherV2', 'Softmax', 'Rsqrt', 'Sigmoid', 'Reverse', 'Transpose']) expect(tf.getGradient(k)).toBeDefined();
   });
+
+  it('reports the native addon, and which device its products run on and why not the GPU', async () => {
+    const visible = process.env.CUDA_VISIBLE_DEVICES;
+    try {
+      process.env.CUDA_VISIBLE_DEVICES = '';
+      const info = await initBackend({ backend: 'wasm' });
+      if (process.env.CI === 'true') expect(info.native).toMatchObject({ ok: true, kernel: expect.stringMatching(/^(avx512|avx2|generic)$/) });
+      expect(info.cuda).toEqual({ ok: false, error: expect.stringContaining('CUDA_VISIBLE_DEVICES is empty') });
+      expect((await initBackend({ backend: 'wasm', device: 'cpu' })).cuda).toMatchObject({ ok: false, error: 'OPENTINKER_ENGINE_DEVICE=cpu' });
+      // These machines have no CUDA: insisting on it fails with the reason (the library or the device).
+      process.env.CUDA_VISIBLE_DEVICES = '0';
+      const err = await initBackend({ backend: 'wasm', device: 'cuda' }).catch((e: unknown) => e);
+      if (info.native.ok) expect(err).toMatchObject({ code: 'ENGINE_BACKEND_UNAVAILABLE', field: 'device', message: expect.stringMatching(/CUDA did not open: (libcudart|no CUDA device)/) });
+      expect(await initBackend({ backend: 'wasm', device: 'bogus' as never }).catch((e: unknown) => e)).toMatchObject({ code: 'ENGINE_INVALID_OPTIONS', field: 'device' });
+    } finally {
+      if (visible === undefined) delete process.env.CUDA_VISIBLE_DEVICES;
+      else process.env.CUDA_VISIBLE_DEVICES = visible;
+      await initBackend({ backend: 'wasm', device: 'cpu' });
+    }
+  });
 });

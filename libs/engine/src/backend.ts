@@ -9,7 +9,7 @@ import { type WasmMatMul, useWasmMatMul } from './kernels/wasm-batch-matmul';
 import { useSharedWasmIdentity } from './kernels/wasm-identity';
 import { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 import { watchWasmHeap } from './kernels/wasm-heap';
-import { loadEngineAddon, setNativeThreads, type NativeStatus } from './native/addon';
+import { loadEngineAddon, openCuda, setNativeThreads, type CudaStatus, type NativeStatus } from './native/addon';
 
 /** The TensorFlow.js backends the engine knows, fastest first. */
 export type BackendName = 'tensorflow' | 'wasm' | 'cpu';
@@ -31,6 +31,8 @@ export interface BackendInfo {
    * kernel this CPU runs and its threads, or why it is not loaded. Used on the wasm and cpu backends.
    */
   native: NativeStatus;
+  /** Whether products with native weights run on an NVIDIA GPU through cuBLAS, and if not, why. */
+  cuda?: CudaStatus;
   /** Backends tried before this one and why each was passed over. */
   skipped: Array<{ name: BackendName; reason: string }>;
 }
@@ -57,6 +59,11 @@ export interface InitBackendOptions {
    * recomputation are sized from it, and an allocation past it is refused with `ENGINE_OUT_OF_MEMORY`.
    */
   memoryBytes?: number;
+  /**
+   * `auto` (default; `OPENTINKER_ENGINE_DEVICE`): products with native weights run on the GPU when the
+   * process was given one (`CUDA_VISIBLE_DEVICES`) and CUDA opens; `cuda` requires it; `cpu` never.
+   */
+  device?: 'auto' | 'cuda' | 'cpu';
 }
 
 // `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
@@ -161,7 +168,11 @@ export async function initBackend(options: InitBackendOptions = {}): Promise<Bac
   }
   const memoryMb = process.env.OPENTINKER_ENGINE_MEMORY_MB ? Number(process.env.OPENTINKER_ENGINE_MEMORY_MB) : undefined;
   if (memoryMb !== undefined && !(memoryMb >= 64)) throw new EngineError('ENGINE_INVALID_OPTIONS', `OPENTINKER_ENGINE_MEMORY_MB must be a number >= 64, got ${process.env.OPENTINKER_ENGINE_MEMORY_MB}`, 'memory');
-  options = { ...options, matmul, memoryBytes: options.memoryBytes ?? (memoryMb !== undefined ? memoryMb * 1024 * 1024 : undefined) };
+  const device = options.device ?? (process.env.OPENTINKER_ENGINE_DEVICE as InitBackendOptions['device'] | undefined);
+  if (device !== undefined && !['auto', 'cuda', 'cpu'].includes(device)) {
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown device "${device}"; use auto, cuda or cpu`, 'device');
+  }
+  options = { ...options, device, matmul, memoryBytes: options.memoryBytes ?? (memoryMb !== undefined ? memoryMb * 1024 * 1024 : undefined) };
   // Loaded before any backend so that a thread count applies from the first product.
   loadEngineAddon(threadSetting);
   if (threadSetting !== undefined) setNativeThreads(threadSetting);
@@ -178,6 +189,12 @@ export async function initBackend(options: InitBackendOptions = {}): Promise<Bac
     if (wanted && name !== wanted) continue;
     const info = await attempt(skipped, options);
     if (info) {
+      if (info.name !== 'tensorflow') {
+        info.cuda = openCuda(options.device ?? 'auto');
+        if (options.device === 'cuda' && !info.cuda.ok) {
+          throw new EngineError('ENGINE_BACKEND_UNAVAILABLE', `OPENTINKER_ENGINE_DEVICE=cuda but CUDA did not open: ${info.cuda.error}`, 'device');
+        }
+      }
       current = info;
       return info;
     }

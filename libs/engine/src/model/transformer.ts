@@ -13,7 +13,7 @@ import { initWeights, validateWeights, weightSpecs, type NamedWeights, type Weig
 import { Prng } from '../util/prng';
 import { loraScaling, peftKey, validateLoraWeights, type LoraAdapter, type LoraFactors } from '../io/peft-adapter';
 import { LORA_TARGETS, initLoraA, loraModules, validateLoraOptions, type LoraOptions } from './lora';
-import { engineAddon } from '../native/addon';
+import { cudaReady, engineAddon } from '../native/addon';
 import { NativeTensor } from '../native/native-tensor';
 import { backendRunsNativeKernels } from '../kernels/native-kernel';
 import { nativeMatMul } from '../kernels/native-matmul';
@@ -231,6 +231,7 @@ export class Model {
     if (this.placement === 'native') {
       const native = w instanceof NativeTensor ? w : NativeTensor.fromFloat32(w.data, w.shape);
       this.slots.set(name, { native });
+      if (cudaReady()) native.toDevice();
       return { native };
     }
     return { variable: this.makeVariable(name, w instanceof NativeTensor ? w.toFloat32() : w.data, [...w.shape], transposed) };
@@ -480,6 +481,7 @@ export class Model {
         return tf.add(w, tf.mul(tf.transpose(tf.matMul(f.A, f.B)), lora.scaling)).dataSync() as Float32Array;
       });
       const native = NativeTensor.fromFloat32(merged, slot.native.shape);
+      if (cudaReady()) native.toDevice();
       slot.native.dispose();
       this.slots.set(name, { native });
       this.replaceMatrix(slot.native, native);

@@ -47,7 +47,19 @@ export interface EngineAddon {
     dh: Float32Array,
     dw: Float32Array | null,
   ): void;
-  memory(): { allocatedBytes: number; mappedBytes: number };
+  memory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number };
+  cudaOpen(device: number): CudaStatus;
+  tensorToDevice(t: TensorHandle): void;
+}
+
+/** Whether products with native weights run on an NVIDIA GPU (native/cuda.c), and if not, why. */
+export interface CudaStatus {
+  ok: boolean;
+  /** The device's name (e.g. `NVIDIA H200`). */
+  name?: string;
+  freeBytes?: number;
+  totalBytes?: number;
+  error?: string;
 }
 
 /** What {@link loadEngineAddon} found. */
@@ -125,7 +137,29 @@ export function setNativeThreads(threads: number): void {
   status = { ...status!, threads: addon.info().threads };
 }
 
-/** Bytes the addon holds: copied tensors, and mapped files. */
-export function nativeMemory(): { allocatedBytes: number; mappedBytes: number } {
-  return addon ? addon.memory() : { allocatedBytes: 0, mappedBytes: 0 };
+/** Bytes the addon holds: copied tensors, mapped files, and device copies on the GPU. */
+export function nativeMemory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number } {
+  return addon ? addon.memory() : { allocatedBytes: 0, mappedBytes: 0, deviceBytes: 0 };
+}
+
+let cuda: CudaStatus | undefined;
+
+/**
+ * Opens CUDA for the addon's products (once): `device` `cuda` insists (the status says why it failed),
+ * `auto` opens it when the process was given GPUs (a non-empty `CUDA_VISIBLE_DEVICES`, as the worker
+ * sets for a job with `resources.gpus`), `cpu` never does.
+ */
+export function openCuda(device: 'auto' | 'cuda' | 'cpu'): CudaStatus {
+  if (cuda?.ok) return cuda;
+  const visible = process.env.CUDA_VISIBLE_DEVICES;
+  if (device === 'cpu') return (cuda = { ok: false, error: 'OPENTINKER_ENGINE_DEVICE=cpu' });
+  if (device === 'auto' && !visible) return (cuda = { ok: false, error: 'no GPU given to this process (CUDA_VISIBLE_DEVICES is empty)' });
+  if (!addon) return (cuda = { ok: false, error: status?.error ?? 'the native addon is not loaded' });
+  cuda = addon.cudaOpen(0);
+  return cuda;
+}
+
+/** Whether products with native weights run on the GPU. */
+export function cudaReady(): boolean {
+  return cuda?.ok === true;
 }

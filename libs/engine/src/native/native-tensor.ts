@@ -73,6 +73,12 @@ export class NativeTensor {
     return out;
   }
 
+  /** Gives it a float32 copy on the GPU (opened by `initBackend`), which products with it then use. */
+  toDevice(): void {
+    this.assertLive();
+    requireAddon().tensorToDevice(this.handle);
+  }
+
   /** Frees its memory now (a mapped tensor drops its share of the mapping). */
   dispose(): void {
     if (this.disposed) return;
