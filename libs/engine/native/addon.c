@@ -448,6 +448,16 @@ static napi_value tensor_to_device_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* cudaMinWork(n): the smallest product sent to the GPU (the GPU check sets 1). */
+static napi_value cuda_min_work_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int64_t n;
+  if (!get_args(env, info, 1, argv) || !get_i64(env, argv[0], &n)) return NULL;
+  if (n < 1) FAIL(range_error, "cudaMinWork must be >= 1");
+  ot_tensor_set_gpu_min_work(n);
+  return NULL;
+}
+
 /* memory() -> { allocatedBytes, mappedBytes, deviceBytes } */
 static napi_value memory_fn(napi_env env, napi_callback_info info) {
   (void)info;
@@ -475,6 +485,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},
       {"cudaOpen", NULL, cuda_open_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tensorToDevice", NULL, tensor_to_device_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"cudaMinWork", NULL, cuda_min_work_fn, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -171,11 +171,13 @@ int ot_tensor_to_device(ot_tensor *t, char *err, size_t errlen) {
 }
 
 /* Below this many multiply-adds the copies to and from the GPU cost more than the CPU's product. */
-#define GPU_MIN_WORK ((int64_t)1 << 22)
+static int64_t gpu_min_work = (int64_t)1 << 22;
+
+void ot_tensor_set_gpu_min_work(int64_t work) { gpu_min_work = work; }
 
 void ot_tensor_gemm(int transB, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const ot_tensor *B, int64_t offset, int64_t ldb, float beta,
                     float *C, int64_t ldc) {
-  if (B->device && m * n * k >= GPU_MIN_WORK &&
+  if (B->device && m * n * k >= gpu_min_work &&
       ot_cuda_gemm(transB, m, n, k, A, lda, (const float *)B->device + offset, ldb, beta, C, ldc) == 0) {
     return;
   }

@@ -65,6 +65,10 @@ int ot_tensor_to_device(ot_tensor *t, char *err, size_t errlen);
 void ot_tensor_gemm(int transB, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const ot_tensor *B, int64_t offset, int64_t ldb, float beta,
                     float *C, int64_t ldc);
 
+/* The smallest product (multiply-adds) sent to the GPU; default 4M. The GPU check lowers it to 1 so that
+ * tiny reference models exercise the GPU path too. */
+void ot_tensor_set_gpu_min_work(int64_t work);
+
 /* Bytes held: malloc'd by tensors, and mapped by live mappings. */
 int64_t ot_tensor_allocated_bytes(void);
 int64_t ot_tensor_mapped_bytes(void);

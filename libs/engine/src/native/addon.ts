@@ -50,6 +50,8 @@ export interface EngineAddon {
   memory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number };
   cudaOpen(device: number): CudaStatus;
   tensorToDevice(t: TensorHandle): void;
+  /** The smallest product (multiply-adds) sent to the GPU; the GPU check lowers it so tiny models use it too. */
+  cudaMinWork(work: number): void;
 }
 
 /** Whether products with native weights run on an NVIDIA GPU (native/cuda.c), and if not, why. */
