@@ -103,6 +103,7 @@ export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: Del
     topP: req.topP,
     seed: req.seed,
     stopTokenIds: policy.stopTokenIds,
+    vocabLimit: policy.tokenizer.vocabSize,
     stopCheck: needHook
       ? (row, generated) => {
           const r = rows[row];

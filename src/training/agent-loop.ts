@@ -183,6 +183,8 @@ export async function runEpisodes(policy: Policy, env: EnvironmentInstance<unkno
             topK: r.top_k,
             seed: mixSeed(opts.seed, 0x5eed, turn, pass, c),
             stopTokenIds: policy.stopTokenIds,
+            // Rows of the model's vocabulary no token of its tokenizer uses are never drawn.
+            vocabLimit: policy.tokenizer.vocabSize,
             stopCheck: (row, generated) => {
               if (signal?.aborted) return true;
               const s = chunk[row];

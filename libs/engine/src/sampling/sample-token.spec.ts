@@ -63,3 +63,19 @@ describe('drawToken', () => {
     expect([...seen].sort()).toEqual([0, 1, 2]);
   });
 });
+
+describe('drawToken with vocabLimit', () => {
+  it('never draws an id at or past the limit, and reports log-probs of the whole distribution', () => {
+    const logits = new Float32Array([0, 1, 5, 9]); // ids 3 (and 2) carry most of the mass
+    const logZ = Math.log(logits.reduce((s, x) => s + Math.exp(x), 0));
+    const rng = new Prng(1);
+    for (let i = 0; i < 200; i++) {
+      const d = drawToken(logits, { temperature: 1, topK: 0, topP: 1, vocabLimit: 2 }, rng);
+      expect(d.token).toBeLessThan(2);
+      expect(d.logProb).toBeCloseTo(logits[d.token] - logZ, 5);
+      // The sampled distribution is renormalised over ids 0 and 1.
+      expect(d.samplingLogProb).toBeCloseTo(logits[d.token] - Math.log(Math.exp(0) + Math.exp(1)), 5);
+    }
+    expect(drawToken(logits, { temperature: 0, topK: 0, topP: 1, vocabLimit: 3 }, rng).token).toBe(2);
+  });
+});

@@ -8,6 +8,11 @@ export interface TokenSamplingParams {
   topK: number;
   /** Keep the smallest set of most likely tokens whose probability reaches p; 1 = off. */
   topP: number;
+  /**
+   * Only ids below this are drawn (a model's vocabulary may have rows no token of its tokenizer uses, as
+   * Qwen2.5's 151,936 against its tokenizer's 151,665): a filter like top-k, applied first. Default: all.
+   */
+  vocabLimit?: number;
 }
 
 /** A drawn token with its log-probabilities. */
@@ -29,24 +34,24 @@ export interface DrawnToken {
  * ```
  */
 export function drawToken(logits: ArrayLike<number>, params: TokenSamplingParams, rng: Prng): DrawnToken {
-  const v = logits.length;
+  // logProb is always of the model's whole distribution; the draw is among the first v ids.
+  const all = logits.length;
+  const v = Math.min(all, params.vocabLimit ?? all);
   let max = -Infinity;
   let argmax = 0;
-  for (let i = 0; i < v; i++) {
-    if (logits[i] > max) {
-      max = logits[i];
-      argmax = i;
-    }
-  }
+  for (let i = 0; i < all; i++) if (logits[i] > max) max = logits[i];
   let sumExp = 0;
-  for (let i = 0; i < v; i++) sumExp += Math.exp(logits[i] - max);
+  for (let i = 0; i < all; i++) sumExp += Math.exp(logits[i] - max);
   const logZ = max + Math.log(sumExp);
   if (params.temperature === 0) {
+    for (let i = 1; i < v; i++) if (logits[i] > logits[argmax]) argmax = i;
     return { token: argmax, logProb: logits[argmax] - logZ, samplingLogProb: 0 };
   }
+  let maxDrawn = -Infinity;
+  for (let i = 0; i < v; i++) if (logits[i] > maxDrawn) maxDrawn = logits[i];
 
   const invT = 1 / params.temperature;
-  const maxT = max * invT;
+  const maxT = maxDrawn * invT;
   // Candidates, most likely first, only when a filter needs the order.
   const filtered = (params.topK > 0 && params.topK < v) || params.topP < 1;
   let candidates: Int32Array;

@@ -29,6 +29,8 @@ export interface SamplingOptions {
    * is the hook for stop strings: the caller decodes `generated` with its tokenizer and looks for them.
    */
   stopCheck?: (row: number, generated: readonly number[]) => boolean;
+  /** Draw only ids below this (those the tokenizer can decode); default: the whole vocabulary. See {@link TokenSamplingParams.vocabLimit}. */
+  vocabLimit?: number;
 }
 
 /** One generated continuation. */
@@ -59,6 +61,7 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
   if (!(temperature >= 0) || !Number.isFinite(temperature)) bad(`temperature must be >= 0, got ${temperature}`, 'temperature');
   if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${topP}`, 'topP');
   if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${topK}`, 'topK');
+  if (o.vocabLimit !== undefined && !(Number.isInteger(o.vocabLimit) && o.vocabLimit >= 1)) bad(`vocabLimit must be a positive integer, got ${o.vocabLimit}`, 'vocabLimit');
   if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
   const vocab = model.config.vocab_size;
   prompts.forEach((p, i) => {
@@ -76,7 +79,7 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
       );
     }
   });
-  return { temperature, topP, topK };
+  return { temperature, topP, topK, ...(o.vocabLimit !== undefined ? { vocabLimit: o.vocabLimit } : {}) };
 }
 
 /** Runs `fn` in a tidy scope and keeps only the logits and the new cache layers. */
