@@ -27,7 +27,7 @@ pack() {
   local repo out
   repo="$(cd "$here/../../.." && pwd)"
   out="$repo/.gpu-check"
-  (cd "$repo" && npx tsc -b libs/engine/tsconfig.json && { [ -n "${GPU_CHECK_KEEP_ADDON:-}" ] || node libs/engine/native/build.js; }) || exit 1
+  (cd "$repo" && npx tsc -b libs/engine/tsconfig.json && node libs/engine/native/build.js) || exit 1
   [ -f "$repo/libs/engine/native/build/engine.node" ] || { echo "gpu-check: the native addon did not build" >&2; exit 1; }
   rm -rf "$out" && mkdir -p "$out/engine/native/build" "$out/engine/src/__golden__/safetensors/tiny-qwen2" "$out/engine/bench" "$out/results"
   xz -T2 -6 -c "$(command -v node)" > "$out/node.xz"

@@ -256,6 +256,16 @@ class RealAttention(ref.Attention):
         return self.o_proj(out)
 
 
+# Where the model runs: "cpu" or "cuda" (--device). Weights, caches, masks and ids follow the embedding's device.
+DEVICE = torch.device("cpu")
+
+
+def sync():
+    """Wait for queued GPU work before a clock is read (CUDA runs asynchronously); nothing on CPU."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
 class RealCausalLM(ref.CausalLM):
     """torch_reference.CausalLM in the parameters' dtype: cos/sin, mask and KV cache in that dtype, logits float32."""
 
@@ -263,14 +273,19 @@ class RealCausalLM(ref.CausalLM):
     def dtype(self):
         return self.model.embed_tokens.weight.dtype
 
+    @property
+    def device(self):
+        return self.model.embed_tokens.weight.device
+
     def rope(self, start, t):
         cos, sin = super().rope(start, t)
-        return cos.to(self.dtype), sin.to(self.dtype)
+        return cos.to(self.device, self.dtype), sin.to(self.device, self.dtype)
 
     def new_cache(self, batch, length):
         kv, hd = self.cfg.get("num_key_value_heads", self.cfg["num_attention_heads"]), ref.head_dim(self.cfg)
         return [
-            (torch.empty(batch, kv, length, hd, dtype=self.dtype), torch.empty(batch, kv, length, hd, dtype=self.dtype))
+            (torch.empty(batch, kv, length, hd, dtype=self.dtype, device=self.device),
+             torch.empty(batch, kv, length, hd, dtype=self.dtype, device=self.device))
             for _ in range(self.cfg["num_hidden_layers"])
         ]
 
@@ -280,7 +295,7 @@ class RealCausalLM(ref.CausalLM):
         cos, sin = self.rope(start, t)
         mask = None
         if t > 1:
-            mask = torch.full((t, start + t), float("-inf")).triu(start + 1).to(self.dtype)
+            mask = torch.full((t, start + t), float("-inf")).triu(start + 1).to(self.device, self.dtype)
         x = self.model.embed_tokens(ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, mask, cache[i] if cache is not None else None, start)
@@ -357,6 +372,7 @@ def load_model(model_dir, weights):
         if t.dtype != want:
             t = t.to(want)
             copied += t.numel() * t.element_size()
+        t = t.to(DEVICE)
         set_parameter(model, name, t)
     model.eval()  # no dropout anywhere; train() / eval() make no difference to this model
     return LoadedModel(model, files, cfg, raw, time.perf_counter() - t0, sorted(stored), copied)
@@ -400,7 +416,9 @@ def add_lora(model, targets, r, alpha, seed):
         for key in targets:
             block, lin = LORA_TARGETS[key]
             parent = getattr(layer, block)
-            wrapped = LoraLinear(getattr(parent, lin), r, alpha, 0.02, gen)
+            wrapped = LoraLinear(getattr(parent, lin), r, alpha, 0.02, gen)  # initialised on CPU (one generator, any device)
+            wrapped.lora_A.to(DEVICE)
+            wrapped.lora_B.to(DEVICE)
             setattr(parent, lin, wrapped)
             params += [wrapped.lora_A.weight, wrapped.lora_B.weight]
     return params
@@ -502,16 +520,18 @@ def loadavg():
 
 
 def random_ids(gen, vocab, *shape):
-    return torch.randint(0, vocab, shape, generator=gen)
+    return torch.randint(0, vocab, shape, generator=gen).to(DEVICE)  # drawn on CPU: the same ids on every device
 
 
 @torch.no_grad()
 def timed_sample(model, prompts, new_tokens, temperature, gen):
     """torch_reference.sample with the prefill and the decode passes timed apart."""
     b, p = prompts.shape
+    sync()
     t0 = time.perf_counter()
     cache = model.new_cache(b, p + new_tokens)
     logits = model(prompts, cache, 0, last_only=True)
+    sync()
     t1 = time.perf_counter()
     tokens, logprobs = [], []
     for step in range(new_tokens):
@@ -523,6 +543,7 @@ def timed_sample(model, prompts, new_tokens, temperature, gen):
         if step == new_tokens - 1:
             break
         logits = model(tok, cache, p + step, last_only=True)
+    sync()
     t2 = time.perf_counter()
     # The first token is drawn from the prefill's logits; its draw is counted in the decode time.
     return torch.cat(tokens, 1), torch.cat(logprobs, 1), t1 - t0, t2 - t1
@@ -533,6 +554,7 @@ def run_sample(lm, args, vocab):
     gen = torch.Generator().manual_seed(args.seed)
     b, p, n = args.batch, args.prompt, args.new
     prompts = random_ids(gen, vocab, b, p)
+    gen = torch.Generator(device=DEVICE).manual_seed(args.seed)  # multinomial draws on the logits' device
     w0 = time.perf_counter()
     timed_sample(model, prompts[:, : min(p, 8)], 2, args.temperature, gen)  # warm-up (pages the weights in)
     warm_s = time.perf_counter() - w0
@@ -565,6 +587,7 @@ def train_step(model, opt, params, ids, micro):
     opt.zero_grad(set_to_none=True)
     b = ids.shape[0]
     total = 0.0
+    sync()
     t0 = time.perf_counter()
     for s in range(0, b, micro):
         chunk = ids[s:s + micro]
@@ -577,6 +600,7 @@ def train_step(model, opt, params, ids, micro):
     t1 = time.perf_counter()
     norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
     opt.step()
+    sync()
     return total, float(norm), t1 - t0, time.perf_counter() - t1
 
 
@@ -651,7 +675,7 @@ def run_logits(lm, args):
     s = time.perf_counter() - t0
     out = args.out
     if out.endswith(".safetensors"):
-        raw = logits.numpy().tobytes()
+        raw = logits.cpu().numpy().tobytes()
         header = json.dumps({"__metadata__": {"format": "pt", "weights": args.weights}, "logits": {"dtype": "F32", "shape": list(logits.shape), "data_offsets": [0, len(raw)]}}).encode()
         header += b" " * ((8 - len(header) % 8) % 8)
         with open(out, "wb") as f:
@@ -708,6 +732,7 @@ def main():
     ap.add_argument("--mode", required=True, choices=["load", "sample", "lora", "full", "logits"])
     ap.add_argument("--weights", choices=sorted(WEIGHT_DTYPES), default="fp32")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cuda: the first GPU (bf16/fp32 weights, timed with synchronisation)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--batch", type=int)
     ap.add_argument("--prompt", type=int)
@@ -735,13 +760,19 @@ def main():
         ap.error("--mode logits needs --ids FILE.json and --out FILE")
 
     torch.set_num_threads(args.threads)
+    global DEVICE
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: this PyTorch (%s) sees no CUDA device" % torch.__version__)
+    DEVICE = torch.device(args.device)
     res = {
         "side": "pytorch", "mode": args.mode, "model": os.path.abspath(args.model), "weights": args.weights,
         "torch": torch.__version__, "threads": torch.get_num_threads(), "interopThreads": torch.get_num_interop_threads(),
         "ompNumThreads": os.environ.get("OMP_NUM_THREADS"), "ompWaitPolicy": os.environ.get("OMP_WAIT_POLICY"),
         "blas": blas_in_use(), "mkldnn": torch.backends.mkldnn.is_available(), "cpuFlags": cpu_flags(),
-        "loadAvgStart": loadavg(),
+        "loadAvgStart": loadavg(), "device": args.device,
     }
+    if DEVICE.type == "cuda":
+        res["gpu"] = torch.cuda.get_device_name(0)
     if args.quick:
         res["quick"] = True
     cfg, raw = read_model_config(args.model)
@@ -753,6 +784,8 @@ def main():
         res["loadAvgEnd"] = loadavg()
         res["peak_rss_mib"] = peak_rss_mib()
         res["memMiBAtEnd"] = proc_status_mib()
+        if DEVICE.type == "cuda":
+            res["gpuPeakMiB"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
         print(json.dumps(res), flush=True)
         sys.exit(code)
 

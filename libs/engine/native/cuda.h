@@ -1,7 +1,7 @@
 /*
  * Matrix products on an NVIDIA GPU through cuBLAS, for weights the engine keeps natively.
  *
- * Like OpenBLAS before it, CUDA is opened with dlopen at run time (libcudart and libcublas of CUDA 13,
+ * CUDA is opened with dlopen at run time (libcudart and libcublas of CUDA 13,
  * 12 or 11, whichever the host has), so the addon builds and runs without it and a host without a GPU
  * just reports why. A native weight can be given a device copy (widened to float32 once, at upload);
  * a product with such a weight then runs on the GPU: the activations are copied to the device, cuBLAS
