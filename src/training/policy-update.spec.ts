@@ -98,7 +98,7 @@ describe('policy update', () => {
       },
       step: () => ({ step: 1, lr: 0, gradNorm: 1, clipped: false, skipped: false, microBatches: 1 }),
       zeroGrad: () => undefined,
-      maxMicroBatchRows: () => Infinity,
+      microBatchRows: () => Infinity,
     } as unknown as Trainer;
     updatePolicy(spy, rows, { algorithm: algo, padId: 0, lossScaleFactor: 8 });
     expect(seen).toHaveLength(1);

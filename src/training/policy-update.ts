@@ -320,10 +320,11 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
       let miniPg = 0;
       let miniKl = 0;
       let miniVf = 0;
-      // Micro-batches as asked (ppo_micro_batch_size), never larger than the engine's heap takes at once:
-      // losses are normalised over the mini-batch, so a smaller micro-batch gives the same update.
+      // Micro-batches as asked (ppo_micro_batch_size), never larger than the engine takes at once with
+      // the least recomputation: losses are normalised over the mini-batch, so a smaller micro-batch
+      // gives the same update.
       const longest = maxLength(mini);
-      const fits = Math.min(actor.maxMicroBatchRows(longest), critic ? critic.maxMicroBatchRows(longest) : Infinity);
+      const fits = Math.min(actor.microBatchRows(longest, mini.length), critic ? critic.microBatchRows(longest, mini.length) : Infinity);
       for (const micro of chunks(mini, Math.max(1, Math.min(cfg.microBatchSize ?? mini.length, fits)))) {
         if (cfg.signal?.aborted) {
           actor.zeroGrad();

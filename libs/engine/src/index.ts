@@ -61,7 +61,7 @@ export { NativeTensor, MappedFile } from './native/native-tensor';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
 export { FULL_FINE_TUNING_BYTES_PER_PARAMETER, fullFineTuningRefusal } from './model/model-size';
-export { type TrainingPassBytes, trainingPassBytes, scoringPassBytes, maxScoringRows, maxTrainingRows } from './model/memory-plan';
+export { type TrainingPassBytes, type TrainingPassPlan, trainingPassBytes, scoringPassBytes, maxScoringRows, maxTrainingRows, preferredTrainingRows } from './model/memory-plan';
 export { type WasmHeapUsage, wasmHeapUsage, WASM_HEAP_MAX } from './kernels/wasm-heap';
 export { type ModelOptions, type ModelWeights, type ScoreOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
 export { type LoraOptions, LORA_TARGETS } from './model/lora';

@@ -5,7 +5,7 @@ import { padBatch } from './token-batch';
 import { Model } from './transformer';
 import { loadEngineAddon } from '../native/addon';
 import { crossEntropyCoefficients } from '../train/logprobs';
-import { maxTrainingRows, planTrainingPass, scoringPassBytes, trainingPassBytes } from './memory-plan';
+import { maxTrainingRows, planTrainingPass, preferredTrainingRows, scoringPassBytes, trainingPassBytes } from './memory-plan';
 import { Trainer } from '../train/trainer';
 
 // Estimates against the wasm heap's measured peak (every tensor allocation is counted): an estimate
@@ -70,8 +70,13 @@ describe('memory plan decisions', () => {
   it('keeps the whole tape when it fits, recomputes when only that fits, and refuses naming the size and settings', () => {
     const need = trainingPassBytes(qwen, 4, 256);
     expect(need.recompute).toBeLessThan(need.tape / 10);
-    expect(planTrainingPass(qwen, 4, 256, 0, need.tape)).toEqual({ recompute: false, bytes: need.tape });
-    expect(planTrainingPass(qwen, 4, 256, 0, need.tape - 1)).toEqual({ recompute: true, bytes: need.recompute });
+    expect(planTrainingPass(qwen, 4, 256, 0, need.tape)).toEqual({ recompute: false, tapedLayers: 24, bytes: need.tape });
+    expect(planTrainingPass(qwen, 4, 256, 0, need.tape - 1)).toEqual({ recompute: true, tapedLayers: 23, bytes: need.taped(23) });
+    // Keeping the top layer's tape costs less than recomputing it (one layer input fewer).
+    expect(planTrainingPass(qwen, 4, 256, 0, need.recompute)).toEqual({ recompute: true, tapedLayers: 1, bytes: need.taped(1) });
+    // Each layer's tape that fits is kept: the plan recomputes only the layers below the ones it keeps.
+    const five = planTrainingPass(qwen, 4, 256, 0, need.taped(5) + 1);
+    expect(five).toEqual({ recompute: true, tapedLayers: 5, bytes: need.taped(5) });
     let error: unknown;
     try {
       planTrainingPass(qwen, 4, 256, 0, need.recompute - 1);
@@ -86,6 +91,20 @@ describe('memory plan decisions', () => {
     const need = trainingPassBytes(qwen, 4, 256);
     expect(need.tape).toBeGreaterThan(4 * 1024 ** 3);
     expect(need.recompute).toBeLessThan(1024 ** 3);
+  });
+
+  it('prefers fewer rows a pass when that recomputes fewer layers, but not passes thinner than 256 tokens', () => {
+    const budget = 3.5 * 1024 ** 3;
+    // 4 × 256 fits only by recomputing most layers; one row at a time keeps most tapes.
+    const four = planTrainingPass(qwen, 4, 256, 0, budget);
+    const one = planTrainingPass(qwen, 1, 256, 0, budget);
+    expect(four.tapedLayers).toBeLessThan(one.tapedLayers);
+    expect(preferredTrainingRows(qwen, 4, 256, 0, budget)).toBe(1);
+    // At 64 tokens a row, a pass takes at least 4 rows.
+    expect(preferredTrainingRows(qwen, 16, 64, 0, budget)).toBeGreaterThanOrEqual(4);
+    // When the whole batch's tape fits, it runs in one pass.
+    expect(preferredTrainingRows(qwen, 2, 16, 0, budget)).toBe(2);
+    expect(preferredTrainingRows(qwen, 4, 256, 0, trainingPassBytes(qwen, 1, 256).recompute - 1)).toBe(0);
   });
 
   it('gives the rows that fit, and 0 when not even one does', () => {

@@ -38,8 +38,10 @@ function headFloatsPerToken(c: ModelConfig): number {
 export interface TrainingPassBytes {
   /** With the whole graph's tape kept. */
   tape: number;
-  /** Recomputing one decoder layer at a time (layer inputs kept). */
+  /** Recomputing every decoder layer, one at a time (layer inputs kept). */
   recompute: number;
+  /** Keeping the tape of the top `layers` decoder layers and recomputing the others. */
+  taped(layers: number): number;
 }
 
 /**
@@ -52,11 +54,11 @@ export function trainingPassBytes(c: ModelConfig, rows: number, seqLen: number, 
   const layer = layerFloatsPerToken(c, seqLen);
   const head = headFloatsPerToken(c);
   const grads = 2 * trainableBytes;
-  return {
-    tape: F32 * n * (c.num_hidden_layers * layer + head) + grads,
-    // Every layer's input, plus one layer under a tape at a time.
-    recompute: F32 * n * ((c.num_hidden_layers + 1) * c.hidden_size + layer + head) + grads,
-  };
+  const L = c.num_hidden_layers;
+  // The inputs of the recomputed layers (and of the first taped one), plus the taped layers' tapes
+  // under the head's, or one recomputed layer's tape at a time.
+  const taped = (k: number) => F32 * n * ((L - k + 1) * c.hidden_size + Math.max(k, 1) * layer + head) + grads;
+  return { tape: F32 * n * (L * layer + head) + grads, recompute: taped(0), taped };
 }
 
 /** Estimated heap bytes of a scoring pass (no gradients: one layer's intermediates at a time). */
@@ -73,11 +75,27 @@ export function freeHeapBytes(): number {
 
 const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
 
-/** What a training pass will do: recompute layers or not. Throws `ENGINE_OUT_OF_MEMORY` when neither fits. */
-export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes()): { recompute: boolean; bytes: number } {
+/** What a training pass does: keep the whole tape, or recompute the layers below the top `tapedLayers`. */
+export interface TrainingPassPlan {
+  recompute: boolean;
+  /** Decoder layers (the top ones) whose tape is kept; all of them when nothing is recomputed. */
+  tapedLayers: number;
+  bytes: number;
+}
+
+/**
+ * The plan of a training pass: the whole tape when it fits, else as many top layers' tapes as fit with the
+ * other layers recomputed. Throws `ENGINE_OUT_OF_MEMORY` when not even recomputing every layer fits.
+ */
+export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes()): TrainingPassPlan {
   const need = trainingPassBytes(c, rows, seqLen, trainableBytes);
-  if (need.tape <= free) return { recompute: false, bytes: need.tape };
-  if (need.recompute <= free) return { recompute: true, bytes: need.recompute };
+  const L = c.num_hidden_layers;
+  if (need.tape <= free) return { recompute: false, tapedLayers: L, bytes: need.tape };
+  if (need.recompute <= free) {
+    let k = L - 1;
+    while (k > 0 && need.taped(k) > free) k--;
+    return { recompute: true, tapedLayers: k, bytes: need.taped(k) };
+  }
   throw new EngineError(
     'ENGINE_OUT_OF_MEMORY',
     `a training pass over ${rows} × ${seqLen} tokens needs about ${gib(need.recompute)} of the engine's heap even recomputing layers, ` +
@@ -85,6 +103,29 @@ export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, t
       'shorter sequences, or raise OPENTINKER_ENGINE_MEMORY_MB (at most 4 GiB: the wasm heap)',
     'batch',
   );
+}
+
+/**
+ * Rows per training pass that cost the least compute within `free` bytes: a pass recomputes the layers
+ * whose tapes do not fit, so fewer rows can mean less work, down to `minTokens` tokens a pass (below
+ * that, matrix products get too thin to run at full speed). At most {@link maxTrainingRows}; 0 when not
+ * even one row fits.
+ */
+export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), minTokens = 256): number {
+  const most = Math.min(rows, maxTrainingRows(c, seqLen, trainableBytes, free));
+  if (most < 1) return 0;
+  const least = Math.min(most, Math.max(1, Math.ceil(minTokens / seqLen)));
+  const recomputed = (r: number) => {
+    const plan = planTrainingPass(c, r, seqLen, trainableBytes, free);
+    return plan.recompute ? c.num_hidden_layers - plan.tapedLayers : 0;
+  };
+  let best = most;
+  let bestCost = recomputed(most);
+  for (let r = most - 1; r >= least && bestCost > 0; r--) {
+    const cost = recomputed(r);
+    if (cost < bestCost) [best, bestCost] = [r, cost];
+  }
+  return best;
 }
 
 /** The most rows of `seqLen` tokens one training pass can take within `free` bytes (recomputing layers); 0 when not even one. */

@@ -9,6 +9,7 @@ import { crossEntropyCoefficients, type CurrentScores } from './logprobs';
 import { maxScoringRows, scoringPassBytes, trainingPassBytes } from '../model/memory-plan';
 import { sample } from '../sampling/sampler';
 import { Trainer } from './trainer';
+import { recomputedGradients } from './layer-recompute';
 
 const sequences = [
   [1, 4, 9, 16, 25, 6, 17, 30],
@@ -65,6 +66,33 @@ describe.each(TEST_BACKENDS)('recomputing layers in the backward pass on %s', (b
     // Non-zero B so that A's gradients are not zero either.
     for (const v of model.namedVariables().values()) tf.tidy(() => v.assign(tf.randomNormal(v.shape, 0, 0.1, 'float32', 7)));
     expectSame(pass(model, false), pass(model, true));
+    model.dispose();
+  });
+
+  it('gives the same gradients whichever top layers keep their tapes', () => {
+    const config = { ...modelPreset('tiny-test'), num_hidden_layers: 3 } as ModelConfig;
+    const model = Model.init(config, 11);
+    const vars = [...model.namedVariables().values()];
+    const batch = padBatch(sequences);
+    const run = (k: number) => {
+      const r = recomputedGradients(model, batch, coefficients, vars, k);
+      const grads = new Map(Object.entries(r.grads).map(([n, g]) => [n, Float32Array.from(g.dataSync())]));
+      tf.dispose(Object.values(r.grads));
+      return { loss: r.loss, grads, logProbs: r.lpNext };
+    };
+    const all = run(0);
+    const before = tf.memory().numTensors;
+    for (const k of [1, 2, 3]) {
+      const some = run(k);
+      expect(Math.abs(some.loss - all.loss)).toBeLessThan(1e-6);
+      expect(maxAbsDiff(some.logProbs, all.logProbs)).toBeLessThan(1e-6);
+      expect([...some.grads.keys()].sort()).toEqual([...all.grads.keys()].sort());
+      for (const [name, g] of all.grads) {
+        const scale = Math.max(1e-6, ...Array.from(g, Math.abs));
+        expect(maxAbsDiff(some.grads.get(name)!, g) / scale).toBeLessThan(1e-5);
+      }
+    }
+    expect(tf.memory().numTensors).toBe(before);
     model.dispose();
   });
 

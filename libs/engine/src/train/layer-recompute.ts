@@ -10,6 +10,10 @@ import { surrogateOfScores, type CurrentScores, type LossCoefficients } from './
  * layer's forward again under a tape and back-propagating the gradient of its output through it. The heap
  * then holds one layer's tape at a time instead of all of them, at the price of one more forward pass.
  *
+ * `tapedLayers` of the top layers are not recomputed: they run once, under the same tape as the head,
+ * as far as the heap has room for their tapes (the memory plan chooses how many), so a pass recomputes
+ * only the layers that do not fit.
+ *
  * The result is the gradient the whole-graph pass gives (the same operations in the same order; only
  * their scheduling differs), checked against it in `layer-recompute.spec.ts`.
  */
@@ -27,13 +31,17 @@ export function recomputedGradients(
   batch: TokenBatch,
   coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients),
   variables: tf.Variable[],
+  tapedLayers = 0,
 ): RecomputedGradients {
   const { batchSize: b, seqLen: t } = batch;
   const layers = model.config.num_hidden_layers;
+  // Layers [first, layers) run under the head's tape; layers below `first` are recomputed.
+  const first = layers - Math.max(0, Math.min(layers, Math.floor(tapedLayers)));
   const wanted = new Set(variables.map((v) => v.name));
   const byLayer = Array.from({ length: layers }, (_, i) => model.layerVariables(i).filter((v) => wanted.has(v.name)));
   const inLayers = new Set(byLayer.flat().map((v) => v.name));
   const outer = variables.filter((v) => !inLayers.has(v.name));
+  const topVars = byLayer.slice(first).flat();
   const grads: Record<string, tf.Tensor> = {};
   const add = (vs: tf.Variable[], gs: tf.Tensor[]) => {
     vs.forEach((v, i) => {
@@ -49,34 +57,37 @@ export function recomputedGradients(
   const flatIds = tf.reshape(ids, [b * t]) as tf.Tensor1D;
   const ctx = model.passContext(batch.mask, b, 0, t);
   const ctxTensors = [ctx.cos, ctx.sin, ctx.bias, ctx.swap];
-  // Layer inputs: xs[i] enters layer i; xs[layers] is the last layer's output.
+  // Layer inputs: xs[i] enters layer i, for i ≤ first.
   const xs: tf.Tensor2D[] = [tf.tidy(() => model.embedIds(flatIds))];
   let dx: tf.Tensor | undefined;
   try {
-    for (let i = 0; i < layers; i++) xs.push(tf.tidy(() => model.layerForward(i, xs[i], ctx).x));
+    for (let i = 0; i < first; i++) xs.push(tf.tidy(() => model.layerForward(i, xs[i], ctx).x));
 
     let lp: Float32Array | undefined;
     let ent: Float32Array | undefined;
     let val: Float32Array | undefined;
     const head = tf.engine().gradients(
       () => {
-        const hidden = model.finalHidden(xs[layers]);
+        let top = xs[first];
+        for (let i = first; i < layers; i++) top = model.layerForward(i, top, ctx).x;
+        const hidden = model.finalHidden(top);
         const s = surrogateOfScores(batch, model.scoresOf(hidden, batch), coefficients);
         lp = s.logProbs.dataSync() as Float32Array;
         ent = s.entropy.dataSync() as Float32Array;
         val = s.values?.dataSync() as Float32Array | undefined;
         return s.loss;
       },
-      [xs[layers], ...outer],
+      [xs[first], ...outer, ...topVars],
       undefined,
       true,
     );
     const loss = head.value.dataSync()[0];
     head.value.dispose();
     dx = head.grads[0];
-    add(outer, head.grads.slice(1));
+    add(outer, head.grads.slice(1, 1 + outer.length));
+    add(topVars, head.grads.slice(1 + outer.length));
 
-    for (let i = layers - 1; i >= 0; i--) {
+    for (let i = first - 1; i >= 0; i--) {
       const vars = byLayer[i];
       const dy = dx as tf.Tensor2D;
       const step = tf.engine().gradients(() => model.layerForward(i, xs[i], ctx).x, [xs[i], ...vars], dy, true);

@@ -7,7 +7,7 @@ import { clipFactor, globalNorm } from './grad-clip';
 import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
 import { recomputedGradients } from './layer-recompute';
-import { maxTrainingRows, planTrainingPass } from '../model/memory-plan';
+import { maxTrainingRows, planTrainingPass, preferredTrainingRows } from '../model/memory-plan';
 import type { LrSchedule } from './lr-schedule';
 
 /** Options of {@link Trainer}. */
@@ -132,10 +132,11 @@ export class Trainer {
   accumulate(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
     validateTokenBatch(batch, this.model.config.vocab_size);
     // Fixed coefficients are exact on any split of the rows: a batch larger than the heap's free bytes
-    // allow runs as several passes. (A coefficient function sees the rows it is given, so its caller
-    // sizes micro-batches with maxMicroBatchRows.)
+    // allow, or one that would recompute layers that a smaller pass keeps taped, runs as several passes.
+    // (A coefficient function sees the rows it is given, so its caller sizes micro-batches with
+    // microBatchRows.)
     if (typeof coefficients !== 'function') {
-      const rows = this.maxMicroBatchRows(batch.seqLen);
+      const rows = (this.options.recompute ?? 'auto') === 'auto' ? this.microBatchRows(batch.seqLen, batch.batchSize) : this.maxMicroBatchRows(batch.seqLen);
       if (rows >= 1 && rows < batch.batchSize) return this.accumulateInParts(batch, coefficients, rows);
     }
     return this.accumulatePass(batch, coefficients);
@@ -168,7 +169,7 @@ export class Trainer {
 
   private accumulatePass(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
     const mode = this.options.recompute ?? 'auto';
-    const plan = mode === 'auto' ? planTrainingPass(this.model.config, batch.batchSize, batch.seqLen, this.trainableBytes) : { recompute: mode };
+    const plan = mode === 'auto' ? planTrainingPass(this.model.config, batch.batchSize, batch.seqLen, this.trainableBytes) : { recompute: mode, tapedLayers: 0 };
     const vars = [...this.variables.values()];
     let loss: number;
     let grads: Record<string, tf.Tensor>;
@@ -176,7 +177,7 @@ export class Trainer {
     let entNext: Float32Array;
     let valNext: Float32Array | undefined;
     if (plan.recompute) {
-      ({ loss, grads, lpNext, entNext, valNext } = recomputedGradients(this.model, batch, coefficients, vars));
+      ({ loss, grads, lpNext, entNext, valNext } = recomputedGradients(this.model, batch, coefficients, vars, plan.tapedLayers));
     } else {
       let lp: Float32Array | undefined;
       let ent: Float32Array | undefined;
@@ -216,6 +217,14 @@ export class Trainer {
    */
   maxMicroBatchRows(seqLen: number): number {
     return maxTrainingRows(this.model.config, seqLen, this.trainableBytes);
+  }
+
+  /**
+   * Rows of `seqLen` tokens per {@link Trainer.accumulate} that train `rows` rows with the least compute:
+   * at most {@link Trainer.maxMicroBatchRows}, fewer where a smaller pass recomputes fewer layers.
+   */
+  microBatchRows(seqLen: number, rows: number): number {
+    return preferredTrainingRows(this.model.config, rows, seqLen, this.trainableBytes);
   }
 
   /**
