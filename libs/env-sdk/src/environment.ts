@@ -70,7 +70,7 @@ export interface EnvironmentInstance<Task = JsonValue> {
 }
 
 /**
- * The environment contract (the product design card's `Environment` interface). Write one with
+ * The environment contract. Write one with
  * {@link defineEnvironment}, which checks it and brands it.
  */
 export interface Environment<Config = Record<string, unknown>, Task = JsonValue> {

@@ -2,7 +2,7 @@ import { isOpenTinkerError } from '@opentinker/client';
 
 /**
  * Exit codes of the client commands, so scripts can tell a typo from an outage. Stable: documented
- * in the README.
+ * in docs/api.md (CLI).
  */
 export const EXIT = {
   OK: 0,

@@ -22,7 +22,7 @@ export interface QuickstartSize {
   evalTasks: number;
 }
 
-/** The full run (measured: see the README's Quickstart section). */
+/** The full run (measured: docs/training.md, "The quickstart"). */
 export const FULL_SIZE: QuickstartSize = {
   sftSteps: 1400,
   sftExamples: 2000,
