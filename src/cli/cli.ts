@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, redactConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
-import { createEnvServer } from '../registry/env-server';
+import { createEnvServer, createOpenTinkerEnvServer } from '../registry/env-server';
 import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-environment';
 import { registerModelCommands } from '@opentinker/engine/cli';
 import { registerClientCommands } from './commands/client-commands';
@@ -63,7 +63,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
   const env = program.command('env').description('Environments');
   env
     .command('serve')
-    .description('Serve one environment over the HTTP environment protocol')
+    .description("Serve one environment over the HTTP environment protocol, or OpenTinker's game-server protocol (--protocol opentinker)")
     .argument('<environment>', 'an environment id known to this installation, or the path of an environment package')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on', '8088')
@@ -72,30 +72,47 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .option('--idle-seconds <n>', 'close episodes idle this long', '600')
     .option('--timeout-seconds <n>', 'longest one environment call may take', '30')
     .option('--max-episodes <n>', 'open episodes allowed at once', '4096')
+    .option('--protocol <protocol>', "opentinker-v1 (this project's /v1 protocol) or opentinker (OpenTinker's /reset, /step, /finalize, /stats)", 'opentinker-v1')
+    .option('--shards <n>', 'protocol opentinker: listen on this many consecutive ports from --port (one shared state)', '1')
     .action(async (target: string, opts: Record<string, string | undefined>) => {
+      if (opts.protocol !== 'opentinker-v1' && opts.protocol !== 'opentinker') {
+        throw new AppError(ErrorCode.VALIDATION, `--protocol must be opentinker-v1 or opentinker, not ${opts.protocol}`, { field: '--protocol' });
+      }
+      const shards = positive(opts.shards, '--shards');
+      if (!Number.isInteger(shards) || shards > 256) throw new AppError(ErrorCode.VALIDATION, `--shards must be a whole number from 1 to 256, got ${opts.shards}`, { field: '--shards' });
+      if (shards > 1 && opts.protocol !== 'opentinker') throw new AppError(ErrorCode.VALIDATION, '--shards applies to --protocol opentinker only', { field: '--shards' });
       // The same operator settings as the server's: sandbox ceilings (OPENTINKER_SANDBOX_*) cap what a
       // caller may ask of the environment; --config is the operator's own and may set host-only keys.
       const settings = loadConfig(process.env);
       const environment = await resolveEnvironment(target, context.root);
       const token = opts.token ?? process.env.OPENTINKER_ENV_TOKEN;
-      const { app, store } = await createEnvServer(environment, {
+      const serverOptions = {
         config: parseJsonOption(opts.config, '--config'),
         host: settings.environmentHost,
         token,
         idleSeconds: positive(opts.idleSeconds, '--idle-seconds'),
         callTimeoutSeconds: positive(opts.timeoutSeconds, '--timeout-seconds'),
         maxEpisodes: positive(opts.maxEpisodes, '--max-episodes'),
-        log: (m) => process.stderr.write(`${m}\n`),
-      });
+        log: (m: string) => process.stderr.write(`${m}\n`),
+      };
+      const port = positive(opts.port, '--port');
+      if (port + shards - 1 > 65535) throw new AppError(ErrorCode.VALIDATION, `--shards ${shards} from --port ${port} run past port 65535`, { field: '--shards' });
+      const { apps, store } =
+        opts.protocol === 'opentinker'
+          ? await createOpenTinkerEnvServer(environment, { ...serverOptions, shards })
+          : await createEnvServer(environment, serverOptions).then(({ app, store }) => ({ apps: [app], store }));
       await store.instance();
       if (!token && !isLoopbackHost(opts.host!)) {
         process.stderr.write(
           `Warning: serving on ${opts.host} without --token: anyone who can reach this port can run episodes (and the code they send) here. Pass --token or set OPENTINKER_ENV_TOKEN.\n`,
         );
       }
-      await app.listen({ host: opts.host, port: positive(opts.port, '--port') });
-      process.stdout.write(`Environment ${environment.id}@${environment.version} served on http://${opts.host}:${opts.port} (protocol v1${opts.token || process.env.OPENTINKER_ENV_TOKEN ? ', token required' : ''})\n`);
-      const stop = () => void app.close().then(() => process.exit(0));
+      for (let i = 0; i < apps.length; i++) await apps[i].listen({ host: opts.host, port: port + i });
+      const ports = apps.length > 1 ? `${port}-${port + apps.length - 1}` : String(port);
+      const protocol = opts.protocol === 'opentinker' ? "OpenTinker's game-server protocol" : 'protocol v1';
+      process.stdout.write(`Environment ${environment.id}@${environment.version} served on http://${opts.host}:${ports} (${protocol}${token ? ', token required' : ''})\n`);
+      // The first app closes the shared store: the others first.
+      const stop = () => void Promise.all(apps.slice(1).map((a) => a.close())).then(() => apps[0].close()).then(() => process.exit(0));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });

@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { fullFineTuningRefusal, modelPreset, MODEL_PRESETS, validateModelConfig, type ModelConfig } from '@opentinker/engine/models';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { datasetConfigKey, isEnvironmentError, resolveTenantConfig } from '@opentinker/env-sdk';
+import { datasetConfigKey, isEnvironmentError, resolveTenantConfig, shardUrls } from '@opentinker/env-sdk';
 import type { HostConfigInput } from '@opentinker/env-sdk';
 import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
@@ -22,7 +22,7 @@ import { DATASET_SPLITS } from './kinds/rl-spec';
 const JOB_PATH = /^job:([0-9a-fA-F-]{36})(?:\/step-\d+)?$/;
 
 interface RlSpecParts {
-  environment?: { id: string; url?: string; config?: Record<string, unknown>; dataset?: string; val_dataset?: string };
+  environment?: { id: string; url?: string; protocol?: string; shards?: number; config?: Record<string, unknown>; dataset?: string; val_dataset?: string };
   model?: { preset?: string; path?: string; lora?: unknown };
 }
 
@@ -48,7 +48,11 @@ export class JobSpecChecksService {
     if (caller) this.checkPriority(spec.priority as number | undefined, caller);
     if (environment && environment.url === undefined) this.checkEnvironment(environment);
     if (environment && caller) await this.checkDatasets(environment, caller);
-    if (environment?.url !== undefined) await this.checkUrl(environment.url, caller);
+    if (environment?.url !== undefined) {
+      // Every shard of an OpenTinker game server is a URL of its own (a port the allow-list may name).
+      const urls = environment.protocol === 'opentinker' ? this.shardUrls(environment.url, environment.shards ?? 1) : [environment.url];
+      for (const url of urls) await this.checkUrl(url, caller);
+    }
     if (model?.preset !== undefined && !Object.prototype.hasOwnProperty.call(MODEL_PRESETS, model.preset)) {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
@@ -114,6 +118,15 @@ export class JobSpecChecksService {
       `No worker can run this job: it asks for ${resources.gpus} GPU(s) and ${resources.cpu_slots} CPU slot(s); the largest worker has ${most('gpu')} GPU(s), and ${most('cpu')} CPU slot(s) at most (the workers this cluster has known)`,
       { field },
     );
+  }
+
+  private shardUrls(url: string, shards: number): string[] {
+    try {
+      return shardUrls(url, shards);
+    } catch (error) {
+      const field = isEnvironmentError(error) && error.field === 'shards' ? 'environment.shards' : 'environment.url';
+      throw invalid(field, (error as Error).message);
+    }
   }
 
   private async checkUrl(url: string, caller: Principal | undefined): Promise<void> {

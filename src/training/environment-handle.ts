@@ -1,4 +1,4 @@
-import { datasetConfigKey, isEnvironmentError, RemoteEnvironment, resolveTenantConfig } from '@opentinker/env-sdk';
+import { datasetConfigKey, isEnvironmentError, OpenTinkerEnvironment, RemoteEnvironment, resolveTenantConfig, shardUrls } from '@opentinker/env-sdk';
 import type { Environment, EnvironmentInstance, HostConfigInput, JsonObject, TurnMode } from '@opentinker/env-sdk';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +25,8 @@ export interface OpenEnvironmentContext {
   log(line: string): void;
   /** Per-call timeout of a remote environment (default 30 s). */
   timeoutMs?: number;
+  /** The job's id: OpenTinker game servers keep their statistics per `job_id`. */
+  jobId?: string;
 }
 
 /**
@@ -87,6 +89,7 @@ async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): P
   for (const key of Object.keys(DATASET_SPLITS) as Array<keyof typeof DATASET_SPLITS>) {
     if (spec[key] !== undefined) throw new Error(`environment.${key}: uploaded datasets live on this server; a remote environment (environment.url) cannot read them`);
   }
+  if (spec.protocol === 'opentinker') return openOpenTinker(spec, ctx);
   let env: RemoteEnvironment;
   try {
     await checkEnvironmentUrl(spec.url!, ctx.policy.remoteEnvironments);
@@ -109,6 +112,38 @@ async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): P
   }
   ctx.log(`environment: ${env.info.id} ${env.info.version} at ${spec.url} (${env.info.turn_mode}-turn)`);
   return { env, meta: { id: env.info.id, turnMode: env.info.turn_mode, version: env.info.version }, close: closer(env) };
+}
+
+/**
+ * An OpenTinker game server (or several shards of one): every shard URL passes the same policy as any
+ * tenant URL, before any connection and again on each connection (policyFetch); its errors stay opaque
+ * below the protocol, like our own protocol's.
+ */
+async function openOpenTinker(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
+  const id = spec.id ?? 'opentinker';
+  let env: OpenTinkerEnvironment;
+  try {
+    const urls = shardUrls(spec.url!, spec.shards ?? 1);
+    for (const url of urls) await checkEnvironmentUrl(url, ctx.policy.remoteEnvironments);
+    env = await OpenTinkerEnvironment.connect({
+      url: spec.url!,
+      shards: spec.shards ?? 1,
+      token: spec.token,
+      jobId: ctx.jobId,
+      envKwargs: spec.config as JsonObject,
+      tasks: spec.tasks as { train?: JsonObject[]; test?: JsonObject[] } | undefined,
+      timeoutMs: ctx.timeoutMs ?? 30_000,
+      retries: 3,
+      fetch: policyFetch(ctx.policy.remoteEnvironments),
+      opaqueErrors: true,
+    });
+  } catch (error) {
+    const field = isEnvironmentError(error) && error.field === 'shards' ? 'environment.shards' : 'environment.url';
+    throw new Error(`${field}: ${(error as Error).message}`);
+  }
+  const shards = env.urls.length > 1 ? ` (${env.urls.length} shards, ports ${new URL(env.urls[0]).port}-${new URL(env.urls[env.urls.length - 1]).port})` : '';
+  ctx.log(`environment: ${id} at ${spec.url}${shards}, OpenTinker game-server protocol (multi-turn)`);
+  return { env, meta: { id, turnMode: 'multi', version: 'opentinker' }, close: closer(env) };
 }
 
 function closer(env: EnvironmentInstance): () => Promise<void> {

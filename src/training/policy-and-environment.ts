@@ -21,6 +21,7 @@ export async function withPolicyAndEnvironment<T>(
     workDir: ctx.workDir,
     log: (line) => ctx.log(line),
     timeoutMs: spec.rollout.env_timeout_seconds * 1000,
+    jobId: ctx.jobId,
   });
   try {
     const policy = await openPolicy();

@@ -114,6 +114,7 @@ export class RlLearner {
     const seed = mixSeed(spec.seed, step);
     const log = (l: string) => this.o.ctx.log(l);
     const tRollout = process.hrtime.bigint();
+    await beginBatchStats(env);
     const trajectories = await runEpisodes(policy, env, items, { rollout: spec.rollout, seed, signal: this.signal, log });
     let baselines: number[] | undefined;
     if (a.adv_estimator === 'remax' && !this.signal.aborted) {
@@ -128,6 +129,7 @@ export class RlLearner {
     }
     const rolloutS = secondsSince(tRollout);
     if (this.signal.aborted) return null;
+    const gameStats = await readBatchStats(env, 'game/');
     const summary = summarizeEpisodes(trajectories);
     this.assertSomeEpisodeRan(trajectories, `step ${step}`);
 
@@ -174,6 +176,7 @@ export class RlLearner {
     const stepS = secondsSince(tStep);
     const metrics: Record<string, number> = {
       ...rolloutMetrics(summary),
+      ...gameStats,
       ...(update?.metrics ?? {}),
       'batch/mixed_groups': mixedGroups,
       'batch/rows_trained': rows.length,
@@ -191,6 +194,7 @@ export class RlLearner {
   async validate(step: number, tasks: readonly IndexedTask[], where: string): Promise<{ metrics: Record<string, number>; summary: EpisodeSummary } | null> {
     const { spec } = this.o;
     const t0 = process.hrtime.bigint();
+    await beginBatchStats(this.o.env);
     const trajectories = await runEpisodes(
       this.o.policy,
       this.o.env,
@@ -200,7 +204,8 @@ export class RlLearner {
     if (this.signal.aborted) return null;
     this.assertSomeEpisodeRan(trajectories, where);
     const summary = summarizeEpisodes(trajectories);
-    return { metrics: { ...validationMetrics(summary), 'timing/val_s': secondsSince(t0) }, summary };
+    const gameStats = await readBatchStats(this.o.env, 'val_game/');
+    return { metrics: { ...validationMetrics(summary), ...gameStats, 'timing/val_s': secondsSince(t0) }, summary };
   }
 
   /** Writes checkpoint `step-<n>` (policy, optimizer, critic, `state`), prunes old ones, records the resume state. */
@@ -237,6 +242,21 @@ export class RlLearner {
       );
     }
   }
+}
+
+/**
+ * Statistics an environment keeps per batch (OpenTinker's game servers), reset before a batch's episodes
+ * and read after them, where OpenTinker's training client calls `/stats/reset` and `/stats/step`; reported
+ * under `game/` (training steps) and `val_game/` (validation), upstream's prefixes. They never fail a step.
+ */
+async function beginBatchStats(env: EnvironmentInstance<unknown>): Promise<void> {
+  await env.batchStats?.begin().catch(() => undefined);
+}
+
+async function readBatchStats(env: EnvironmentInstance<unknown>, prefix: string): Promise<Record<string, number>> {
+  if (!env.batchStats) return {};
+  const stats = await env.batchStats.read().catch(() => ({}) as Record<string, number>);
+  return Object.fromEntries(Object.entries(stats).map(([k, v]) => [`${prefix}${k}`, v]));
 }
 
 /**

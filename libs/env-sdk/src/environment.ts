@@ -61,10 +61,23 @@ export interface EnvironmentContext {
   log(message: string): void;
 }
 
+/**
+ * Statistics a remote server keeps per batch of episodes (OpenTinker's game servers: win rate, mean game
+ * length, …). Hosts call `begin` before a batch (training step or validation) and `read` after it, and
+ * report what `read` returns beside their own metrics. Neither may fail a job: errors are swallowed.
+ */
+export interface BatchStats {
+  begin(): Promise<void>;
+  /** Numbers only, by name (e.g. `{ games_in_step: 8, mean_final_reward: 0.5 }`). */
+  read(): Promise<Record<string, number>>;
+}
+
 /** An environment made ready for a configuration: hands out episodes and tasks. */
 export interface EnvironmentInstance<Task = JsonValue> {
   tasks: TaskSet<Task>;
   newEpisode(): Episode<Task>;
+  /** Per-batch statistics the environment keeps itself, when it has any (see {@link BatchStats}). */
+  batchStats?: BatchStats;
   /** Frees shared resources (sandboxes, datasets). Idempotent. */
   close?(): void | Promise<void>;
 }

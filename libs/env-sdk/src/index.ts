@@ -24,6 +24,7 @@ export type {
   Episode,
   StepResult,
   TaskSet,
+  BatchStats,
   Split,
   TurnMode,
 } from './environment';
@@ -37,3 +38,5 @@ export { PROTOCOL_VERSION } from './protocol';
 export type * from './protocol';
 export { RemoteEnvironment } from './remote-environment';
 export type { RemoteEnvironmentOptions } from './remote-environment';
+export { OpenTinkerEnvironment, shardUrls, crc32, mergeShardStats } from './opentinker-environment';
+export type { OpenTinkerEnvironmentOptions, OpenTinkerResetResponse, OpenTinkerStepResponse } from './opentinker-environment';

@@ -1,14 +1,8 @@
 import type { Episode, EnvironmentInstance, Split, StepResult, TaskSet } from './environment';
-import { EnvironmentError, EnvironmentErrorCode } from './errors';
+import { EnvironmentError } from './errors';
+import { call } from './http-call';
 import type { JsonObject, JsonValue, Message } from './messages';
-import {
-  CreateEpisodeResponse,
-  InfoResponse,
-  PROTOCOL_VERSION,
-  ProtocolError,
-  StepResponse,
-  TasksResponse,
-} from './protocol';
+import { CreateEpisodeResponse, InfoResponse, PROTOCOL_VERSION, StepResponse, TasksResponse } from './protocol';
 
 /** How {@link RemoteEnvironment.connect} reaches an environment server. */
 export interface RemoteEnvironmentOptions {
@@ -132,111 +126,4 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
     if (task === undefined) throw new EnvironmentError('ENV_INVALID_TASK', `No ${split} task ${index} at ${this.options.url}`, 'index');
     return task;
   }
-}
-
-type CallOptions = Pick<RemoteEnvironmentOptions, 'token'> & { url: string; timeoutMs: number; retries: number; backoffMs: number; fetch: typeof fetch; opaqueErrors: boolean };
-
-/**
- * Failures that prove the request never reached the server (no connection was made), so any call,
- * even a `POST …/step`, can be sent again without being applied twice.
- */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/**
- * Failures after the connection was made (reset, closed by the other side): the server may have
- * received and even applied the request, so only idempotent calls are sent again.
- */
-const CONNECTION_LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-
-/** GETs read and a DELETE of an episode that is already gone is harmless; POSTs create episodes or take steps. */
-const isIdempotent = (method: string) => method === 'GET' || method === 'DELETE';
-
-/** The error codes of a failed `fetch` (undici puts them on `cause`, or on each of an AggregateError's `errors`). */
-function failureCodes(error: unknown): string[] {
-  const cause = (error as { cause?: { code?: unknown; errors?: Array<{ code?: unknown }> } })?.cause;
-  const codes = [cause?.code, ...(cause?.errors ?? []).map((e) => e?.code)];
-  return codes.filter((c): c is string => typeof c === 'string');
-}
-
-function describeFailure(error: unknown): string {
-  const e = error as { message?: string; cause?: { message?: string } };
-  return [e?.message, e?.cause?.message].filter(Boolean).join(': ') || String(error);
-}
-
-async function call<T>(o: CallOptions, method: string, path: string, body?: unknown): Promise<T> {
-  const where = `${method} ${o.url}${path}`;
-  // With opaqueErrors, what went wrong below the protocol is not described (see RemoteEnvironmentOptions).
-  const detail = (text: string) => (o.opaqueErrors ? '' : ` (${text})`);
-  const unreachable = () => new EnvironmentError('ENV_UNAVAILABLE', `Environment server ${o.url} is unreachable`);
-  const notProtocol = () => new EnvironmentError('ENV_UNAVAILABLE', `${where}: the answer is not the environment protocol`);
-  const attempts = Math.max(1, o.retries);
-  let lastError: unknown;
-  for (let attempt = 0; attempt < attempts; attempt++) {
-    if (attempt > 0) await new Promise((r) => setTimeout(r, o.backoffMs * 2 ** (attempt - 1)));
-    let res: Response;
-    try {
-      res = await o.fetch(o.url + path, {
-        method,
-        headers: {
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(o.token ? { authorization: `Bearer ${o.token}` } : {}),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(o.timeoutMs),
-      });
-    } catch (error) {
-      lastError = error;
-      // A timeout may have fired after the server took the request: never resent.
-      if ((error as Error)?.name === 'TimeoutError') {
-        throw new EnvironmentError('ENV_TIMEOUT', `${where} took longer than ${o.timeoutMs} ms`);
-      }
-      const codes = failureCodes(error);
-      if (codes.some((c) => NOT_SENT_CODES.has(c))) continue;
-      if (codes.some((c) => CONNECTION_LOST_CODES.has(c))) {
-        if (isIdempotent(method)) continue;
-        throw new EnvironmentError(
-          'ENV_UNAVAILABLE',
-          `Lost the connection to environment server ${o.url} during ${method} ${path}${detail(describeFailure(error))}; ` +
-            'not retried, since the server may already have applied it',
-        );
-      }
-      if (o.opaqueErrors) throw unreachable();
-      throw new EnvironmentError('ENV_UNAVAILABLE', `${where} failed: ${describeFailure(error)}`);
-    }
-    if (res.status === 204) return undefined as T;
-    // A 5xx of an idempotent call is worth another attempt; a POST that got an answer was handled.
-    const retryable = res.status >= 500 && res.status !== 501 && isIdempotent(method) && attempt + 1 < attempts;
-    let text: string;
-    try {
-      text = await res.text();
-    } catch (error) {
-      lastError = error;
-      if (isIdempotent(method)) continue;
-      throw new EnvironmentError('ENV_UNAVAILABLE', `Lost the connection to environment server ${o.url} while reading the answer to ${method} ${path}; not retried${detail(describeFailure(error))}`);
-    }
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      lastError = new Error(`answered ${res.status} with non-JSON`);
-      if (retryable) continue;
-      if (o.opaqueErrors) throw notProtocol();
-      throw new EnvironmentError('ENV_UNAVAILABLE', `${where} answered ${res.status} with non-JSON`);
-    }
-    if (res.ok) return parsed as T;
-    if (retryable) {
-      lastError = new Error(`answered ${res.status}`);
-      continue;
-    }
-    const err = (parsed ?? {}) as Partial<ProtocolError>;
-    const isProtocolError = typeof err.code === 'string' && err.code.startsWith('ENV_') && typeof err.message === 'string';
-    if (o.opaqueErrors && !isProtocolError) throw notProtocol();
-    const code = (isProtocolError ? err.code : 'ENV_UNAVAILABLE') as EnvironmentErrorCode;
-    throw new EnvironmentError(code, err.message ?? `${where} answered ${res.status}`, typeof err.field === 'string' ? err.field : undefined);
-  }
-  if (o.opaqueErrors) throw unreachable();
-  throw new EnvironmentError(
-    'ENV_UNAVAILABLE',
-    `Environment server ${o.url} is unreachable after ${attempts} attempts (${describeFailure(lastError)}); is it running?`,
-  );
 }

@@ -5,17 +5,59 @@ import { z } from 'zod';
  * `inference`). Key names follow verl / OpenTinker so that their configs mean the same thing here.
  */
 
-/** Which environment, with what config; `url` means a remote environment server (docs/design.md section 2). */
+/** One task of an OpenTinker game server: the env kwargs of one `/reset`. */
+const openTinkerTask = z.record(z.string(), z.unknown());
+
+/**
+ * Which environment, with what config; `url` means a remote environment server (docs/design.md section 2),
+ * speaking our protocol (`opentinker env serve`) or, with `protocol: opentinker`, OpenTinker's game-server
+ * protocol (docs/opentinker-protocol.md).
+ */
 export const environmentSpec = z
   .object({
-    id: z.string().min(1).max(128).describe('Environment id (GET /v1/environments), e.g. math, math-tool, gomoku'),
-    config: z.record(z.string(), z.unknown()).default({}).describe("The environment's config (validated by its schema when the job starts)"),
-    url: z.url().optional().describe('Base URL of a remote environment server (opentinker env serve); default: the plugin in-process'),
+    id: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe('Environment id (GET /v1/environments), e.g. math, math-tool, gomoku; optional with protocol opentinker (a name for listings)'),
+    config: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The environment's config (validated by its schema when the job starts); with protocol opentinker, env kwargs sent with every /reset"),
+    url: z.url().optional().describe('Base URL of a remote environment server (opentinker env serve, or an OpenTinker game server); default: the plugin in-process'),
+    protocol: z
+      .enum(['opentinker-v1', 'opentinker'])
+      .optional()
+      .describe("What the server at url speaks: opentinker-v1 (default: this project's /v1 protocol, opentinker env serve) or opentinker (OpenTinker's game-server protocol: /reset, /step, /finalize, /stats)"),
+    shards: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('protocol opentinker: game servers on consecutive ports from the url\'s port (OpenTinker\'s --shards / env_shards); each episode goes to one'),
+    tasks: z
+      .object({
+        train: z.array(openTinkerTask).min(1).max(10_000).optional(),
+        test: z.array(openTinkerTask).min(1).max(10_000).optional(),
+      })
+      .strict()
+      .optional()
+      .describe('protocol opentinker: the env kwargs of each task, per split; a split without a list is endless, each task {} (the game draws its start)'),
     token: z.string().min(1).max(4096).optional().describe('Bearer token of the remote environment server'),
     dataset: z.uuid().optional().describe('An uploaded dataset (POST /v1/datasets) used as the train split'),
     val_dataset: z.uuid().optional().describe('An uploaded dataset used as the test split'),
   })
-  .strict();
+  .strict()
+  .superRefine((e, ctx) => {
+    const openTinker = e.protocol === 'opentinker';
+    if (!openTinker && e.id === undefined) ctx.addIssue({ code: 'custom', message: 'environment.id is required (it may be left out only with protocol opentinker)', path: ['id'] });
+    if (openTinker && e.url === undefined) ctx.addIssue({ code: 'custom', message: 'protocol opentinker needs environment.url (the game server)', path: ['url'] });
+    for (const key of ['shards', 'tasks'] as const) {
+      if (!openTinker && e[key] !== undefined) ctx.addIssue({ code: 'custom', message: `environment.${key} applies to protocol opentinker only`, path: [key] });
+    }
+  });
 
 /** The spec keys naming uploaded datasets, and the split each one becomes. */
 export const DATASET_SPLITS = { dataset: 'train', val_dataset: 'test' } as const;

@@ -1096,7 +1096,7 @@ export interface components {
             batch_size?: number;
             environment: {
                 /**
-                 * @description The environment's config (validated by its schema when the job starts)
+                 * @description The environment's config (validated by its schema when the job starts); with protocol opentinker, env kwargs sent with every /reset
                  * @default {}
                  */
                 config?: {
@@ -1107,13 +1107,29 @@ export interface components {
                  * @description An uploaded dataset (POST /v1/datasets) used as the train split
                  */
                 dataset?: string;
-                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku */
-                id: string;
+                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku; optional with protocol opentinker (a name for listings) */
+                id?: string;
+                /**
+                 * @description What the server at url speaks: opentinker-v1 (default: this project's /v1 protocol, opentinker env serve) or opentinker (OpenTinker's game-server protocol: /reset, /step, /finalize, /stats)
+                 * @enum {string}
+                 */
+                protocol?: "opentinker-v1" | "opentinker";
+                /** @description protocol opentinker: game servers on consecutive ports from the url's port (OpenTinker's --shards / env_shards); each episode goes to one */
+                shards?: number;
+                /** @description protocol opentinker: the env kwargs of each task, per split; a split without a list is endless, each task {} (the game draws its start) */
+                tasks?: {
+                    test?: {
+                        [key: string]: unknown;
+                    }[];
+                    train?: {
+                        [key: string]: unknown;
+                    }[];
+                };
                 /** @description Bearer token of the remote environment server */
                 token?: string;
                 /**
                  * Format: uri
-                 * @description Base URL of a remote environment server (opentinker env serve); default: the plugin in-process
+                 * @description Base URL of a remote environment server (opentinker env serve, or an OpenTinker game server); default: the plugin in-process
                  */
                 url?: string;
                 /**
@@ -1372,7 +1388,7 @@ export interface components {
             batch_size?: number;
             environment: {
                 /**
-                 * @description The environment's config (validated by its schema when the job starts)
+                 * @description The environment's config (validated by its schema when the job starts); with protocol opentinker, env kwargs sent with every /reset
                  * @default {}
                  */
                 config?: {
@@ -1383,13 +1399,29 @@ export interface components {
                  * @description An uploaded dataset (POST /v1/datasets) used as the train split
                  */
                 dataset?: string;
-                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku */
-                id: string;
+                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku; optional with protocol opentinker (a name for listings) */
+                id?: string;
+                /**
+                 * @description What the server at url speaks: opentinker-v1 (default: this project's /v1 protocol, opentinker env serve) or opentinker (OpenTinker's game-server protocol: /reset, /step, /finalize, /stats)
+                 * @enum {string}
+                 */
+                protocol?: "opentinker-v1" | "opentinker";
+                /** @description protocol opentinker: game servers on consecutive ports from the url's port (OpenTinker's --shards / env_shards); each episode goes to one */
+                shards?: number;
+                /** @description protocol opentinker: the env kwargs of each task, per split; a split without a list is endless, each task {} (the game draws its start) */
+                tasks?: {
+                    test?: {
+                        [key: string]: unknown;
+                    }[];
+                    train?: {
+                        [key: string]: unknown;
+                    }[];
+                };
                 /** @description Bearer token of the remote environment server */
                 token?: string;
                 /**
                  * Format: uri
-                 * @description Base URL of a remote environment server (opentinker env serve); default: the plugin in-process
+                 * @description Base URL of a remote environment server (opentinker env serve, or an OpenTinker game server); default: the plugin in-process
                  */
                 url?: string;
                 /**
@@ -1744,7 +1776,7 @@ export interface components {
             batch_size?: number;
             environment: {
                 /**
-                 * @description The environment's config (validated by its schema when the job starts)
+                 * @description The environment's config (validated by its schema when the job starts); with protocol opentinker, env kwargs sent with every /reset
                  * @default {}
                  */
                 config?: {
@@ -1755,13 +1787,29 @@ export interface components {
                  * @description An uploaded dataset (POST /v1/datasets) used as the train split
                  */
                 dataset?: string;
-                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku */
-                id: string;
+                /** @description Environment id (GET /v1/environments), e.g. math, math-tool, gomoku; optional with protocol opentinker (a name for listings) */
+                id?: string;
+                /**
+                 * @description What the server at url speaks: opentinker-v1 (default: this project's /v1 protocol, opentinker env serve) or opentinker (OpenTinker's game-server protocol: /reset, /step, /finalize, /stats)
+                 * @enum {string}
+                 */
+                protocol?: "opentinker-v1" | "opentinker";
+                /** @description protocol opentinker: game servers on consecutive ports from the url's port (OpenTinker's --shards / env_shards); each episode goes to one */
+                shards?: number;
+                /** @description protocol opentinker: the env kwargs of each task, per split; a split without a list is endless, each task {} (the game draws its start) */
+                tasks?: {
+                    test?: {
+                        [key: string]: unknown;
+                    }[];
+                    train?: {
+                        [key: string]: unknown;
+                    }[];
+                };
                 /** @description Bearer token of the remote environment server */
                 token?: string;
                 /**
                  * Format: uri
-                 * @description Base URL of a remote environment server (opentinker env serve); default: the plugin in-process
+                 * @description Base URL of a remote environment server (opentinker env serve, or an OpenTinker game server); default: the plugin in-process
                  */
                 url?: string;
                 /**

@@ -1,0 +1,327 @@
+import { randomUUID } from 'node:crypto';
+import type { BatchStats, Episode, EnvironmentInstance, Split, StepResult, TaskSet } from './environment';
+import { EnvironmentError } from './errors';
+import { call, type CallOptions, type RequestOptions } from './http-call';
+import type { JsonObject, JsonValue, Message } from './messages';
+
+/**
+ * OpenTinker's game-server protocol (`opentinker/environment/base_game_server.py`), as types. A game
+ * server is FastAPI + uvicorn; `--shards N` runs N single-worker processes on consecutive ports.
+ *
+ * - `GET /health` → `{ status: 'healthy' }`
+ * - `POST /reset` `{ instance_id, job_id, …env kwargs }` → {@link OpenTinkerResetResponse}; a second reset
+ *   of an instance id resets the same game
+ * - `POST /step` `{ instance_id, job_id, action }` → {@link OpenTinkerStepResponse}; 404 for an instance
+ *   that was never reset
+ * - `POST /finalize` `{ instance_id, job_id }` → `{ message }` (frees the instance; unknown ids are ignored)
+ * - `GET /stats?job_id=`, `GET /stats/step?job_id=`, `POST /stats/reset?job_id=`, `POST /stats/reset_all?job_id=`
+ * Errors are FastAPI's: `{ detail }` with 404 or 422, a plain-text 500 when the game raised.
+ */
+export interface OpenTinkerResetResponse {
+  observation: string;
+  system_prompt?: string | null;
+  game_state?: JsonObject | null;
+}
+
+export interface OpenTinkerStepResponse {
+  observation: string;
+  reward: number;
+  done: boolean;
+  info: JsonObject;
+}
+
+/** How {@link OpenTinkerEnvironment.connect} reaches a game server. */
+export interface OpenTinkerEnvironmentOptions {
+  /** Base URL of the (first) game server, e.g. `http://127.0.0.1:8081`. */
+  url: string;
+  /**
+   * Servers on consecutive ports from the URL's port (OpenTinker's `--shards N`, its client's
+   * `env_shards`). Each episode is routed to one of them by its instance id, as OpenTinker's client does.
+   * Default 1.
+   */
+  shards?: number;
+  /** Sent as `Authorization: Bearer <token>` (OpenTinker's servers ignore it; `opentinker env serve` checks it). */
+  token?: string;
+  /** `job_id` of every call: the server keeps statistics per job id. Default `default`, as upstream. */
+  jobId?: string;
+  /** Env kwargs sent with every `/reset`, under the task's own. */
+  envKwargs?: JsonObject;
+  /**
+   * The tasks: each one the env kwargs of one `/reset`. A split without a list is endless and every task
+   * of it is `{}` (the game draws its own start, as with OpenTinker's default `generate_initial_state`).
+   */
+  tasks?: { train?: JsonObject[]; test?: JsonObject[] };
+  /** Per-call timeout; a call that runs out fails with `ENV_TIMEOUT` and is not sent again. Default 30 s. */
+  timeoutMs?: number;
+  /** Attempts per call, as {@link RemoteEnvironmentOptions.retries}; `/reset` and `/finalize` count as idempotent. Default 5. */
+  retries?: number;
+  backoffMs?: number;
+  fetch?: typeof fetch;
+  /** See `RemoteEnvironmentOptions.opaqueErrors`. */
+  opaqueErrors?: boolean;
+}
+
+/** Longest `detail` of a server's error quoted in ours. */
+const MAX_DETAIL_CHARS = 500;
+
+/**
+ * A server that speaks OpenTinker's game-server protocol, used like any environment. Per episode: a
+ * fresh `instance_id` (a UUID, as OpenTinker's `GymEnvironmentInteraction`), its shard picked by
+ * `crc32(instance_id) % shards` (the same rule, so one server set can serve both clients), `/reset` with
+ * the task's env kwargs, `/step` with the model's text, `/finalize` when the episode closes. The prompt is
+ * the reset's `system_prompt` (when not empty) and its `observation` as the first user message.
+ * {@link batchStats} resets and reads the server's per-job statistics around each batch, where
+ * OpenTinker's training client calls `/stats/reset` and `/stats/step`.
+ *
+ * Calls go through the same client as {@link RemoteEnvironment}: the same retries, timeouts and codes.
+ * A lost `/step` is never resent (the game may have moved); an unknown instance is `ENV_EPISODE_CLOSED`;
+ * a game that raised (HTTP 500) is `ENV_INTERNAL`; a bad request (422) is `ENV_BAD_REQUEST`.
+ *
+ * @example
+ * ```ts
+ * const env = await OpenTinkerEnvironment.connect({ url: 'http://127.0.0.1:8081', shards: 2, jobId: 'job-1' });
+ * const episode = env.newEpisode();
+ * const messages = await episode.reset({ difficulty: 2 }, 0);
+ * const result = await episode.step('<guess>50</guess>');
+ * await episode.close();
+ * ```
+ */
+export class OpenTinkerEnvironment implements EnvironmentInstance<JsonValue> {
+  readonly tasks: TaskSet<JsonValue>;
+  readonly batchStats: BatchStats;
+
+  private constructor(
+    private readonly shards: CallOptions[],
+    private readonly jobId: string,
+    private readonly envKwargs: JsonObject,
+    tasks: { train?: JsonObject[]; test?: JsonObject[] },
+  ) {
+    this.tasks = {
+      size: (split: Split) => tasks[split]?.length ?? null,
+      get: (split: Split, index: number) => {
+        const list = tasks[split];
+        if (!list) return {};
+        const task = list[index];
+        if (task === undefined) throw new EnvironmentError('ENV_INVALID_TASK', `No ${split} task ${index} (the split has ${list.length})`, 'index');
+        return task;
+      },
+    };
+    this.batchStats = { begin: () => this.resetStats(), read: () => this.readStats() };
+  }
+
+  /** The base URL of every shard, in shard order. */
+  get urls(): string[] {
+    return this.shards.map((s) => s.url);
+  }
+
+  /**
+   * Checks `GET /health` of every shard, then clears this job's statistics there (`/stats/reset_all`, as
+   * OpenTinker's clients do before training). Fails with `ENV_UNAVAILABLE` naming the shard that does not
+   * answer as a game server.
+   */
+  static async connect(options: OpenTinkerEnvironmentOptions): Promise<OpenTinkerEnvironment> {
+    const base = {
+      timeoutMs: options.timeoutMs ?? 30_000,
+      retries: options.retries ?? 5,
+      backoffMs: options.backoffMs ?? 200,
+      fetch: options.fetch ?? globalThis.fetch,
+      opaqueErrors: options.opaqueErrors ?? false,
+      token: options.token,
+    };
+    const shards = shardUrls(options.url, options.shards ?? 1).map((url) => ({ ...base, url }));
+    const jobId = options.jobId ?? 'default';
+    for (const shard of shards) {
+      const health = await call<unknown>(shard, 'GET', '/health');
+      const status = (health as { status?: unknown } | null)?.status;
+      if (status !== 'healthy' && status !== 'ok') {
+        throw new EnvironmentError('ENV_UNAVAILABLE', `${shard.url}/health did not answer { "status": "healthy" }: not an OpenTinker game server`);
+      }
+    }
+    const env = new OpenTinkerEnvironment(shards, jobId, options.envKwargs ?? {}, options.tasks ?? {});
+    await env.eachShard('POST', `/stats/reset_all?job_id=${encodeURIComponent(jobId)}`);
+    return env;
+  }
+
+  newEpisode(): Episode<JsonValue> {
+    let instanceId: string | null = null;
+    let shard: CallOptions | null = null;
+    let closed = false;
+    // The protocol's own keys win over a task's kwargs of the same name.
+    const body = (extra: JsonObject) => ({ ...extra, instance_id: instanceId, job_id: this.jobId });
+    return {
+      reset: async (task: JsonValue): Promise<Message[]> => {
+        if (closed) throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
+        if (task !== null && (typeof task !== 'object' || Array.isArray(task))) {
+          throw new EnvironmentError('ENV_INVALID_TASK', 'An OpenTinker task is an object of env kwargs', 'task');
+        }
+        // A fresh instance per reset: the previous one (if any) is finalized first, as an episode's end.
+        if (instanceId) await this.finalize(shard!, body({}));
+        instanceId = randomUUID();
+        shard = this.shards[crc32(instanceId) % this.shards.length];
+        // The task's kwargs win over the job's.
+        const kwargs = { ...this.envKwargs, ...((task ?? {}) as JsonObject) };
+        const res = await call<unknown>(shard, 'POST', '/reset', body(kwargs), requestOptions('/reset', true));
+        return resetMessages(res, shard.url);
+      },
+      step: async (action: string): Promise<StepResult> => {
+        if (!instanceId || !shard) throw new EnvironmentError('ENV_NOT_RESET', 'Call reset() before step()');
+        const res = await call<unknown>(shard, 'POST', '/step', body({ action }), requestOptions('/step', false));
+        return stepResult(res, shard.url);
+      },
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        if (instanceId) await this.finalize(shard!, body({}));
+      },
+    };
+  }
+
+  /** `/finalize` never fails an episode: OpenTinker's client only logs a failed one. */
+  private async finalize(shard: CallOptions, body: JsonObject): Promise<void> {
+    await call(shard, 'POST', '/finalize', body, requestOptions('/finalize', true)).catch(() => undefined);
+  }
+
+  private async resetStats(): Promise<void> {
+    await this.eachShard('POST', `/stats/reset?job_id=${encodeURIComponent(this.jobId)}`);
+  }
+
+  /**
+   * This job's statistics of the current batch (`GET /stats/step`), numbers only, over every shard:
+   * counts added up, every other number averaged with the shards' `games_in_step` as weights (each shard
+   * counts only the games it served).
+   */
+  private async readStats(): Promise<Record<string, number>> {
+    const answers = await this.eachShard('GET', `/stats/step?job_id=${encodeURIComponent(this.jobId)}`);
+    return mergeShardStats(answers.filter((a): a is Record<string, unknown> => a !== null && typeof a === 'object' && !Array.isArray(a)));
+  }
+
+  /** A statistics call on every shard; a shard that fails is left out (statistics never fail a job). */
+  private async eachShard(method: string, path: string): Promise<unknown[]> {
+    const answers = await Promise.all(this.shards.map((s) => call<unknown>(s, method, path, method === 'POST' ? {} : undefined, requestOptions(path, true)).catch(() => null)));
+    return answers.filter((a) => a !== null);
+  }
+}
+
+/** Keys of OpenTinker's `BaseGameStats.get_step_stats` (and cumulative stats) that count things: summed over shards. */
+const COUNT_KEYS = new Set(['total_samples', 'games_in_step', 'incomplete_samples', 'total_interactions', 'total_games', 'total_incomplete']);
+
+/** See {@link OpenTinkerEnvironment.readStats}; `step` (the server's own counter) is dropped, as upstream's client does. */
+export function mergeShardStats(shards: Array<Record<string, unknown>>): Record<string, number> {
+  const sums: Record<string, number> = {};
+  const weighted: Record<string, { sum: number; weight: number }> = {};
+  for (const stats of shards) {
+    const games = typeof stats.games_in_step === 'number' && Number.isFinite(stats.games_in_step) ? stats.games_in_step : 0;
+    for (const [key, value] of Object.entries(stats)) {
+      if (key === 'step' || typeof value !== 'number' || !Number.isFinite(value)) continue;
+      if (COUNT_KEYS.has(key)) {
+        sums[key] = (sums[key] ?? 0) + value;
+        continue;
+      }
+      const w = (weighted[key] ??= { sum: 0, weight: 0 });
+      // A shard that finished no game still counts, lightly, so a mean exists when no shard finished one.
+      const weight = games > 0 ? games : 1e-9;
+      w.sum += value * weight;
+      w.weight += weight;
+    }
+  }
+  const out: Record<string, number> = { ...sums };
+  for (const [key, { sum, weight }] of Object.entries(weighted)) out[key] = weight > 0 ? sum / weight : 0;
+  if (out.total_samples !== undefined && out.games_in_step !== undefined) out.completion_rate = out.total_samples > 0 ? out.games_in_step / out.total_samples : 0;
+  return out;
+}
+
+/**
+ * The shard URLs: `url`, then the same URL with the port counted up (OpenTinker derives `env_endpoints`
+ * from `env_endpoint` + `env_shards` this way). A host of `0.0.0.0` (a bind address that upstream configs
+ * often carry) becomes `127.0.0.1`, as upstream's client rewrites it.
+ */
+export function shardUrls(raw: string, shards: number): string[] {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new EnvironmentError('ENV_INVALID_CONFIG', `${raw} is not a URL`, 'url');
+  }
+  if (url.hostname === '0.0.0.0') url.hostname = '127.0.0.1';
+  if (!Number.isInteger(shards) || shards < 1 || shards > 256) throw new EnvironmentError('ENV_INVALID_CONFIG', 'shards must be a whole number from 1 to 256', 'shards');
+  const text = (u: URL) => u.href.replace(/\/+$/, '');
+  if (shards === 1) return [text(url)];
+  if (!url.port) throw new EnvironmentError('ENV_INVALID_CONFIG', `shards ${shards} needs a port in the URL (${raw}): the shards listen on consecutive ports from it`, 'url');
+  const first = Number(url.port);
+  if (first + shards - 1 > 65535) throw new EnvironmentError('ENV_INVALID_CONFIG', `shards ${shards} from port ${first} run past port 65535`, 'shards');
+  return Array.from({ length: shards }, (_, i) => {
+    const u = new URL(url.href);
+    u.port = String(first + i);
+    return text(u);
+  });
+}
+
+/** CRC-32 (IEEE, zlib's) of a string's UTF-8 bytes: Python's `zlib.crc32(s.encode('utf-8'))`. */
+export function crc32(text: string): number {
+  let crc = 0xffffffff;
+  for (const byte of new TextEncoder().encode(text)) {
+    crc ^= byte;
+    for (let k = 0; k < 8; k++) crc = (crc >>> 1) ^ (0xedb88320 & -(crc & 1));
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+function requestOptions(path: string, idempotent: boolean): RequestOptions {
+  return { idempotent, errorAnswer: (status, body) => fastApiError(path, status, body) };
+}
+
+/** FastAPI's error answers, as our codes (a server that passed the health check speaks the protocol). */
+function fastApiError(path: string, status: number, body: unknown): EnvironmentError | null {
+  const b = (body ?? {}) as { detail?: unknown; code?: unknown; message?: unknown; field?: unknown };
+  // `opentinker env serve --protocol opentinker` adds our code beside FastAPI's detail.
+  if (typeof b.code === 'string' && b.code.startsWith('ENV_') && typeof b.detail === 'string') {
+    return new EnvironmentError(b.code as EnvironmentError['code'], clip(b.detail), typeof b.field === 'string' ? b.field : undefined);
+  }
+  const where = `POST ${path}`;
+  if (status === 401 || status === 403) return new EnvironmentError('ENV_UNAUTHENTICATED', `${where}: the game server refused the token (HTTP ${status})`);
+  if (status === 404 && path === '/step' && typeof b.detail === 'string' && b.detail.startsWith('Instance')) {
+    return new EnvironmentError('ENV_EPISODE_CLOSED', `The game server lost the episode: ${clip(b.detail)}`);
+  }
+  if (status === 404 || status === 405) return new EnvironmentError('ENV_NO_ROUTE', `The server has no ${path.split('?')[0]} (HTTP ${status}): not an OpenTinker game server?`);
+  if (status === 422) {
+    const first = Array.isArray(b.detail) ? (b.detail[0] as { loc?: unknown; msg?: unknown } | undefined) : undefined;
+    const field = Array.isArray(first?.loc) ? first!.loc.filter((p) => p !== 'body').join('.') : undefined;
+    const msg = typeof first?.msg === 'string' ? first.msg : typeof b.detail === 'string' ? b.detail : 'invalid request';
+    return new EnvironmentError('ENV_BAD_REQUEST', `${where}: the game server refused the request${field ? ` (${field})` : ''}: ${clip(msg)}`, field || undefined);
+  }
+  if (status >= 500) {
+    const detail = typeof b.detail === 'string' ? `: ${clip(b.detail)}` : '; its log has the traceback';
+    return new EnvironmentError('ENV_INTERNAL', `The game failed on ${where} (HTTP ${status})${detail}`);
+  }
+  return null;
+}
+
+function clip(text: string): string {
+  return text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS)}…` : text;
+}
+
+function resetMessages(res: unknown, url: string): Message[] {
+  const r = res as Partial<OpenTinkerResetResponse> | null;
+  if (!r || typeof r !== 'object' || typeof r.observation !== 'string') {
+    throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/reset answered without an observation string: not OpenTinker's game-server protocol`);
+  }
+  if (r.system_prompt !== undefined && r.system_prompt !== null && typeof r.system_prompt !== 'string') {
+    throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/reset answered a system_prompt that is not a string`);
+  }
+  const messages: Message[] = [];
+  if (r.system_prompt) messages.push({ role: 'system', content: r.system_prompt });
+  messages.push({ role: 'user', content: r.observation });
+  return messages;
+}
+
+function stepResult(res: unknown, url: string): StepResult {
+  const r = res as Partial<OpenTinkerStepResponse> | null;
+  if (!r || typeof r !== 'object') throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered something that is not a JSON object`);
+  if (typeof r.reward !== 'number' || !Number.isFinite(r.reward)) throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered a reward that is not a finite number`);
+  if (typeof r.done !== 'boolean') throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered no boolean done`);
+  const observation = r.observation ?? '';
+  if (typeof observation !== 'string') throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered an observation that is not a string`);
+  const info = r.info ?? {};
+  if (typeof info !== 'object' || Array.isArray(info)) throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered info that is not an object`);
+  return { observation, reward: r.reward, done: r.done, info };
+}

@@ -1,0 +1,240 @@
+import { crc32, EnvironmentError, isEnvironmentError } from '@opentinker/env-sdk';
+import type { JsonObject, JsonValue, Message, Split } from '@opentinker/env-sdk';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
+import type { EpisodeStore } from './episode-store';
+import { MultiJobGameStats } from './opentinker-game-stats';
+
+/**
+ * What the shards of one `env serve --protocol opentinker` share: instance ids name episodes of the
+ * store whichever port a call arrives on, so a client may route an instance to any shard.
+ */
+export class OpenTinkerServerState {
+  /** instance_id → the store's episode id. */
+  readonly instances = new Map<string, string>();
+  readonly stats = new MultiJobGameStats();
+  /** Next train task per job_id, for resets that name no task. */
+  readonly cursors = new Map<string, number>();
+}
+
+export interface OpenTinkerRouteOptions {
+  store: EpisodeStore;
+  state: OpenTinkerServerState;
+  /** Bearer token every call except /health must carry; none means open (as OpenTinker's servers). */
+  token?: string;
+}
+
+const STATUS: Record<string, number> = {
+  ENV_INVALID_CONFIG: 400,
+  ENV_CONFIG_FORBIDDEN: 400,
+  ENV_CONFIG_LIMIT: 400,
+  ENV_INVALID_TASK: 400,
+  ENV_NOT_RESET: 409,
+  ENV_STEP_AFTER_DONE: 409,
+  ENV_EPISODE_CLOSED: 404,
+  ENV_CAPACITY: 429,
+  ENV_SANDBOX_UNAVAILABLE: 503,
+  ENV_UNAVAILABLE: 503,
+  ENV_TIMEOUT: 504,
+  ENV_INTERNAL: 500,
+};
+
+const MAX_ACTION_CHARS = 1024 * 1024;
+const MAX_ID_CHARS = 256;
+const MAX_INSTANCES = 16_384;
+/** Keys of a `/reset` body that steer the episode; every other key is an env kwarg. */
+const RESET_KEYS = new Set(['instance_id', 'job_id', 'task', 'split', 'index', 'seed', 'config']);
+
+/**
+ * OpenTinker's game-server protocol (`base_game_server.py`) over one of our environments: what
+ * `opentinker env serve <id> --protocol opentinker` serves, so OpenTinker's trainer and clients
+ * (`GymEnvironmentInteraction`, `GameStatsClient`) can use any installed environment.
+ *
+ * `/reset` kwargs map to our episodes: `task` is the task itself; `split` + `index` one of the
+ * environment's tasks; with neither, other kwargs are the task (OpenTinker's `env_kwargs` of a dataset
+ * row, e.g. math's `prompt` and `ground_truth`) and no kwargs at all take the job's next train task.
+ * `seed` (default: from the instance id) and `config` (the per-episode config, under the operator's
+ * policy) pass through. The answer's `system_prompt` is the episode's system message, `observation` the
+ * rest of its first messages, `game_state` the task. Errors have FastAPI's `{ detail }`, plus our `code`.
+ */
+export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, state, token }: OpenTinkerRouteOptions): Promise<void> {
+  const expected = token ? Buffer.from(`Bearer ${token}`) : null;
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!expected || request.url === '/health') return;
+    const got = Buffer.from(request.headers.authorization ?? '');
+    if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+      return reply.code(401).send(detail('Missing or wrong bearer token', 'ENV_UNAUTHENTICATED', 'authorization'));
+    }
+  });
+  app.setErrorHandler((err: unknown, _request, reply) => {
+    if (err instanceof RequestError) return reply.code(422).send({ detail: [{ loc: ['body', err.field], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
+    if (isEnvironmentError(err)) return reply.code(STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
+    const e = err as { statusCode?: number; message?: string };
+    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
+    return reply.code(500).send(detail(`${store.env.id} failed: ${e.message ?? String(err)}`, 'ENV_INTERNAL'));
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(detail('Not Found', 'ENV_NO_ROUTE')));
+
+  app.get('/health', async () => ({ status: 'healthy' }));
+
+  app.post('/reset', async (request) => {
+    const body = bodyObject(request.body);
+    const instanceId = idField(body, 'instance_id');
+    const jobId = idField(body, 'job_id');
+    const previous = state.instances.get(instanceId);
+    // A second reset of an instance id starts it over, as upstream reuses the instance's game.
+    if (previous) {
+      state.instances.delete(instanceId);
+      await store.close(previous);
+    }
+    const config = body.config === undefined ? undefined : objectField(body, 'config');
+    const seed = body.seed === undefined ? crc32(instanceId) : integerField(body, 'seed');
+    const kwargs = Object.fromEntries(Object.entries(body).filter(([k]) => !RESET_KEYS.has(k))) as JsonObject;
+    let req: { task?: JsonValue; split?: Split; index?: number };
+    if (body.task !== undefined) req = { task: body.task as JsonValue };
+    else if (body.split !== undefined || body.index !== undefined) req = { split: splitField(body), index: body.index === undefined ? 0 : integerField(body, 'index') };
+    else if (Object.keys(kwargs).length > 0) req = { task: kwargs };
+    else req = { split: 'train', index: await nextTrainIndex(jobId, config) };
+    const { id, messages, task } = await store.create({ ...req, seed, ...(config ? { config } : {}) });
+    state.instances.set(instanceId, id);
+    // Instances never finalized (their episodes expire in the store) are forgotten past a bound.
+    if (state.instances.size > MAX_INSTANCES) {
+      const [oldest, episode] = state.instances.entries().next().value!;
+      state.instances.delete(oldest);
+      await store.close(episode);
+    }
+    state.stats.job(jobId).registerStart(instanceId);
+    return resetAnswer(messages, task);
+  });
+
+  app.post('/step', async (request, reply) => {
+    const body = bodyObject(request.body);
+    const instanceId = idField(body, 'instance_id');
+    const jobId = idField(body, 'job_id');
+    const action = body.action ?? '';
+    if (typeof action !== 'string' || action.length > MAX_ACTION_CHARS) throw new RequestError('action', `action must be a string of at most ${MAX_ACTION_CHARS} characters`);
+    const id = state.instances.get(instanceId);
+    if (!id) return reply.code(404).send(detail(`Instance ${instanceId} not found. Call /reset first.`, 'ENV_EPISODE_CLOSED', 'instance_id'));
+    let result;
+    try {
+      result = await store.step(id, action);
+    } catch (error) {
+      // The store closes an episode whose step failed outside the environment's own errors: forget it too.
+      if (isEnvironmentError(error) && error.code === 'ENV_EPISODE_CLOSED') state.instances.delete(instanceId);
+      throw error;
+    }
+    state.stats.job(jobId).record(instanceId, result.reward, result.done);
+    return { observation: result.observation, reward: result.reward, done: result.done, info: result.info };
+  });
+
+  app.post('/finalize', async (request) => {
+    const body = bodyObject(request.body);
+    const instanceId = idField(body, 'instance_id');
+    const id = state.instances.get(instanceId);
+    if (!id) return { message: `Instance ${instanceId} not found`, status: 'ignored' };
+    state.instances.delete(instanceId);
+    await store.close(id);
+    return { message: `Instance ${instanceId} removed` };
+  });
+
+  const jobOf = (request: FastifyRequest): string => {
+    const q = request.query as { job_id?: unknown };
+    if (q.job_id === undefined) return 'default';
+    if (typeof q.job_id !== 'string' || q.job_id.length === 0 || q.job_id.length > MAX_ID_CHARS) throw new RequestError('job_id', `job_id must be a string of 1 to ${MAX_ID_CHARS} characters`);
+    return q.job_id;
+  };
+  app.get('/stats', async (request) => {
+    const job = jobOf(request);
+    const stats = state.stats.job(job);
+    return { ...stats.stepStats(), ...stats.cumulativeStats(), job_id: job };
+  });
+  app.get('/stats/step', async (request) => {
+    const job = jobOf(request);
+    return { ...state.stats.job(job).stepStats(), job_id: job };
+  });
+  app.get('/stats/cumulative', async (request) => {
+    const job = jobOf(request);
+    return { ...state.stats.job(job).cumulativeStats(), job_id: job };
+  });
+  app.post('/stats/reset', async (request) => {
+    const job = jobOf(request);
+    return { ...state.stats.job(job).resetStep(), job_id: job };
+  });
+  app.post('/stats/reset_all', async (request) => {
+    if ((request.query as { job_id?: unknown }).job_id === undefined) return state.stats.resetAllJobs();
+    const job = jobOf(request);
+    return { ...state.stats.job(job).resetAll(), job_id: job };
+  });
+  app.get('/stats/jobs', async () => {
+    const jobs = state.stats.list();
+    return { jobs, count: jobs.length };
+  });
+  app.delete('/stats/job/:job_id', async (request, reply) => {
+    const { job_id } = request.params as { job_id: string };
+    if (!state.stats.remove(job_id)) return reply.code(404).send(detail(`Job ${job_id} not found`, 'ENV_NO_ROUTE'));
+    return { message: `Statistics for job ${job_id} removed`, job_id };
+  });
+
+  /** The job's next train task, round the split when it is finite. */
+  async function nextTrainIndex(jobId: string, config: JsonObject | undefined): Promise<number> {
+    const size = (await store.instance(config)).tasks.size('train');
+    const n = state.cursors.get(jobId) ?? 0;
+    state.cursors.set(jobId, n + 1);
+    if (state.cursors.size > 1024) state.cursors.delete(state.cursors.keys().next().value!);
+    return size === null || size === 0 ? n : n % size;
+  }
+}
+
+/** A request field of the wrong shape: FastAPI's 422, naming the field. */
+class RequestError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function detail(message: string, code: string, field?: string): Record<string, string> {
+  return field ? { detail: message, code, field } : { detail: message, code };
+}
+
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new RequestError('body', 'the body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** `instance_id` / `job_id`: strings, `default` when left out (upstream's pydantic defaults). */
+function idField(body: Record<string, unknown>, key: 'instance_id' | 'job_id'): string {
+  const v = body[key];
+  if (v === undefined) return 'default';
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS) throw new RequestError(key, `${key} must be a string of 1 to ${MAX_ID_CHARS} characters`);
+  return v;
+}
+
+function objectField(body: Record<string, unknown>, key: string): JsonObject {
+  const v = body[key];
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new RequestError(key, `${key} must be an object`);
+  return v as JsonObject;
+}
+
+function integerField(body: Record<string, unknown>, key: string): number {
+  const v = body[key];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || (key === 'index' && v < 0)) throw new RequestError(key, `${key} must be ${key === 'index' ? 'a whole number from 0' : 'an integer'}`);
+  return v;
+}
+
+function splitField(body: Record<string, unknown>): Split {
+  const v = body.split ?? 'train';
+  if (v !== 'train' && v !== 'test') throw new RequestError('split', 'split must be train or test');
+  return v;
+}
+
+/** Our first messages as OpenTinker's reset answer: the system message apart, the others as the observation. */
+function resetAnswer(messages: Message[], task: unknown): { observation: string; system_prompt: string | null; game_state: JsonObject } {
+  const system = messages.filter((m) => m.role === 'system').map((m) => m.content);
+  const rest = messages.filter((m) => m.role !== 'system').map((m) => m.content);
+  if (rest.length === 0) throw new EnvironmentError('ENV_INTERNAL', 'The environment started an episode without a first message');
+  return { observation: rest.join('\n\n'), system_prompt: system.length > 0 ? system.join('\n\n') : null, game_state: { task: (task ?? null) as JsonValue } };
+}
