@@ -33,6 +33,7 @@ const common = {
     '^@opentinker/engine/cli$': '<rootDir>/libs/engine/src/cli/model.command.ts',
     '^@opentinker/engine/native$': '<rootDir>/libs/engine/src/native/addon.ts',
     '^@opentinker/engine/models$': '<rootDir>/libs/engine/src/models.ts',
+    '^@opentinker/engine/settings$': '<rootDir>/libs/engine/src/settings.ts',
   },
   rootDir: __dirname,
 };

@@ -9,4 +9,4 @@ if (!existsSync(entry)) {
   process.stderr.write('opentinker: not built yet. Run `npm run build` (npm install runs it for you).\n');
   process.exit(1);
 }
-require(entry).main(process.argv, { root });
+require(entry).main(process.argv);

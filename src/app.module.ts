@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
@@ -15,29 +14,22 @@ import { ServingModule } from './inference/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
 import { SessionsModule } from './sessions/sessions.module';
 
+/** Which roles this process plays; where the installation's files are comes with the config (`config.install`). */
 export interface AppRoles {
   api: boolean;
   worker: boolean;
-  /** Compiled job runner entry (`dist/runner/job-runner.main.js`); needed by the worker role. */
-  runnerEntry?: string;
-  /** The server package's folder: its declared dependencies are searched for environments. */
-  hostRoot: string;
 }
 
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, roles: AppRoles): DynamicModule {
-    const imports: DynamicModule['imports'] = [CoreModule.forRoot(config, roles.hostRoot), QueueModule];
+    const imports: DynamicModule['imports'] = [CoreModule.forRoot(config), QueueModule];
     if (roles.api) {
-      const pluginsDir = config.values.plugins_dir ?? join(roles.hostRoot, 'plugins');
-      imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule.forRoot({ hostRoot: roles.hostRoot, pluginsDir }));
-      imports.push(ServingModule.forRoot({ hostRoot: roles.hostRoot }), InferenceModule);
-      imports.push(SessionsModule, DatasetsModule, DashboardModule.forRoot({ hostRoot: roles.hostRoot }));
+      imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule);
+      imports.push(ServingModule, InferenceModule);
+      imports.push(SessionsModule, DatasetsModule, DashboardModule);
     }
-    if (roles.worker) {
-      if (!roles.runnerEntry) throw new Error('The worker role needs the job runner entry point');
-      imports.push(WorkerModule.forRoot(roles.runnerEntry));
-    }
+    if (roles.worker) imports.push(WorkerModule);
     return { module: AppModule, imports };
   }
 }

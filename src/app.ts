@@ -16,12 +16,10 @@ import { EnvironmentRegistry } from './registry/environment-registry.service';
 import { envProtocolRoutes } from './registry/env-protocol.routes';
 
 export interface CreateOptions {
+  /** The settings, with where the installation's files are (`config.install`). */
   config: AppConfig;
   /** Run a worker in this process (the default for `serve`). */
   worker: boolean;
-  runnerEntry?: string;
-  /** The server package's folder (where `package.json` and `plugins/` are). */
-  root: string;
   logger?: LoggerService | LogLevel[] | false;
 }
 
@@ -57,7 +55,7 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
     ajv: { customOptions: { removeAdditional: false } },
   });
   const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot(config, { api: true, worker: options.worker, runnerEntry: options.runnerEntry, hostRoot: options.root }),
+    AppModule.forRoot(config, { api: true, worker: options.worker }),
     adapter,
     { logger: options.logger ?? logLevels(config), bufferLogs: false },
   );
@@ -112,7 +110,7 @@ export async function ensureAdmin(app: INestApplicationContext): Promise<string 
 /** A worker without HTTP: `opentinker worker`. */
 export async function createWorker(options: CreateOptions): Promise<INestApplicationContext> {
   const app = await NestFactory.createApplicationContext(
-    AppModule.forRoot(options.config, { api: false, worker: true, runnerEntry: options.runnerEntry, hostRoot: options.root }),
+    AppModule.forRoot(options.config, { api: false, worker: true }),
     { logger: options.logger ?? logLevels(options.config) },
   );
   app.enableShutdownHooks();

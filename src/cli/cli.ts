@@ -1,39 +1,30 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, redactConfig } from '../config/app-config';
+import { INSTALL_ROOT } from '../config/install-layout';
 import { AppError, ErrorCode } from '../core/app-error';
 import { createEnvServer, createOpenTinkerEnvServer } from '../registry/env-server';
 import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-environment';
 import { registerModelCommands } from '@opentinker/engine/cli';
 import { registerClientCommands } from './commands/client-commands';
+import { addServeFlags, registerConfigCommand, serveOverrides, type ServeFlags } from './commands/config.command';
 import { registerQuickstartCommand } from './commands/quickstart.command';
 import { warnWithoutEngineAddon } from './commands/engine-notice';
 
 type PrepareDataset = (input: string, output: string, options: { format: string; split: string }) => Promise<{ rows: number; skipped: number }>;
 
-/** Where the compiled package lives: `bin/opentinker.js` passes its own folder's parent. */
-export interface CliContext {
-  root: string;
-}
-
-export async function main(argv: string[], context: CliContext): Promise<void> {
-  const runnerEntry = join(context.root, 'dist', 'runner', 'job-runner.main.js');
+export async function main(argv: string[]): Promise<void> {
   const program = new Command('opentinker')
     .description('Agentic reinforcement learning as a self-hosted service')
     .showHelpAfterError();
 
-  program
-    .command('serve')
-    .description('Start the API server (with a local worker unless --no-worker)')
-    .addOption(new Option('--host <host>', 'address to listen on (OPENTINKER_HOST)'))
-    .addOption(new Option('--port <port>', 'port to listen on (OPENTINKER_PORT)'))
-    .option('--no-worker', 'do not run jobs in this process (OPENTINKER_EMBEDDED_WORKER=false)')
-    .action(async (opts: { host?: string; port?: string; worker: boolean }) => {
-      const config = loadConfig(process.env, { host: opts.host, port: opts.port, ...(opts.worker ? {} : { embedded_worker: false }) });
+  addServeFlags(program.command('serve').description('Start the API server (with a local worker unless --no-worker)'))
+    .action(async (opts: ServeFlags) => {
+      const config = loadConfig(process.env, serveOverrides(opts));
       const { createApi, ensureAdmin } = await loadServer();
-      const app = await createApi({ config, worker: config.values.embedded_worker, runnerEntry, root: context.root });
+      const app = await createApi({ config, worker: config.values.embedded_worker });
       const key = await ensureAdmin(app);
       await app.listen({ host: config.values.host, port: config.values.port });
       const url = `http://${config.values.host}:${config.values.port}`;
@@ -54,7 +45,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .action(async () => {
       const config = loadConfig(process.env);
       const { createWorker } = await loadServer();
-      const app = await createWorker({ config, worker: true, runnerEntry, root: context.root });
+      const app = await createWorker({ config, worker: true });
       process.stdout.write(`OpenTinker worker running; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
       warnWithoutEngineAddon();
       void app;
@@ -84,7 +75,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       // The same operator settings as the server's: sandbox ceilings (OPENTINKER_SANDBOX_*) cap what a
       // caller may ask of the environment; --config is the operator's own and may set host-only keys.
       const settings = loadConfig(process.env);
-      const environment = await resolveEnvironment(target, context.root);
+      const environment = await resolveEnvironment(target, settings.install.root);
       const token = opts.token ?? process.env.OPENTINKER_ENV_TOKEN;
       const serverOptions = {
         config: parseJsonOption(opts.config, '--config'),
@@ -127,7 +118,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
     .option('--format <format>', 'gsm8k, math or auto', 'auto')
     .option('--split <split>', 'written to extra_info.split', 'train')
     .action(async (input: string, output: string, opts: { env: string; format: string; split: string }) => {
-      const prepare = await loadEnvironmentExport<PrepareDataset>(opts.env, 'prepareDataset', context.root);
+      const prepare = await loadEnvironmentExport<PrepareDataset>(opts.env, 'prepareDataset', INSTALL_ROOT);
       const { rows, skipped } = await prepare(input, output, { format: opts.format, split: opts.split });
       process.stdout.write(`Wrote ${rows} rows to ${output}${skipped ? `; skipped ${skipped} rows without a question or an answer` : ''}\n`);
     });
@@ -142,7 +133,7 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
         const config = loadConfig({}, { home, embedded_worker: false });
         const { createApi } = await loadServer();
         const { buildOpenApiDocument } = await import('../openapi.js');
-        const app = await createApi({ config, worker: false, logger: false, root: context.root });
+        const app = await createApi({ config, worker: false, logger: false });
         process.stdout.write(JSON.stringify(buildOpenApiDocument(app), null, 2) + '\n');
         await app.close();
       } finally {
@@ -150,7 +141,8 @@ export async function main(argv: string[], context: CliContext): Promise<void> {
       }
     });
 
-  registerQuickstartCommand(program, context);
+  registerQuickstartCommand(program);
+  registerConfigCommand(program);
   registerClientCommands(program);
   registerModelCommands(program);
 

@@ -1,111 +1,28 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { HostConfigInput, HostLimit } from '@opentinker/env-sdk';
-import { z } from 'zod';
+import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
+import { InstallLayout } from './install-layout';
+import { configSchema, OTHER_VARIABLES, SETTINGS, settingEnvName, type AppConfigValues, type SettingKey } from './settings';
 
-/**
- * Every setting the server reads, in one typed object. Keys are snake_case; each one is also read from
- * the environment variable `OPENTINKER_<KEY>` (upper case), which wins over the YAML file named by
- * `OPENTINKER_CONFIG`. Validated once at boot: a bad value stops the process with the key's name.
- */
-const booleanish = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])]).transform(
-  (v) => v === true || v === 'true' || v === '1' || v === 'yes',
-);
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-/** A list: a YAML sequence, or a comma-separated string (environment variables). */
-const list = z
-  .union([z.array(z.string()), z.string()])
-  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((x) => x.trim()).filter((x) => x !== ''));
-
-export const configSchema = z
-  .object({
-    home: z.string().min(1).default(join(homedir(), '.opentinker')),
-    host: z.string().min(1).default('127.0.0.1'),
-    port: int(0, 65535).default(8780),
-    database_url: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL (leave unset for the embedded SQLite database)')
-      .optional(),
-    redis_url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
-    admin_key: z
-      .string()
-      .regex(/^otk_[A-Za-z0-9_-]{20,}$/, 'must look like otk_ followed by at least 20 URL-safe characters')
-      .optional(),
-    open_registration: booleanish.default(false),
-    embedded_worker: booleanish.default(true),
-    /** Threads that write job-list pages, each with its own read connection (0: the API thread does). */
-    list_reader_threads: int(0, 16).default(2),
-    worker_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
-    cpu_slots: int(0, 1024).default(availableParallelism()),
-    gpus: z
-      .string()
-      .regex(/^(auto|none|\d+(,\d+)*)$/, 'must be auto, none, or a comma-separated list of GPU indices')
-      .default('auto'),
-    max_jobs_per_user: int(1, 10_000).default(4),
-    heartbeat_seconds: z.coerce.number().min(0.1).max(60).default(2),
-    lease_seconds: z.coerce.number().min(1).max(3600).default(15),
-    cancel_grace_seconds: z.coerce.number().min(0).max(600).default(5),
-    body_limit_bytes: int(1024, 1024 ** 3).default(1024 * 1024),
-    /** Largest dataset upload (POST /v1/datasets streams to disk, so this bounds disk use, not memory). */
-    dataset_max_bytes: int(1024, 1024 ** 4).default(256 * 1024 * 1024),
-    auth_failures_per_minute: int(1, 1_000_000).default(20),
-    plugins_dir: z.string().min(1).optional(),
-    /**
-     * Folders whose model folders tenants may name in `model.path` (absolute; a path must resolve, links
-     * followed, inside one of them). Empty: only presets and `job:<id>` checkpoints of one's own jobs.
-     */
-    model_roots: list.pipe(z.array(z.string().regex(/^\//, 'must be absolute paths'))).default([]),
-    /** Highest `priority` a plain user may give a job (admins: up to 100). */
-    max_user_priority: int(-100, 100).default(0),
-    /** Episodes one user may hold open at once on `/v1/environments/<id>/protocol` (per environment). */
-    max_episodes_per_user: int(1, 100_000).default(64),
-    /** Bytes of datasets and checkpoints one plain user may keep (0: no quota). */
-    storage_quota_bytes: int(0, 1024 ** 5).default(50 * 1024 ** 3),
-    /** Rows an uploaded dataset may have. */
-    dataset_max_rows: int(1, 100_000_000).default(1_000_000),
-    /** Longest JSONL line of an upload, in bytes. */
-    dataset_max_line_bytes: int(1024, 1024 ** 3).default(8 * 1024 * 1024),
-    /** Memory the thread that parses an upload may use (MiB); a file needing more is refused. */
-    dataset_parse_memory_mb: int(64, 65_536).default(1024),
-    /**
-     * Remote environments (`environment.url`) tenants may use beyond public addresses: host names, IPs or
-     * CIDR ranges, each optionally with `:port` (`10.0.0.0/8`, `envs.internal:8088`, `127.0.0.1:8090`).
-     * Loopback, private, link-local and other non-public addresses are refused unless listed here; the
-     * admin may also use loopback.
-     */
-    environment_url_allow: list.default([]),
-    /** Set `environment_url_allow_public=false` to allow only the listed hosts. */
-    environment_url_allow_public: booleanish.default(true),
-    // Ceilings of the resources an environment's sandbox may give model-written code (the keys an
-    // environment marks with `{ limit }` in its configPolicy, e.g. math-tool's memory_mb).
-    sandbox_memory_mb: int(16, 1_048_576).default(1024),
-    sandbox_max_processes: int(1, 4096).default(16),
-    sandbox_cpu_seconds: int(1, 86_400).default(30),
-    sandbox_wall_seconds: int(1, 86_400).default(60),
-    sandbox_scratch_mb: int(1, 65_536).default(256),
-    sandbox_file_size_mb: int(1, 65_536).default(64),
-    sandbox_concurrent_runs: int(1, 1024).default(4),
-    sandbox_output_chars: int(16, 100_000_000).default(65_536),
-    /** The uid sandboxed code runs as when the server is root (default: the environment's, nobody). */
-    sandbox_uid: int(1, 4_294_967_294).optional(),
-    /** The interpreter inside a Python sandbox (default: the environment's, /usr/bin/python3). */
-    sandbox_python: z.string().regex(/^\/usr\//, 'must live under /usr').optional(),
-    log_level: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
-    /** Checkpoints held in model server processes at once for chat completions (each is one process). */
-    serving_max_models: int(1, 64).default(2),
-    serving_idle_seconds: z.coerce.number().min(1).max(86_400).default(600),
-    serving_request_timeout_seconds: z.coerce.number().min(1).max(3600).default(300),
-  })
-  .strict();
-
-export type AppConfigValues = z.infer<typeof configSchema>;
+/** Where a setting's value came from, lowest precedence first. */
+export type SettingSource =
+  | { kind: 'default' }
+  | { kind: 'file'; file: string }
+  | { kind: 'env'; name: string }
+  | { kind: 'flag' };
 
 /** The validated configuration, injectable by class. */
 export class AppConfig {
-  constructor(readonly values: Readonly<AppConfigValues>) {}
+  constructor(
+    readonly values: Readonly<AppConfigValues>,
+    /** Where each value came from (all `default` when built directly, as tests do). */
+    readonly sources: Readonly<Partial<Record<SettingKey, SettingSource>>> = {},
+    /** The installation's files. */
+    readonly install: InstallLayout = new InstallLayout(),
+  ) {}
 
   get home(): string {
     return this.values.home;
@@ -117,6 +34,20 @@ export class AppConfig {
 
   get usesRedis(): boolean {
     return this.values.redis_url !== undefined;
+  }
+
+  /** The drop-in environments folder: `plugins_dir`, else `<install>/plugins`. */
+  get pluginsDir(): string {
+    return this.values.plugins_dir ?? this.install.defaultPluginsDir;
+  }
+
+  /** The engine's settings, as job runners and model servers start it. */
+  get engine(): EngineSettings {
+    const v = this.values;
+    const out: EngineSettings = { engine_backend: v.engine_backend, engine_matmul: v.engine_matmul, engine_device: v.engine_device };
+    if (v.engine_threads !== undefined) out.engine_threads = v.engine_threads;
+    if (v.engine_memory_mb !== undefined) out.engine_memory_mb = v.engine_memory_mb;
+    return out;
   }
 
   jobDir(jobId: string): string {
@@ -144,36 +75,49 @@ export class AppConfig {
 }
 
 const ENV_PREFIX = 'OPENTINKER_';
-/**
- * Environment variables with the prefix that are not server settings: read by the CLI (API_KEY, URL),
- * `env serve` (ENV_TOKEN), the loader itself (CONFIG), the engine in a job runner (ENGINE_*),
- * set by the worker for its job runners (JOB_ID), or read by job runners (RUNNER_STACKS: print stack traces).
- */
-const NON_SETTING_ENV = new Set(['CONFIG', 'API_KEY', 'URL', 'ENV_TOKEN', 'JOB_ID', 'RUNNER_STACKS', 'ENGINE_BACKEND', 'ENGINE_MATMUL', 'ENGINE_THREADS', 'ENGINE_MEMORY_MB', 'ENGINE_DEVICE']);
+const OTHER_VARIABLE_NAMES = new Set(OTHER_VARIABLES.map((v) => v.name));
+
+export interface LoadConfigOptions {
+  /** The installation's folder (default: the one this code is in). */
+  root?: string;
+}
 
 /**
  * Builds the configuration from (lowest to highest precedence) defaults, the YAML file named by
- * `OPENTINKER_CONFIG`, `OPENTINKER_*` environment variables and explicit overrides.
+ * `OPENTINKER_CONFIG`, `OPENTINKER_*` environment variables and explicit overrides (command-line
+ * flags), remembering where each value came from. An `OPENTINKER_*` variable that is neither a setting
+ * nor one of `OTHER_VARIABLES` is refused by name, as is an unknown key in the file.
  */
 export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
-  overrides: Partial<Record<keyof AppConfigValues, unknown>> = {},
+  overrides: Partial<Record<SettingKey, unknown>> = {},
+  options: LoadConfigOptions = {},
 ): AppConfig {
   const raw: Record<string, unknown> = {};
+  const sources: Partial<Record<SettingKey, SettingSource>> = {};
+  const known = new Set<string>(Object.keys(SETTINGS));
   const file = env[`${ENV_PREFIX}CONFIG`];
-  if (file) Object.assign(raw, readYamlConfig(file));
-  const known = new Set(Object.keys(configSchema.shape));
+  if (file) {
+    for (const [key, value] of Object.entries(readYamlConfig(file))) {
+      raw[key] = value;
+      if (known.has(key)) sources[key as SettingKey] = { kind: 'file', file };
+    }
+  }
   for (const [name, value] of Object.entries(env)) {
-    if (!name.startsWith(ENV_PREFIX) || value === undefined || value === '') continue;
-    const suffix = name.slice(ENV_PREFIX.length);
-    if (NON_SETTING_ENV.has(suffix)) continue;
-    const key = suffix.toLowerCase();
+    if (!name.startsWith(ENV_PREFIX) || value === undefined || value === '' || OTHER_VARIABLE_NAMES.has(name)) continue;
+    const key = name.slice(ENV_PREFIX.length).toLowerCase();
     if (!known.has(key)) {
       throw new AppError(ErrorCode.CONFIG_INVALID, `Unknown setting ${name}`, { field: name });
     }
     raw[key] = value;
+    sources[key as SettingKey] = { kind: 'env', name };
   }
-  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) raw[key] = value;
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    raw[key] = value;
+    if (known.has(key)) sources[key as SettingKey] = { kind: 'flag' };
+  }
+  for (const key of known) sources[key as SettingKey] ??= { kind: 'default' };
 
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
@@ -182,7 +126,7 @@ export function loadConfig(
     const where = issue.code === 'unrecognized_keys' ? (issue.keys ?? []).join(', ') : key;
     throw new AppError(
       ErrorCode.CONFIG_INVALID,
-      `Invalid configuration: ${where}: ${issue.message} (env ${ENV_PREFIX}${where.toUpperCase()})`,
+      `Invalid configuration: ${where}: ${issue.message} (env ${settingEnvName(where)})`,
       { field: where },
     );
   }
@@ -194,7 +138,7 @@ export function loadConfig(
       { field: 'database_url' },
     );
   }
-  return new AppConfig(values);
+  return new AppConfig(values, sources, new InstallLayout(options.root));
 }
 
 function readYamlConfig(file: string): Record<string, unknown> {
@@ -212,15 +156,18 @@ function readYamlConfig(file: string): Record<string, unknown> {
 }
 
 /** Names of settings whose values must never be printed. */
-export const SECRET_KEYS: ReadonlyArray<keyof AppConfigValues> = ['admin_key', 'database_url', 'redis_url'];
+export const SECRET_KEYS: ReadonlyArray<SettingKey> = (Object.keys(SETTINGS) as SettingKey[]).filter((k) => SETTINGS[k].secret);
+
+/** One value as it may be shown: a key masked, credentials removed from a URL. */
+export function redactSetting(key: SettingKey, value: unknown): unknown {
+  const secret = (SETTINGS[key] as { secret?: 'key' | 'url' }).secret;
+  if (!secret || typeof value !== 'string') return value;
+  return secret === 'key' ? 'otk_***' : value.replace(/\/\/[^@/]*@/, '//***@');
+}
 
 /** The configuration as it may be logged: secrets masked, credentials removed from URLs. */
 export function redactConfig(values: AppConfigValues): Record<string, unknown> {
   const out: Record<string, unknown> = { ...values };
-  for (const key of SECRET_KEYS) {
-    const v = values[key];
-    if (typeof v !== 'string') continue;
-    out[key] = key === 'admin_key' ? 'otk_***' : v.replace(/\/\/[^@/]*@/, '//***@');
-  }
+  for (const key of SECRET_KEYS) out[key] = redactSetting(key, values[key]);
   return out;
 }

@@ -13,24 +13,23 @@ class DatabaseCloser implements OnApplicationShutdown {
   }
 }
 
-/** The server package's folder (its `dist/` holds the entry files of child processes and threads). */
-export const HOST_ROOT = Symbol('HostRoot');
-
-/** Configuration, the database connection and the in-process event bus, shared by every module. */
+/**
+ * Configuration (with the installation's layout, `config.install`), the database connection and the
+ * in-process event bus, shared by every module.
+ */
 @Global()
 @Module({})
 export class CoreModule {
-  static forRoot(config: AppConfig, hostRoot: string): DynamicModule {
+  static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CoreModule,
       providers: [
         { provide: AppConfig, useValue: config },
-        { provide: HOST_ROOT, useValue: hostRoot },
         { provide: DataSource, useFactory: () => openDatabase(config) },
         LocalBus,
         DatabaseCloser,
       ],
-      exports: [AppConfig, HOST_ROOT, DataSource, LocalBus],
+      exports: [AppConfig, DataSource, LocalBus],
     };
   }
 }

@@ -1,22 +1,16 @@
-import { DynamicModule, Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { AppConfig } from '../config/app-config';
 import { resolveDashboardAssets, type DashboardAssetTable } from './dashboard-assets';
 import { DASHBOARD_ASSETS, DashboardController } from './dashboard.controller';
 
-export interface DashboardOptions {
-  /** The server package's folder: the dashboard's files are in `src/dashboard/public` under it. */
-  hostRoot: string;
-}
-
-/**
- * The web dashboard served at `/` (API role only).
- *
- * @example
- * imports.push(DashboardModule.forRoot({ hostRoot: '/opt/opentinker' }));
- */
-@Module({})
+/** The web dashboard served at `/` (API role only), from `src/dashboard/public` in the installation's folder. */
+@Module({
+  controllers: [DashboardController],
+  providers: [{ provide: DASHBOARD_ASSETS, useFactory: (config: AppConfig) => resolveDashboardAssets(config.install.root), inject: [AppConfig] }],
+})
 export class DashboardModule implements OnModuleInit {
   private readonly logger = new Logger('Dashboard');
 
@@ -24,14 +18,6 @@ export class DashboardModule implements OnModuleInit {
     private readonly adapterHost: HttpAdapterHost,
     @Inject(DASHBOARD_ASSETS) private readonly table: DashboardAssetTable,
   ) {}
-
-  static forRoot(options: DashboardOptions): DynamicModule {
-    return {
-      module: DashboardModule,
-      controllers: [DashboardController],
-      providers: [{ provide: DASHBOARD_ASSETS, useFactory: () => resolveDashboardAssets(options.hostRoot) }],
-    };
-  }
 
   onModuleInit(): void {
     for (const problem of this.table.problems) this.logger.warn(`Dashboard: ${problem}`);

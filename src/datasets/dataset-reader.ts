@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { join } from 'node:path';
 import { fork } from 'node:child_process';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
@@ -65,7 +64,7 @@ export class DatasetReader {
 
   private run(request: DatasetReaderRequest): Promise<Exclude<DatasetReaderReply, { failure: unknown }>> {
     const memoryMb = this.config.values.dataset_parse_memory_mb;
-    const entry = join(this.registryPaths.hostRoot, 'dist', 'datasets', 'dataset-reader.main.js');
+    const entry = this.config.install.datasetReaderEntry;
     return new Promise((resolve, reject) => {
       const child = fork(entry, [], { execArgv: [`--max-old-space-size=${memoryMb}`], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'advanced' });
       let stderr = '';

@@ -1,4 +1,5 @@
 import { ChildProcess, fork } from 'node:child_process';
+import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
 import type { FromModelServer, GenerateRequest, GenerateResult, TokenLogprob, ToModelServer } from './model-protocol';
 
@@ -16,6 +17,8 @@ export interface ModelPoolOptions {
   /** Sent to each model server with the folder to load. */
   home: string;
   jobsDir: string;
+  /** The engine settings each model server starts its engine with (default: the engine's own defaults). */
+  engine?: EngineSettings;
   /** Diagnostics (process start and exit, its stderr). */
   log?: (line: string) => void;
 }
@@ -112,7 +115,7 @@ class ModelProcess {
       this.onGone(this);
     });
     this.child.on('error', (error) => opts.log?.(`model ${dir}: ${error.message}`));
-    this.post({ type: 'load', dir, jobsDir: opts.jobsDir, home: opts.home });
+    this.post({ type: 'load', dir, jobsDir: opts.jobsDir, home: opts.home, engine: opts.engine });
   }
 
   get pid(): number | undefined {

@@ -1,3 +1,4 @@
+import type { EngineSettings } from '@opentinker/engine/settings';
 import type { Message } from '@opentinker/env-sdk';
 
 /**
@@ -45,7 +46,7 @@ export interface GenerateResult {
 export type GenerateErrorKind = 'invalid' | 'context_length' | 'internal';
 
 export type ToModelServer =
-  | { type: 'load'; dir: string; jobsDir: string; home: string }
+  | { type: 'load'; dir: string; jobsDir: string; home: string; engine?: EngineSettings }
   | { type: 'generate'; id: number; request: GenerateRequest };
 
 export interface DeltaMessage {

@@ -1,5 +1,6 @@
 import { isEngineError } from '@opentinker/engine';
 import { join } from 'node:path';
+import { configureEngine } from '../training/engine-settings';
 import { loadPolicy, type Policy } from '../training/policy';
 import { generateChat, GenerationError } from './generation';
 import type { FromModelServer, ToModelServer } from './model-protocol';
@@ -20,6 +21,7 @@ async function handle(message: ToModelServer): Promise<void> {
   if (message.type === 'load') {
     try {
       // The API resolved the name to one of the caller's checkpoints: model folders here are job folders.
+      if (message.engine) configureEngine(message.engine);
       const paths = { hostRoot: process.cwd(), pluginsDir: '', home: message.home, jobsDir: message.jobsDir, datasetsDir: join(message.home, 'datasets'), modelRoots: [message.jobsDir] };
       policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) }, { trainable: false });
       send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });

@@ -1,28 +1,16 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { join } from 'node:path';
+import { Module } from '@nestjs/common';
 import { JobsModule } from '../jobs/jobs.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
 import { ModelJobsRepository } from './model-jobs.repository';
-import { MODEL_SERVER_ENTRY, ModelPoolService } from './model-pool.service';
+import { ModelPoolService } from './model-pool.service';
 
 /** Checkpoints (list, download) and chat completions over them. API role only. */
-@Module({})
-export class ServingModule {
-  static forRoot(options: { hostRoot: string }): DynamicModule {
-    return {
-      module: ServingModule,
-      imports: [JobsModule],
-      controllers: [CheckpointsController, ChatController],
-      providers: [
-        CheckpointsService,
-        ChatService,
-        ModelJobsRepository,
-        ModelPoolService,
-        { provide: MODEL_SERVER_ENTRY, useValue: join(options.hostRoot, 'dist', 'inference', 'model-server.main.js') },
-      ],
-    };
-  }
-}
+@Module({
+  imports: [JobsModule],
+  controllers: [CheckpointsController, ChatController],
+  providers: [CheckpointsService, ChatService, ModelJobsRepository, ModelPoolService],
+})
+export class ServingModule {}

@@ -3,7 +3,8 @@ import type { Worker } from 'node:worker_threads';
 import type { DataSource } from 'typeorm';
 import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import type { AppConfig } from '../config/app-config';
-import { JobListReader, listReaderEntry } from './job-list-reader.service';
+import { InstallLayout } from '../config/install-layout';
+import { JobListReader } from './job-list-reader.service';
 import type { JobListQuery } from './job-list.sql';
 import { serializeJobPage } from './job-page.serializer';
 import { JobEntity } from './job.entity';
@@ -26,14 +27,15 @@ describe.each(testDatabases('job-list-reader'))('JobListReader (%s)', (_, open) 
   let repo: JobsRepository;
   let reader: JobListReader;
 
+  const install = new InstallLayout(process.cwd());
   const onApiThread = async (q: JobListQuery, page: number) => serializeJobPage({ ...(await repo.list(q)), page, limit: q.limit });
   const text = async (body: Promise<Buffer>) => (await body).toString('utf8');
-  const newReader = (threads: number) => new JobListReader({ values: { list_reader_threads: threads } } as AppConfig, repo, db, process.cwd());
+  const newReader = (threads: number) => new JobListReader({ values: { list_reader_threads: threads }, install } as AppConfig, repo, db);
   const threads = (r: JobListReader) => (r as unknown as { threads: { worker: Worker }[] }).threads.map((t) => t.worker);
 
   beforeAll(async () => {
     // The thread runs the compiled entry, as the server does (`npm test` builds first).
-    expect(existsSync(listReaderEntry(process.cwd()))).toBe(true);
+    expect(existsSync(install.listReaderEntry)).toBe(true);
     database = await open();
     ({ db, repo } = await jobsFixture(database));
     for (let n = 1; n <= 30; n++) await repo.insert(job(n));

@@ -1,20 +1,13 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { HOST_ROOT } from '../core/core.module';
 import { BatchedPort } from './batched-port';
 import type { JobListQuery } from './job-list.sql';
 import type { ListReaderSource, ListReply, ListRequest } from './job-list.worker';
 import { serializeJobPage } from './job-page.serializer';
 import { JobsRepository } from './jobs.repository';
-
-/** The compiled thread entry in the server package (the thread runs it also when tests run the sources). */
-export function listReaderEntry(hostRoot: string): string {
-  return join(hostRoot, 'dist', 'jobs', 'job-list.worker.js');
-}
 
 /** Unexpected thread exits replaced by a new thread; after that, an exiting thread is not replaced. */
 const MAX_RESTARTS = 3;
@@ -47,13 +40,13 @@ export class JobListReader implements OnModuleInit, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly jobs: JobsRepository,
     private readonly dataSource: DataSource,
-    @Inject(HOST_ROOT) private readonly hostRoot: string,
   ) {}
 
   onModuleInit(): void {
     const count = this.config.values.list_reader_threads;
     if (count === 0) return;
-    const entry = listReaderEntry(this.hostRoot);
+    // The compiled thread entry in the server package (the thread runs it also when tests run the sources).
+    const entry = this.config.install.listReaderEntry;
     if (!existsSync(entry)) {
       this.logger.warn(`Job lists are read on the API thread: ${entry} is missing (run npm run build)`);
       return;

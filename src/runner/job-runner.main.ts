@@ -4,7 +4,8 @@
  * Exit code 0 means the job succeeded. The process exits if its worker goes away.
  */
 import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { configureEngine } from '../training/engine-settings';
 import type { CallInbox, CallMessage, KindRunner, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner-protocol';
 
 const RUNNERS: Record<string, () => Promise<KindRunner>> = {
@@ -76,6 +77,7 @@ async function run(start: StartMessage): Promise<void> {
   if (!load) throw new Error(`This job runner has no runner for kind ${start.job.kind}`);
   const runner = await load();
   mkdirSync(start.workDir, { recursive: true });
+  configureEngine(start.engine);
   const ctx: RunContext = {
     jobId: start.job.id,
     spec: withSecrets(start.job.spec, start.secrets ?? {}),
@@ -109,14 +111,11 @@ function withSecrets(spec: Record<string, unknown>, secrets: Record<string, stri
   return out;
 }
 
-/** This file is `<install>/dist/runner/job-runner.main.js`. */
-const HOST_ROOT = resolve(__dirname, '..', '..');
-
 function runnerPaths(start: StartMessage): RunnerPaths {
   const home = start.paths.home;
   return {
-    hostRoot: HOST_ROOT,
-    pluginsDir: start.paths.pluginsDir ?? join(HOST_ROOT, 'plugins'),
+    hostRoot: start.paths.hostRoot,
+    pluginsDir: start.paths.pluginsDir,
     home,
     jobsDir: join(home, 'jobs'),
     datasetsDir: join(home, 'datasets'),
@@ -139,9 +138,9 @@ function main(): void {
       () => finish(0),
       (error: unknown) => {
         // The job's log and error are its owner's to read: the message, never a stack trace (which
-        // names the installation's files). OPENTINKER_RUNNER_STACKS=1 prints it for an operator.
+        // names the installation's files). Setting runner_stacks prints it for an operator.
         const text = error instanceof Error ? error.message : String(error);
-        console.error(process.env.OPENTINKER_RUNNER_STACKS === '1' && error instanceof Error && error.stack ? error.stack : `error: ${text}`);
+        console.error(message.stackTraces && error instanceof Error && error.stack ? error.stack : `error: ${text}`);
         finish(1, { type: 'failed', message: text });
       },
     );

@@ -1,3 +1,4 @@
+import type { EngineSettings } from '@opentinker/engine/settings';
 import type { HostConfigInput } from '@opentinker/env-sdk';
 import type { UrlPolicy } from '../registry/url-policy';
 /**
@@ -8,8 +9,12 @@ export interface StartMessage {
   type: 'start';
   job: { id: string; kind: string; spec: Record<string, unknown>; attempt: number; resumeState: unknown };
   workDir: string;
-  /** The data directory (`OPENTINKER_HOME`) and the plugins folder when configured (else `<install>/plugins`). */
-  paths: { home: string; pluginsDir: string | null };
+  /** The data directory (`OPENTINKER_HOME`), the installation's folder and the plugins folder, as the worker resolved them. */
+  paths: { home: string; hostRoot: string; pluginsDir: string };
+  /** The worker's engine settings, threads defaulting to the job's CPU slots. */
+  engine: EngineSettings;
+  /** Setting runner_stacks: a failure's stack trace goes to the job's log. */
+  stackTraces: boolean;
   /** What the job's owner may reach on this worker, from the worker's settings. */
   policy: RunnerPolicy;
   /** Spec values kept out of the stored spec, by dotted path (`environment.token`); put back before the run. */

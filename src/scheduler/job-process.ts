@@ -9,6 +9,9 @@ export interface JobProcessOptions {
   runnerEntry: string;
   jobDir: string;
   paths: StartMessage['paths'];
+  /** The worker's engine settings; threads left unset become the job's CPU slots. */
+  engine: StartMessage['engine'];
+  stackTraces: boolean;
   policy: StartMessage['policy'];
   secrets: StartMessage['secrets'];
   graceMs: number;
@@ -45,8 +48,6 @@ export class JobProcess {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!SECRET_ENV.test(k)) env[k] = v;
     env.CUDA_VISIBLE_DEVICES = cudaVisibleDevices(job.devices ?? []);
-    // An operator's explicit setting wins; otherwise the engine's threads match the job's CPU slots.
-    env.OPENTINKER_ENGINE_THREADS ??= String(cpuThreads(job.devices ?? []));
     env.OPENTINKER_JOB_ID = job.id;
 
     this.child = spawn(process.execPath, [options.runnerEntry], {
@@ -82,6 +83,9 @@ export class JobProcess {
       job: { id: job.id, kind: job.kind, spec: job.spec, attempt: job.attempts, resumeState: job.resumeState ?? null },
       workDir: join(options.jobDir, 'work'),
       paths: options.paths,
+      // An operator's explicit setting wins; otherwise the engine's threads match the job's CPU slots.
+      engine: { ...options.engine, engine_threads: options.engine.engine_threads ?? cpuThreads(job.devices ?? []) },
+      stackTraces: options.stackTraces,
       policy: options.policy,
       secrets: options.secrets,
     };

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { findJobKind } from '../jobs/kinds/job-kinds';
@@ -13,8 +12,6 @@ import { urlPolicyFor } from '../registry/url-policy';
 import { JobProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
-
-export const RUNNER_ENTRY = Symbol('RunnerEntry');
 
 const LOG_FLUSH_MS = 300;
 /** Events per batched write of a job's output (a `metrics` event of a train step carries about 25 points). */
@@ -58,13 +55,11 @@ export class JobSupervisor {
     private readonly events: JobEventsRepository,
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
-    @Inject(RUNNER_ENTRY) private readonly runnerEntry: string,
     private readonly sessions: SessionRelayService,
   ) {
-    // The runner entry is `<install>/dist/runner/job-runner.main.js`.
     const paths: Array<[string, string]> = [
       [config.home, '$OPENTINKER_HOME'],
-      [resolve(runnerEntry, '..', '..', '..'), '<install>'],
+      [config.install.root, '<install>'],
     ];
     // The longer first: one may hold the other.
     this.paths = paths.sort((a, b) => b[0].length - a[0].length);
@@ -85,9 +80,11 @@ export class JobSupervisor {
   start(job: JobEntity, workerId: string, launch: { ownerIsAdmin: boolean; secrets: Record<string, string> }, onEnded: () => void): void {
     const entry = { job, workerId, onEnded, writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
     entry.process = new JobProcess(job, {
-      runnerEntry: this.runnerEntry,
+      runnerEntry: this.config.install.runnerEntry,
       jobDir: this.config.jobDir(job.id),
-      paths: { home: this.config.home, pluginsDir: this.config.values.plugins_dir ?? null },
+      paths: { home: this.config.home, hostRoot: this.config.install.root, pluginsDir: this.config.pluginsDir },
+      engine: this.config.engine,
+      stackTraces: this.config.values.runner_stacks,
       policy: {
         environmentHost: this.config.environmentHost,
         modelRoots: this.config.values.model_roots,

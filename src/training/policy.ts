@@ -18,6 +18,7 @@ import type { Message } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelSpec } from '../jobs/kinds/rl-spec';
+import { engineOptions } from './engine-settings';
 import { openableModelDir } from './model-roots';
 import type { RunnerPaths } from '../runner/runner-protocol';
 import { checkpointSteps, jobCheckpointsDir } from './checkpoint-folders';
@@ -68,13 +69,12 @@ export interface Policy {
 }
 
 let backend: Promise<BackendInfo> | null = null;
-
 /**
- * Starts the engine's TensorFlow.js backend once per process (wasm on these machines); every runner
- * calls this before it builds a model.
+ * Starts the engine's TensorFlow.js backend once per process (wasm on these machines) with the settings
+ * given to `configureEngine`; every runner calls this before it builds a model.
  */
 export function ensureEngineBackend(): Promise<BackendInfo> {
-  backend ??= initBackend().then((info) => {
+  backend ??= initBackend(engineOptions()).then((info) => {
     // One line in the job's log: which backend and kernels run, and why a faster one did not.
     console.log(engineSummary(info));
     return info;

@@ -59,8 +59,8 @@ function options(argv) {
 }
 
 const o = options(process.argv.slice(2));
-// Both paths run the engine with the same engine threads (the job runner inherits this setting; without it
-// a job would get one thread per CPU slot it holds).
+// Both paths run the engine with the same engine threads (the service passes this setting to its job
+// runner; without it a job would get one thread per CPU slot it holds).
 process.env.OPENTINKER_ENGINE_THREADS ??= String(require('node:os').availableParallelism());
 const spec = {
   kind: 'train',
@@ -196,36 +196,26 @@ async function direct(home) {
   return { ...r, cpu };
 }
 
-/** The job runner's entry; with --cpu-prof, a wrapper that profiles the runner with the inspector. */
-function runnerEntry(home) {
-  const entry = join(root, 'dist', 'runner', 'job-runner.main.js');
-  if (!o.cpuProf) return entry;
-  const wrapper = join(home, 'profiled-runner.js');
-  writeFileSync(
-    wrapper,
-    `const { Session } = require('node:inspector');
-const { writeFileSync } = require('node:fs');
-const session = new Session();
-session.connect();
-session.post('Profiler.enable');
-session.post('Profiler.start');
-process.on('exit', () => {
-  session.post('Profiler.stop', (error, { profile }) => {
-    if (!error) writeFileSync(${JSON.stringify(o.cpuProf)} + '/runner-' + process.pid + '.cpuprofile', JSON.stringify(profile));
-  });
-});
-require(${JSON.stringify(entry)});
-`,
-  );
-  return wrapper;
+/** With --cpu-prof, the job runners the service starts profile themselves (they inherit NODE_OPTIONS). */
+function profileRunners() {
+  if (!o.cpuProf) return;
+  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${o.cpuProf}`.trim();
 }
 
 async function service(home) {
   const { createApi, ensureAdmin } = dist('app.js');
   const { loadConfig } = dist('config/app-config.js');
   const key = 'otk_bench_admin_key_0123456789abcdef';
-  const config = loadConfig({}, { home: join(home, 'server'), admin_key: key, cpu_slots: 1, gpus: 'none', log_level: 'error' });
-  const app = await createApi({ config, worker: true, runnerEntry: runnerEntry(home), root, logger: ['error'] });
+  const config = loadConfig({}, {
+    home: join(home, 'server'),
+    admin_key: key,
+    cpu_slots: 1,
+    gpus: 'none',
+    log_level: 'error',
+    engine_threads: process.env.OPENTINKER_ENGINE_THREADS,
+  });
+  profileRunners();
+  const app = await createApi({ config, worker: true, logger: ['error'] });
   await ensureAdmin(app);
   await app.getHttpAdapter().getInstance().ready();
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };

@@ -1,4 +1,4 @@
-import type { AppConfigValues } from '../../src/config/app-config';
+import type { AppConfigValues } from '../../src/config/settings';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /** A server with two plain users, A (alice) and B (bob), as the attacks in SECURITY.md assume. */

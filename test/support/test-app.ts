@@ -3,9 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApi, ensureAdmin } from '../../src/app';
-import { AppConfigValues, loadConfig } from '../../src/config/app-config';
-
-export const RUNNER_ENTRY = join(process.cwd(), 'dist', 'runner', 'job-runner.main.js');
+import { loadConfig } from '../../src/config/app-config';
+import type { AppConfigValues } from '../../src/config/settings';
 
 /** Settings that make leases, heartbeats and cancellation fast enough for tests. */
 export const FAST: Partial<Record<keyof AppConfigValues, unknown>> = {
@@ -31,12 +30,12 @@ export interface TestResponse {
 }
 
 export async function startTestApp(
-  opts: { worker?: boolean; config?: Partial<Record<keyof AppConfigValues, unknown>>; home?: string; root?: string } = {},
+  opts: { worker?: boolean; config?: Partial<Record<keyof AppConfigValues, unknown>>; home?: string } = {},
 ): Promise<TestApp> {
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'opentinker-test-'));
   const adminKey = 'otk_test_admin_key_0123456789abcdef';
   const config = loadConfig({}, { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, ...opts.config });
-  const app = await createApi({ config, worker: opts.worker ?? true, runnerEntry: RUNNER_ENTRY, root: opts.root ?? process.cwd() });
+  const app = await createApi({ config, worker: opts.worker ?? true });
   await ensureAdmin(app);
   await app.getHttpAdapter().getInstance().ready();
   const request: TestApp['request'] = async (method, url, o = {}) => {

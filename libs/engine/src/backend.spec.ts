@@ -22,10 +22,21 @@ describe('initBackend', () => {
     expect((await initBackend()).name).toBe('wasm');
   });
 
+  it('reads a variable only for an option not given, and none with env: false', async () => {
+    process.env.OPENTINKER_ENGINE_BACKEND = 'tensorflow'; // not installed here: starting it would fail
+    expect((await initBackend({ backend: 'cpu' })).name).toBe('cpu');
+    expect((await initBackend({ env: false })).name).toBe('wasm');
+    expect((await initBackend({ env: { OPENTINKER_ENGINE_BACKEND: 'cpu' } })).name).toBe('cpu');
+    process.env.OPENTINKER_ENGINE_BACKEND = 'gpu';
+    await expect(initBackend()).rejects.toMatchObject({ code: 'ENGINE_INVALID_OPTIONS', field: 'engine_backend' });
+    expect((await initBackend({ backend: 'wasm' })).name).toBe('wasm');
+  });
+
   it('fails with a code when the requested backend cannot start or is unknown', async () => {
     await expect(initBackend({ backend: 'tensorflow' })).rejects.toMatchObject({ code: 'ENGINE_BACKEND_UNAVAILABLE' });
     const err = await initBackend({ backend: 'gpu' as never }).catch((e: unknown) => e);
     expect(isEngineError(err) && err.code).toBe('ENGINE_INVALID_OPTIONS');
+    expect(err).toMatchObject({ field: 'backend', message: expect.stringMatching(/^backend must be one of auto, tensorflow, wasm, cpu/) });
   });
 
   it('registers the kernels wasm lacks and the gradients the model needs', async () => {

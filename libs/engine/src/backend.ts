@@ -3,7 +3,8 @@ import '@tensorflow/tfjs-backend-cpu';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { EngineError } from './errors';
+import { EngineError, isEngineError } from './errors';
+import { parseEngineSetting, type EngineSettingKey, type EngineSettings } from './settings';
 import { registerEngineGradients } from './kernels/gradients';
 import { type WasmMatMul, useWasmMatMul } from './kernels/wasm-batch-matmul';
 import { useSharedWasmIdentity } from './kernels/wasm-identity';
@@ -37,33 +38,38 @@ export interface BackendInfo {
   skipped: Array<{ name: BackendName; reason: string }>;
 }
 
-/** Options of {@link initBackend}. */
+/**
+ * Options of {@link initBackend}: the engine's settings (`ENGINE_SETTINGS` in `./settings`, where each
+ * is documented). An option not given is read from its `OPENTINKER_ENGINE_*` variable in `env`, else
+ * takes its default; a host that resolved the settings itself passes them all with `env: false`.
+ */
 export interface InitBackendOptions {
   /**
    * Use only this backend (fail if it cannot start) instead of the first that starts among
-   * tensorflow → wasm → cpu. Defaults to `OPENTINKER_ENGINE_BACKEND` when set.
+   * tensorflow → wasm → cpu (`auto`, the default). Setting `engine_backend`.
    */
-  backend?: BackendName;
+  backend?: BackendName | 'auto';
   /**
-   * On wasm, the BatchMatMul kernel: `native` (the engine's own product in its addon), `xnnpack`
-   * (transposes materialised, batches cut into 2-D XNNPACK products) or `stock`. Defaults to
-   * `OPENTINKER_ENGINE_MATMUL` when set, else `native`, which falls back to `xnnpack` where the addon is
-   * missing (`BackendInfo.native.error` says why).
+   * On wasm, the BatchMatMul kernel: `native` (the default: the engine's own product in its addon,
+   * `xnnpack` where the addon is missing, `BackendInfo.native.error` says why), `xnnpack` or `stock`.
+   * Setting `engine_matmul`.
    */
   matmul?: WasmMatMul;
-  /** Threads of the addon's matrix product; default `OPENTINKER_ENGINE_THREADS`, else the cores this process may use. */
+  /** Threads of the addon's matrix product (default: the cores this process may use). Setting `engine_threads`. */
   threads?: number;
   /**
    * Most bytes of tensors the wasm heap may hold (activations, trainable weights, optimizer state);
-   * default `OPENTINKER_ENGINE_MEMORY_MB`, else the heap's 4 GiB less a reserve. Micro-batches and
-   * recomputation are sized from it, and an allocation past it is refused with `ENGINE_OUT_OF_MEMORY`.
+   * default the heap's 4 GiB less a reserve. Micro-batches and recomputation are sized from it, and an
+   * allocation past it is refused with `ENGINE_OUT_OF_MEMORY`. Setting `engine_memory_mb` (in MiB).
    */
   memoryBytes?: number;
   /**
-   * `auto` (default; `OPENTINKER_ENGINE_DEVICE`): products with native weights run on the GPU when the
-   * process was given one (`CUDA_VISIBLE_DEVICES`) and CUDA opens; `cuda` requires it; `cpu` never.
+   * `auto` (default): products with native weights run on the GPU when the process was given one
+   * (`CUDA_VISIBLE_DEVICES`) and CUDA opens; `cuda` requires it; `cpu` never. Setting `engine_device`.
    */
   device?: 'auto' | 'cuda' | 'cpu';
+  /** Where options not given are read from (default `process.env`); `false`: nowhere, defaults apply. */
+  env?: Record<string, string | undefined> | false;
 }
 
 // `require` exists in the CommonJS build; under Jest's ESM mode it does not, and the working directory
@@ -73,6 +79,10 @@ const nodeRequire: NodeJS.Require = typeof require === 'function' ? require : cr
 const TENSORFLOW_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'];
 
 let wasmPathsSet = false;
+
+function mib(n: number | undefined): number | undefined {
+  return n === undefined ? undefined : n * 1024 * 1024;
+}
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message.split('\n')[0] : String(e);
@@ -154,25 +164,22 @@ let current: BackendInfo | undefined;
  * ```
  */
 export async function initBackend(options: InitBackendOptions = {}): Promise<BackendInfo> {
-  const wanted = options.backend ?? (process.env.OPENTINKER_ENGINE_BACKEND as BackendName | undefined);
-  if (wanted !== undefined && !['tensorflow', 'wasm', 'cpu'].includes(wanted)) {
-    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown backend "${wanted}"; use tensorflow, wasm or cpu`, 'backend');
-  }
-  const matmul = options.matmul ?? (process.env.OPENTINKER_ENGINE_MATMUL as WasmMatMul | undefined);
-  if (matmul !== undefined && !['native', 'xnnpack', 'stock'].includes(matmul)) {
-    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown matmul kernel "${matmul}"; use native, xnnpack or stock`, 'matmul');
-  }
-  const threadSetting = options.threads ?? (process.env.OPENTINKER_ENGINE_THREADS ? Number(process.env.OPENTINKER_ENGINE_THREADS) : undefined);
-  if (threadSetting !== undefined && !(Number.isInteger(threadSetting) && threadSetting >= 1)) {
-    throw new EngineError('ENGINE_INVALID_OPTIONS', `threads must be a positive integer, got ${threadSetting}`, 'threads');
-  }
-  const memoryMb = process.env.OPENTINKER_ENGINE_MEMORY_MB ? Number(process.env.OPENTINKER_ENGINE_MEMORY_MB) : undefined;
-  if (memoryMb !== undefined && !(memoryMb >= 64)) throw new EngineError('ENGINE_INVALID_OPTIONS', `OPENTINKER_ENGINE_MEMORY_MB must be a number >= 64, got ${process.env.OPENTINKER_ENGINE_MEMORY_MB}`, 'memory');
-  const device = options.device ?? (process.env.OPENTINKER_ENGINE_DEVICE as InitBackendOptions['device'] | undefined);
-  if (device !== undefined && !['auto', 'cuda', 'cpu'].includes(device)) {
-    throw new EngineError('ENGINE_INVALID_OPTIONS', `unknown device "${device}"; use auto, cuda or cpu`, 'device');
-  }
-  options = { ...options, device, matmul, memoryBytes: options.memoryBytes ?? (memoryMb !== undefined ? memoryMb * 1024 * 1024 : undefined) };
+  const env = options.env === false ? {} : (options.env ?? process.env);
+  // An option given wins; one not given comes from its OPENTINKER_ENGINE_* variable, else its default.
+  const setting = <K extends EngineSettingKey>(key: K, given: unknown, field: string): EngineSettings[K] => {
+    try {
+      return parseEngineSetting(key, given !== undefined ? given : env[`OPENTINKER_${key.toUpperCase()}`]);
+    } catch (e) {
+      throw given !== undefined && isEngineError(e) ? new EngineError(e.code, e.message.replace(key, field), field) : e;
+    }
+  };
+  const backend = setting('engine_backend', options.backend, 'backend');
+  const wanted = backend === 'auto' ? undefined : backend;
+  const matmul = setting('engine_matmul', options.matmul, 'matmul');
+  const threadSetting = setting('engine_threads', options.threads, 'threads');
+  const memoryBytes = options.memoryBytes ?? mib(setting('engine_memory_mb', undefined, 'memory'));
+  const device = setting('engine_device', options.device, 'device');
+  options = { ...options, device, matmul, memoryBytes };
   // Loaded before any backend so that a thread count applies from the first product.
   loadEngineAddon(threadSetting);
   if (threadSetting !== undefined) setNativeThreads(threadSetting);

@@ -54,6 +54,15 @@ export {
 } from './io/half-precision';
 // Numerics half: backends, the transformer, log-probs.
 export { type BackendName, type BackendInfo, type InitBackendOptions, initBackend, currentBackend } from './backend';
+export {
+  type EngineSettings,
+  type EngineSettingKey,
+  type EngineSettingDefinition,
+  ENGINE_SETTINGS,
+  parseEngineSetting,
+  engineSettingsFromEnv,
+  engineBackendOptions,
+} from './settings';
 export { registerEngineGradients } from './kernels/gradients';
 export { type WasmMatMul, useWasmMatMul, wasmMatMul } from './kernels/wasm-batch-matmul';
 export { type NativeStatus, type NativeDtype, loadEngineAddon, nativeMemory, setNativeThreads } from './native/addon';

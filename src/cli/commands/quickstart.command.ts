@@ -48,7 +48,7 @@ export interface QuickstartSummary {
  * bar, runs greedy inference on held-out problems with the SFT-only and the final checkpoints, and
  * prints the accuracy before vs after RL and where the checkpoint is.
  */
-export function registerQuickstartCommand(program: Command, context: { root: string }): void {
+export function registerQuickstartCommand(program: Command): void {
   program
     .command('quickstart')
     .description('Train a tiny model on arithmetic (SFT, then GRPO) on this machine and show held-out accuracy before vs after RL (< 10 min)')
@@ -68,7 +68,7 @@ export function registerQuickstartCommand(program: Command, context: { root: str
           sftSteps: intOption('--sft-steps', opts.sftSteps, 0, 1_000_000) ?? base.sftSteps,
         };
         const seed = intOption('--seed', opts.seed, 0, 2 ** 31 - 1)!;
-        process.exitCode = await runQuickstart(size, seed, json, context.root);
+        process.exitCode = await runQuickstart(size, seed, json);
       } catch (error) {
         fail(error instanceof CliError ? error : new CliError((error as Error).message ?? String(error), EXIT.FAILED), json);
       }
@@ -78,7 +78,7 @@ export function registerQuickstartCommand(program: Command, context: { root: str
     });
 }
 
-async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, root: string): Promise<number> {
+async function runQuickstart(size: QuickstartSize, seed: number, json: boolean): Promise<number> {
   const t0 = Date.now();
   const say = (line = '') => {
     if (!json) printLine(line);
@@ -88,7 +88,7 @@ async function runQuickstart(size: QuickstartSize, seed: number, json: boolean, 
   say(`OpenTinker quickstart: tiny-char (0.8M parameters) learns 1–3 digit addition ("47+385=") on this machine.`);
   say(`Data: ${tildify(config.home)} (set OPENTINKER_HOME to use another folder)`);
 
-  const server = await startServer(config, root);
+  const server = await startServer(config);
   let interrupted = false;
   const onSigint = () => {
     interrupted = true;
@@ -215,9 +215,9 @@ interface EmbeddedServer {
  * The server as `serve` runs it, on a free local port. The client needs a key: the admin's when this
  * run creates the admin, else a key issued to the admin for this run and revoked at the end.
  */
-async function startServer(config: AppConfig, root: string): Promise<EmbeddedServer> {
+async function startServer(config: AppConfig): Promise<EmbeddedServer> {
   const { createApi, ensureAdmin } = await import('../../app.js');
-  const app = await createApi({ config, worker: true, runnerEntry: join(root, 'dist', 'runner', 'job-runner.main.js'), root, logger: ['error'] });
+  const app = await createApi({ config, worker: true, logger: ['error'] });
   try {
     const adminKey = await ensureAdmin(app);
     await app.listen({ host: '127.0.0.1', port: 0 });
