@@ -98,6 +98,12 @@ export const configSchema = z
     serving_max_models: int(1, 64).default(2),
     serving_idle_seconds: z.coerce.number().min(1).max(86_400).default(600),
     serving_request_timeout_seconds: z.coerce.number().min(1).max(3600).default(300),
+    /** Where `hf:` models and datasets are cached, in huggingface_hub's layout (default `<home>/hub`). */
+    hub_cache_dir: z.string().regex(/^\//, 'must be an absolute path').optional(),
+    /** Most bytes the files fetched for one `hf:` repo may add up to (0: no Hub downloads, the cache only). */
+    hub_max_download_bytes: int(0, 1024 ** 5).default(32 * 1024 ** 3),
+    /** The Hugging Face Hub's base URL (default: the HF_ENDPOINT variable, else https://huggingface.co). */
+    hub_endpoint: z.url().optional(),
   })
   .strict();
 
