@@ -129,6 +129,16 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+const shared = new Map<string, HubCache>();
+
+/** One cache object per settings in a process, so refs resolved once stay resolved (see {@link HubCache}). */
+export function sharedHubCache(settings: HubSettings): HubCache {
+  const key = JSON.stringify(settings);
+  let cache = shared.get(key);
+  if (!cache) shared.set(key, (cache = new HubCache(settings)));
+  return cache;
+}
+
 export class HubCache {
   /** Refs resolved by this process: a job that loads its model twice (policy, reference) gets one commit. */
   private readonly resolved = new Map<string, string>();
@@ -183,6 +193,11 @@ export class HubCache {
     for (const f of files) await this.link(storage, commit, f);
     if (downloadedBytes === 0) log(`hub: ${name} at ${commit.slice(0, 12)} from the cache (${dir})`);
     return { ref, commit, dir, files, downloadedBytes };
+  }
+
+  /** The repo's files at `commit` as the Hub listed them (empty before a resolve of that commit). */
+  async listing(ref: Pick<HubRef, 'type' | 'repo'>, commit: string): Promise<HubFile[]> {
+    return (await this.readListing(this.repoDir(ref), commit)) ?? [];
   }
 
   /** The commit a ref names: the Hub's answer online (recorded under refs/), refs/ offline. */

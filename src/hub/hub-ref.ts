@@ -97,3 +97,15 @@ export function parseRepoFolderName(name: string): Pick<HubRef, 'type' | 'repo'>
   if (repoIdProblem(repo)) return null;
   return { type: m[1] === 'models' ? 'model' : 'dataset', repo };
 }
+
+/**
+ * What a seed command's `model_path=` / `tokenizer_path=` means: OpenTinker's scripts pass a Hub repo id
+ * (`Qwen/Qwen2.5-1.5B`), which becomes `hf:Qwen/Qwen2.5-1.5B` unless a folder of that name exists where
+ * the command runs. Anything else (absolute paths, `job:` refs, `hf:` refs) is left as it is.
+ */
+export function seedModelPath(value: unknown, folderExists: (path: string) => boolean): unknown {
+  if (typeof value !== 'string' || !/^[^/:@]+\/[^/:@]+(@[^:]+)?$/.test(value) || value.startsWith('.')) return value;
+  const repo = value.split('@')[0];
+  if (repoIdProblem(repo) !== null || folderExists(value)) return value;
+  return `${HUB_PREFIX}${value}`;
+}

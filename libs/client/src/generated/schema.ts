@@ -1154,7 +1154,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1437,7 +1437,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1807,7 +1807,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
