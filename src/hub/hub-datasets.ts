@@ -43,14 +43,14 @@ export function globToRegExp(glob: string): RegExp {
 
 /**
  * Which files hold each split of `config`, from the dataset card's `configs:` front matter (the Hub's
- * documented way to declare them), else the Hub's conventional `<config>/<split>-*.parquet` or
- * `data/<split>-*.parquet` shards.
+ * documented way to declare them), else the Hub's conventional shards: `data/<split>-*.parquet` for the
+ * default config, `<config>/<split>-*.parquet` for a named one.
  */
 export function splitFiles(readme: string | null, config: string, paths: readonly string[]): Record<Split, string[]> {
   const out: Record<Split, string[]> = { train: [], test: [] };
   const declared = readme === null ? null : declaredDataFiles(readme, config);
   for (const split of SPLITS) {
-    const globs = declared?.[split] ?? [`${config}/${split}-*.parquet`, `data/${split}-*.parquet`];
+    const globs = declared?.[split] ?? [config === 'default' ? `data/${split}-*.parquet` : `${config}/${split}-*.parquet`];
     const patterns = globs.map(globToRegExp);
     out[split] = paths.filter((p) => patterns.some((r) => r.test(p))).sort();
   }
