@@ -53,6 +53,27 @@ describe('jobs naming a Hugging Face repo (model.path hf:Org/Name)', () => {
     expect((await t.request('GET', `/v1/jobs/${second.body.id}/logs`)).text).toMatch(/from the cache/);
   }, SLOW);
 
+  it('trains LoRA on a repo from the cache and saves its adapter', async () => {
+    const res = await t.request('POST', '/v1/jobs', {
+      body: {
+        kind: 'train',
+        environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 2 } },
+        model: { path: `hf:${REPO}`, chat_template: 'plain', lora: { rank: 2 } },
+        algorithm: { rollout_n: 2 },
+        rollout: { max_new_tokens: 4 },
+        batch_size: 2,
+        total_steps: 1,
+        val_batch_size: 2,
+      },
+    });
+    expect(res.status).toBe(201);
+    const done = await waitForState(t, res.body.id, ['succeeded', 'failed', 'cancelled'], 90_000);
+    expect(done.error ?? null).toBeNull();
+    expect(done.state).toBe('succeeded');
+    const checkpoints = (await t.request('GET', `/v1/jobs/${res.body.id}/checkpoints`)).body as Array<{ has_adapter: boolean }>;
+    expect(checkpoints.at(-1)).toMatchObject({ has_adapter: true });
+  }, SLOW);
+
   it('refuses a malformed repo name at submission, and fails a job on a repo the Hub does not have', async () => {
     const bad = await t.request('POST', '/v1/jobs', { body: inferenceSpec('hf:../../etc') });
     expect(bad.status).toBe(400);
