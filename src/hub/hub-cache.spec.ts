@@ -22,7 +22,11 @@ describe('HubCache against a fake Hub', () => {
   beforeAll(async () => {
     files = await tinyHubModelFiles();
     const v2 = { ...files, 'config.json': Buffer.from(files['config.json'].toString().replace('"rms_norm_eps"', '"_v": 2, "rms_norm_eps"')) };
-    hub = await startFakeHub([{ type: 'model', id: REPO, revisions: { main: files, v2 } }]);
+    const evil = { 'ok.txt': Buffer.from('ok'), '../../escape.txt': Buffer.from('out'), 'a/../../b.txt': Buffer.from('out') };
+    hub = await startFakeHub([
+      { type: 'model', id: REPO, revisions: { main: files, v2 } },
+      { type: 'dataset', id: 'evil/data', revisions: { main: evil } },
+    ]);
   }, SLOW);
   afterAll(() => hub.close());
   beforeEach(() => {
@@ -188,6 +192,13 @@ describe('HubCache against a fake Hub', () => {
     await expect(new HubCache(settings()).resolve(parseHubRef('hf:nobody/nothing'))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_NOT_FOUND', message: expect.stringMatching(/no such model repo or revision on http/) });
     await expect(new HubCache(settings()).resolve(parseHubRef(`hf:${REPO}@nope`))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_NOT_FOUND' });
     await expect(new HubCache(settings({ endpoint: 'http://127.0.0.1:1' })).resolve(parseHubRef(`hf:${REPO}`))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_UNAVAILABLE', message: expect.stringMatching(/cannot reach the Hub at http:\/\/127\.0\.0\.1:1 .*HF_HUB_OFFLINE=1/) });
+  }, SLOW);
+
+  it('never writes outside the snapshot folder for a listed path with ".." segments', async () => {
+    const snap = await new HubCache(settings()).resolve(parseHubRef('hf:datasets/evil/data'), { select: () => true });
+    expect(snap.files.map((f) => f.path)).toEqual(['ok.txt']);
+    expect(readdirSync(cacheDir)).toEqual(['datasets--evil--data']);
+    expect(readdirSync(join(cacheDir, 'datasets--evil--data')).sort()).toEqual(['.opentinker', 'blobs', 'refs', 'snapshots']);
   }, SLOW);
 
   it('lists and removes cached repos', async () => {

@@ -122,6 +122,19 @@ function statusOf(error: unknown): number | undefined {
   return e?.statusCode ?? e?.status;
 }
 
+/** Writes through a temporary file and a rename, so a concurrent reader sees the old or the new file whole. */
+async function writeAtomic(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, path);
+}
+
+/** A listed path that stays inside the snapshot folder (no absolute, empty, `.` or `..` segments). */
+function safeRepoPath(path: string): boolean {
+  return path.length > 0 && !path.includes('\\') && !path.includes('\0') && path.split('/').every((s) => s !== '' && s !== '.' && s !== '..');
+}
+
 async function exists(path: string): Promise<boolean> {
   return lstat(path).then(
     () => true,
@@ -173,8 +186,7 @@ export class HubCache {
         throw this.notCached(name, field);
       }
       listing = await this.listRepo(ref, commit, field);
-      await mkdir(join(storage, '.opentinker'), { recursive: true });
-      await writeFile(join(storage, '.opentinker', `${commit}.json`), JSON.stringify({ type: ref.type, repo: ref.repo, commit, files: listing }, null, 1));
+      await writeAtomic(join(storage, '.opentinker', `${commit}.json`), JSON.stringify({ type: ref.type, repo: ref.repo, commit, files: listing }, null, 1));
     }
     const files = listing.filter((f) => select(f.path));
     if (ref.type === 'model') this.checkModelFiles(name, commit, listing, files, field);
@@ -224,13 +236,12 @@ export class HubCache {
             ? await modelInfo({ name: ref.repo, revision, additionalFields: ['sha'], ...hub })
             : await datasetInfo({ name: ref.repo, revision, additionalFields: ['sha'], ...hub });
         const sha = (info as { sha?: unknown }).sha;
-        if (typeof sha !== 'string' || !isCommitSha(sha)) throw new Error(`the Hub gave no commit for revision ${revision}`);
+        if (typeof sha !== 'string' || !isCommitSha(sha)) {
+          throw new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${formatHubRef(ref)}: the Hub at ${this.settings.endpoint} gave no commit sha for revision ${revision}`, { field });
+        }
         return sha;
       });
-      if (revision !== commit) {
-        await mkdir(dirname(join(storage, 'refs', revision)), { recursive: true });
-        await writeFile(join(storage, 'refs', revision), commit);
-      }
+      if (revision !== commit) await writeAtomic(join(storage, 'refs', revision), commit);
     }
     this.resolved.set(key, commit);
     return commit;
@@ -240,10 +251,12 @@ export class HubCache {
     return this.hubCall(ref, field, async (hub) => {
       const out: HubFile[] = [];
       for await (const entry of listFiles({ repo: { type: ref.type, name: ref.repo }, revision: commit, recursive: true, ...hub })) {
-        if (entry.type !== 'file') continue;
+        if (entry.type !== 'file' || !safeRepoPath(entry.path)) continue;
         const lfs = entry.lfs !== undefined && entry.lfs !== null;
         const oid = ((lfs ? entry.lfs!.oid : entry.oid) ?? '').toLowerCase();
-        if (!/^[0-9a-f]{40}$|^[0-9a-f]{64}$/.test(oid)) throw new Error(`the Hub listed ${entry.path} with no usable checksum`);
+        if (!/^[0-9a-f]{40}$|^[0-9a-f]{64}$/.test(oid)) {
+          throw new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${formatHubRef(ref)}: the Hub listed ${entry.path} with no usable checksum`, { field });
+        }
         out.push({ path: entry.path, size: lfs ? entry.lfs!.size : entry.size, oid, lfs });
       }
       return out;
@@ -265,6 +278,7 @@ export class HubCache {
       try {
         return await call({ hubUrl: this.settings.endpoint, fetch: authed });
       } catch (error) {
+        if (error instanceof AppError) throw error;
         const status = statusOf(error);
         // A dropped connection (no HTTP status) or a 5xx is tried again; a refusal is final.
         if (attempt < ATTEMPTS && (status === undefined || status >= 500)) {
