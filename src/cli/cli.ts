@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { loadConfig, redactConfig } from '../config/app-config';
 import { INSTALL_ROOT } from '../config/install-layout';
 import { AppError, ErrorCode } from '../core/app-error';
@@ -10,6 +10,8 @@ import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-e
 import { registerModelCommands } from '@opentinker/engine/cli';
 import { registerClientCommands } from './commands/client-commands';
 import { addServeFlags, registerConfigCommand, serveOverrides, type ServeFlags } from './commands/config.command';
+import { localHubCache, localModelDir, registerModelsCommands } from './commands/models.commands';
+import { fetchHubDataset, HUB_DATASETS } from '../hub/hub-datasets';
 import { registerQuickstartCommand } from './commands/quickstart.command';
 import { warnWithoutEngineAddon } from './commands/engine-notice';
 
@@ -111,14 +113,34 @@ export async function main(argv: string[]): Promise<void> {
   const data = program.command('data').description('Datasets');
   data
     .command('prepare')
-    .description('Convert a GSM8K- or MATH-style JSONL/parquet file into the layout an environment loads (verl/OpenTinker JSONL)')
-    .argument('<input>', 'JSONL or parquet file')
-    .argument('<output>', 'JSONL file to write')
+    .description(
+      'Convert a GSM8K- or MATH-style JSONL/parquet file into the layout an environment loads (verl/OpenTinker JSONL); ' +
+        'or fetch gsm8k (openai/gsm8k) or math (DigitalLearningGmbH/MATH-lighteval) from the Hugging Face Hub, as verl\'s preprocessing does, into <output>/train.jsonl and test.jsonl',
+    )
+    .argument('<input>', 'JSONL or parquet file, or gsm8k / math (from the Hub, optionally gsm8k@<revision>)')
+    .argument('[output]', 'JSONL file to write (a folder for gsm8k / math; default data/<name>)')
     .option('--env <id>', 'environment whose converter to use', 'math')
     .option('--format <format>', 'gsm8k, math or auto', 'auto')
     .option('--split <split>', 'written to extra_info.split', 'train')
-    .action(async (input: string, output: string, opts: { env: string; format: string; split: string }) => {
+    .action(async (input: string, output: string | undefined, opts: { env: string; format: string; split: string }) => {
       const prepare = await loadEnvironmentExport<PrepareDataset>(opts.env, 'prepareDataset', INSTALL_ROOT);
+      const [name, revision] = input.split('@', 2) as [string, string | undefined];
+      if ((name === 'gsm8k' || name === 'math') && !existsSync(input)) {
+        const recipe = HUB_DATASETS[name];
+        const { commit, files } = await fetchHubDataset(localHubCache(), recipe, revision ?? null, (l) => process.stderr.write(`${l}\n`));
+        const dir = output ?? join('data', name);
+        const written: string[] = [];
+        for (const split of ['train', 'test'] as const) {
+          if (files[split].length === 0) continue;
+          const target = join(dir, `${split}.jsonl`);
+          const counts = await prepareShards(prepare, files[split], target, { format: recipe.format, split });
+          written.push(`${counts.rows} rows to ${target}${counts.skipped ? ` (skipped ${counts.skipped} without a question or an answer)` : ''}`);
+        }
+        process.stdout.write(`From hf:datasets/${recipe.repo} at ${commit.slice(0, 12)}: wrote ${written.join(', ')}\n`);
+        process.stdout.write(`Use it: opentinker data upload ${join(dir, 'train.jsonl')} --env math, or environment.config.train_path / test_path on a worker that has the files\n`);
+        return;
+      }
+      if (output === undefined) throw new AppError(ErrorCode.VALIDATION, 'data prepare <input> <output>: name the JSONL file to write', { field: 'output' });
       const { rows, skipped } = await prepare(input, output, { format: opts.format, split: opts.split });
       process.stdout.write(`Wrote ${rows} rows to ${output}${skipped ? `; skipped ${skipped} rows without a question or an answer` : ''}\n`);
     });
@@ -144,7 +166,8 @@ export async function main(argv: string[]): Promise<void> {
   registerQuickstartCommand(program);
   registerConfigCommand(program);
   registerClientCommands(program);
-  registerModelCommands(program);
+  registerModelCommands(program, undefined, localModelDir);
+  registerModelsCommands(program);
 
   try {
     await program.parseAsync(argv);
@@ -153,6 +176,29 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`opentinker: ${message}\n`);
     process.exit(1);
   }
+}
+
+/** Converts each shard of a split and joins them into one JSONL file (a split is usually one shard). */
+async function prepareShards(prepare: PrepareDataset, inputs: string[], output: string, options: { format: string; split: string }): Promise<{ rows: number; skipped: number }> {
+  if (inputs.length === 1) return prepare(inputs[0], output, options);
+  const parts: string[] = [];
+  let rows = 0;
+  let skipped = 0;
+  const scratch = mkdtempSync(join(tmpdir(), 'opentinker-prepare-'));
+  try {
+    for (const [i, input] of inputs.entries()) {
+      const part = join(scratch, `${i}.jsonl`);
+      const counts = await prepare(input, part, options);
+      rows += counts.rows;
+      skipped += counts.skipped;
+      parts.push(readFileSync(part, 'utf8'));
+    }
+    mkdirSync(dirname(output), { recursive: true });
+    writeFileSync(output, parts.join(''));
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  return { rows, skipped };
 }
 
 function isLoopbackHost(host: string): boolean {

@@ -11,7 +11,7 @@ import { z } from 'zod';
  */
 
 /** Headings of docs/configuration.md, in order. */
-export const SETTING_SECTIONS = ['Server', 'Storage and queue', 'Workers and jobs', 'Tenants and uploads', 'Environments and sandboxes', 'Serving', 'Engine'] as const;
+export const SETTING_SECTIONS = ['Server', 'Storage and queue', 'Workers and jobs', 'Tenants and uploads', 'Environments and sandboxes', 'Serving', 'Models from the Hub', 'Engine'] as const;
 export type SettingSection = (typeof SETTING_SECTIONS)[number];
 
 export interface SettingDefinition<S extends z.ZodType = z.ZodType> {
@@ -260,6 +260,25 @@ export const SETTINGS = {
     schema: z.coerce.number().min(1).max(3600).default(300),
     section: 'Serving',
     doc: 'Longest chat request; its model server is killed past it.',
+  }),
+
+  hub_cache_dir: setting({
+    schema: z.string().regex(/^\//, 'must be an absolute path').optional(),
+    section: 'Models from the Hub',
+    defaultText: '`<home>/hub`',
+    doc: "Where `hf:` models and datasets are cached, in huggingface_hub's layout (`models--Org--Name/…`); see [models.md](models.md).",
+  }),
+  hub_max_download_bytes: setting({
+    schema: int(0, 1024 ** 5).default(32 * 1024 ** 3),
+    section: 'Models from the Hub',
+    defaultText: '`34359738368` (32 GiB)',
+    doc: "Most bytes the files fetched for one `hf:` repo may add up to (`0`: no Hub downloads, the cache only).",
+  }),
+  hub_endpoint: setting({
+    schema: z.url().optional(),
+    section: 'Models from the Hub',
+    defaultText: '`HF_ENDPOINT`, else `https://huggingface.co`',
+    doc: "The Hugging Face Hub's base URL. `HF_TOKEN` and `HF_HUB_OFFLINE` are read as huggingface_hub reads them.",
   }),
 
   // Engine: defined by the engine package; job runners and model servers start it with these values.

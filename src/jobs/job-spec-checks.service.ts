@@ -14,6 +14,7 @@ import { EnvironmentRegistry } from '../registry/environment-registry.service';
 import { environmentConfigError } from '../registry/tenant-config';
 import { checkEnvironmentUrl, UrlNotAllowedError, urlPolicyFor } from '../registry/url-policy';
 import { WorkersRepository } from '../scheduler/workers.repository';
+import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { modelPathAllowed, modelPathRefusal } from '../training/model-roots';
 import type { JobEntity } from './job.entity';
 import { findJobKind } from './kinds/job-kinds';
@@ -57,6 +58,8 @@ export class JobSpecChecksService {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
     if (model?.path?.startsWith('job:')) await this.checkJobPath(model.path, visibleJob);
+    // A Hub repo is fetched by the worker that runs the job, into its own cache: only its name is checked here.
+    else if (model?.path !== undefined && isHubRef(model.path)) parseHubRef(model.path);
     else if (model?.path !== undefined && !modelPathAllowed(model.path, this.config.values.model_roots)) {
       throw new AppError(ErrorCode.HOST_ONLY, modelPathRefusal(model.path, this.config.values.model_roots), { field: 'model.path' });
     }
@@ -75,7 +78,7 @@ export class JobSpecChecksService {
   private checkFullFineTuning(model: { preset?: string; path?: string }): void {
     let config: ModelConfig | undefined;
     if (model.preset !== undefined) config = modelPreset(model.preset);
-    else if (model.path !== undefined && !model.path.startsWith('job:') && existsSync(join(model.path, 'config.json'))) {
+    else if (model.path !== undefined && !model.path.startsWith('job:') && !isHubRef(model.path) && existsSync(join(model.path, 'config.json'))) {
       try {
         config = validateModelConfig(JSON.parse(readFileSync(join(model.path, 'config.json'), 'utf8')));
       } catch {

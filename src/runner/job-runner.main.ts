@@ -121,6 +121,7 @@ function runnerPaths(start: StartMessage): RunnerPaths {
     datasetsDir: join(home, 'datasets'),
     // The job's own folder holds what it saves and resumes from.
     modelRoots: [...start.policy.modelRoots, join(home, 'jobs', start.job.id)],
+    ...(start.policy.hub ? { hub: start.policy.hub } : {}),
   };
 }
 

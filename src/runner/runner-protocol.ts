@@ -1,5 +1,6 @@
 import type { EngineSettings } from '@opentinker/engine/settings';
 import type { HostConfigInput } from '@opentinker/env-sdk';
+import type { HubSettings } from '../hub/hub-settings';
 import type { UrlPolicy } from '../registry/url-policy';
 /**
  * Messages between a worker and the job runner child process it spawned (Node IPC channel). Logs do
@@ -33,6 +34,8 @@ export interface RunnerPolicy {
   modelRoots: string[];
   /** Which remote environment servers the job may connect to. */
   remoteEnvironments: UrlPolicy;
+  /** How `hf:` models are fetched on this worker (its own cache, endpoint, token, limit). */
+  hub?: HubSettings;
 }
 
 export type RunnerMessage =
@@ -105,4 +108,6 @@ export interface RunnerPaths {
   datasetsDir: string;
   /** Folders a model may be loaded from when named by path (see `openableModelDir`). */
   modelRoots: string[];
+  /** Where `hf:` models come from; absent: this process cannot fetch them. */
+  hub?: HubSettings;
 }

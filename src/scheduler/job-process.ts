@@ -26,8 +26,11 @@ export interface JobExit {
   stderrTail: string[];
 }
 
-/** Settings that must not reach job code (which may run third-party environments). */
-const SECRET_ENV = /^OPENTINKER_(ADMIN_KEY|DATABASE_URL|REDIS_URL|API_KEY)$/;
+/**
+ * Settings that must not reach job code (which may run third-party environments). The Hub token goes
+ * to the runner in its start message instead, for the model download only.
+ */
+const SECRET_ENV = /^(OPENTINKER_(ADMIN_KEY|DATABASE_URL|REDIS_URL|API_KEY)|HF_TOKEN|HUGGING_FACE_HUB_TOKEN)$/;
 
 /**
  * One job runner child process: spawned in its own process group so that cancelling kills the whole

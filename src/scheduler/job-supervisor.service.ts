@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { statSync } from 'node:fs';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
+import { hubSettings } from '../hub/hub-settings';
 import { findJobKind } from '../jobs/kinds/job-kinds';
 import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
 import type { JobEntity } from '../jobs/job.entity';
@@ -89,6 +90,7 @@ export class JobSupervisor {
         environmentHost: this.config.environmentHost,
         modelRoots: this.config.values.model_roots,
         remoteEnvironments: urlPolicyFor(this.config, launch.ownerIsAdmin),
+        hub: hubSettings(this.config.values),
       },
       secrets: launch.secrets,
       graceMs: this.config.values.cancel_grace_seconds * 1000,

@@ -25,7 +25,7 @@ export function modelPathAllowed(path: string, roots: readonly string[]): boolea
 /** The refusal, the same for a path outside the roots and for one that does not exist. */
 export function modelPathRefusal(path: string, roots: readonly string[]): string {
   const where = roots.length === 0 ? 'this server lists no model folders (operator setting model_roots)' : `model folders live under ${roots.join(', ')}`;
-  return `model.path ${JSON.stringify(path)} is not a model folder you may use: give a preset, job:<id> of one of your jobs, or a folder where ${where}`;
+  return `model.path ${JSON.stringify(path)} is not a model folder you may use: give a preset, job:<id> of one of your jobs, a Hugging Face repo as hf:Org/Name, or a folder where ${where}`;
 }
 
 /**

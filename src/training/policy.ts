@@ -19,6 +19,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelSpec } from '../jobs/kinds/rl-spec';
 import { engineOptions } from './engine-settings';
+import { sharedHubCache } from '../hub/hub-cache';
+import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { openableModelDir } from './model-roots';
 import type { RunnerPaths } from '../runner/runner-protocol';
 import { checkpointSteps, jobCheckpointsDir } from './checkpoint-folders';
@@ -144,8 +146,22 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
 }
 
 /**
+ * The model folder a `model.path` names: a train job's checkpoint (`job:<id>[/step-<n>]`), a Hub repo
+ * (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing), or a folder under the roots.
+ */
+async function modelDirOf(path: string, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<string> {
+  const ref = parseJobModelRef(path);
+  if (ref) return resolveJobModelDir(ref, ctx.paths.jobsDir);
+  if (isHubRef(path)) {
+    if (!ctx.paths.hub) throw new Error(`model.path ${JSON.stringify(path)}: this process has no Hub settings`);
+    return (await sharedHubCache(ctx.paths.hub).resolve(parseHubRef(path), { log: ctx.log })).dir;
+  }
+  return openableModelDir(path, ctx.paths.modelRoots);
+}
+
+/**
  * Loads the policy a spec names: a preset with fresh weights (byte tokenizer), a Hugging Face model
- * folder, or a checkpoint of a train job (`job:<id>[/step-<n>]`). Errors say what was wrong with
+ * folder or Hub repo (`hf:Org/Name[@rev]`), or a checkpoint of a train job (`job:<id>[/step-<n>]`). Errors say what was wrong with
  * `model.preset` / `model.path`. A frozen policy (`trainable: false`: sampling, serving, the base under
  * LoRA) keeps its weights outside the engine's heap, memory-mapped from the folder's safetensors in
  * their stored dtype where the engine's addon runs.
@@ -155,8 +171,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   await ensureEngineBackend();
   if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, trainable, spec.context_length);
   const path = spec.path!;
-  const ref = parseJobModelRef(path);
-  const dir = ref ? await resolveJobModelDir(ref, ctx.paths.jobsDir) : await openableModelDir(path, ctx.paths.modelRoots);
+  const dir = await modelDirOf(path, ctx);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
   }
@@ -177,7 +192,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   }
   const chat = pickTemplate(spec.chat_template, loaded.chatTemplate?.source ?? null);
   const template = chat.name === 'folder' ? loaded.chatTemplate! : new ChatTemplate(chat.source, specialVariables(loaded.tokenizer));
-  const source = ref ? `${path} (${dir})` : dir;
+  const source = path.startsWith('job:') || isHubRef(path) ? `${path} (${dir})` : dir;
   ctx.log(`policy: ${source}, ${loaded.config.model_type}, ${loaded.config.num_hidden_layers} layers, chat template ${chat.name}, ${weightsSummary(model)}`);
   return makePolicy({ model, tokenizer: loaded.tokenizer, template, chat, stopTokenIds: loaded.stopTokenIds, source, dir, rawConfig: loaded.rawConfig });
 }

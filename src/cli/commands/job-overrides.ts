@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import type { z } from 'zod';
+import { seedModelPath } from '../../hub/hub-ref';
 import { jobSpecSchema } from '../../jobs/kinds/job-kind';
 import { findJobKind } from '../../jobs/kinds/job-kinds';
 import { CliError, EXIT } from './cli-error';
@@ -142,7 +144,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
         key,
       );
     }
-    set(path, value, token);
+    set(path, target && path.join('.') === 'model.path' ? seedModelPath(value, existsSync) : value, token);
   }
 
   if (envHost || envPort) {
@@ -164,7 +166,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
   }
   const model = spec.model as Record<string, unknown> | undefined;
   if (model?.preset === undefined && model?.path === undefined) {
-    throw new CliError('Name the model: model_path=<a Hugging Face folder on the worker, or job:<id>> or model.preset=tiny-char', EXIT.USAGE, undefined, 'model');
+    throw new CliError('Name the model: model_path=<Org/Name or hf:Org/Name (a Hugging Face repo), a model folder on the worker, or job:<id>> or model.preset=tiny-char', EXIT.USAGE, undefined, 'model');
   }
   return { spec, url, uploads };
 }

@@ -71,13 +71,13 @@ export const loraSpec = z
   .strict();
 
 /**
- * The policy: a built-in preset (random init), a Hugging Face model folder, or a checkpoint of one of
- * your jobs (`job:<id>` for its latest, `job:<id>/step-<n>` for one).
+ * The policy: a built-in preset (random init), a Hugging Face repo (`hf:Org/Name[@revision]`), a model
+ * folder, or a checkpoint of one of your jobs (`job:<id>` for its latest, `job:<id>/step-<n>` for one).
  */
 export const modelSpec = z
   .object({
     preset: z.string().min(1).optional().describe('Built-in preset with random weights, e.g. tiny-char'),
-    path: z.string().min(1).max(4096).optional().describe('A Hugging Face model folder on the worker, or job:<id>[/step-<n>]'),
+    path: z.string().min(1).max(4096).optional().describe('hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker\'s cache), a model folder on the worker, or job:<id>[/step-<n>]'),
     lora: loraSpec.optional().describe('Train LoRA adapters with the base frozen (PEFT layout)'),
     chat_template: z
       .enum(['auto', 'chatml', 'plain'])

@@ -1170,7 +1170,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1469,7 +1469,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1855,7 +1855,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description A Hugging Face model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;

@@ -347,7 +347,8 @@ function backendOption(value: string | undefined): BackendName | undefined {
 
 /**
  * Adds `model info`, `model sample` and `model score` to a commander program. Engine errors print as
- * `opentinker: <message>` with exit code 1 (no stack trace).
+ * `opentinker: <message>` with exit code 1 (no stack trace). `resolveDir` turns what the user typed
+ * into a model folder first (the host resolves `hf:Org/Name` through its Hub cache there).
  *
  * @example
  * ```ts
@@ -356,7 +357,11 @@ function backendOption(value: string | undefined): BackendName | undefined {
  * await program.parseAsync(process.argv);
  * ```
  */
-export function registerModelCommands(program: Command, output: CommandOutput = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) }): Command {
+export function registerModelCommands(
+  program: Command,
+  output: CommandOutput = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) },
+  resolveDir: (dir: string) => Promise<string> = async (dir) => dir,
+): Command {
   const run =
     <A extends unknown[]>(fn: (...args: A) => Promise<void>) =>
     async (...args: A) => {
@@ -376,11 +381,11 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
   model
     .command('info')
     .description('Architecture, parameter count, dtype, vocabulary, special tokens, chat template (reads no weights)')
-    .argument('<dir>', 'model folder')
+    .argument('<dir>', 'model folder (or hf:Org/Name[@revision] where the host resolves it)')
     .option('--json', 'print JSON')
     .action(
       run(async (dir: string, opts: { json?: boolean }) => {
-        const report = await modelInfo(dir);
+        const report = await modelInfo(await resolveDir(dir));
         if (opts.json) json(report);
         else output.out(formatModelInfo(report));
       }),
@@ -388,7 +393,7 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
   model
     .command('sample')
     .description('Sample a continuation of a prompt (ends at an EOS id, a --stop string, or --max-new-tokens)')
-    .argument('<dir>', 'model folder')
+    .argument('<dir>', 'model folder (or hf:Org/Name[@revision] where the host resolves it)')
     .requiredOption('--prompt <text>', 'the prompt (a user message with --chat)')
     .option('--max-new-tokens <n>', 'most tokens to generate', '64')
     .option('--temperature <t>', '0 = greedy', '1')
@@ -403,7 +408,7 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
     .option('--json', 'print JSON with tokens and log-probs')
     .action(
       run(async (dir: string, opts: Record<string, string | boolean | string[] | undefined>) => {
-        const report = await modelSample(dir, {
+        const report = await modelSample(await resolveDir(dir), {
           prompt: opts.prompt as string,
           maxNewTokens: number(opts.maxNewTokens as string, '--max-new-tokens', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
           temperature: number(opts.temperature as string, '--temperature', (n) => n >= 0, 'a number >= 0'),
@@ -424,7 +429,7 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
   model
     .command('score')
     .description('Print each token of a text and its log-prob under the model')
-    .argument('<dir>', 'model folder')
+    .argument('<dir>', 'model folder (or hf:Org/Name[@revision] where the host resolves it)')
     .requiredOption('--text <text>', 'the text to score (special tokens such as <|im_start|> are recognised)')
     .option('--add-special-tokens', "add the tokenizer's BOS/EOS as its post-processor would")
     .option('--backend <name>', 'tensorflow, wasm or cpu (default: the fastest that starts)')
@@ -432,7 +437,7 @@ export function registerModelCommands(program: Command, output: CommandOutput = 
     .option('--json', 'print JSON')
     .action(
       run(async (dir: string, opts: { text: string; addSpecialTokens?: boolean; backend?: string; adapter?: string; json?: boolean }) => {
-        const report = await modelScore(dir, { text: opts.text, addSpecialTokens: opts.addSpecialTokens === true, backend: backendOption(opts.backend), ...(opts.adapter ? { adapter: opts.adapter } : {}) });
+        const report = await modelScore(await resolveDir(dir), { text: opts.text, addSpecialTokens: opts.addSpecialTokens === true, backend: backendOption(opts.backend), ...(opts.adapter ? { adapter: opts.adapter } : {}) });
         if (opts.json) json(report);
         else output.out(formatModelScore(report));
       }),
