@@ -39,7 +39,7 @@ export function consoleLine(step: number, values: Record<string, number>): strin
 }
 
 /** Spec keys whose values are credentials: never copied into a W&B run's config. */
-const SECRET_KEY = /token|secret|password|api_?key|authorization/i;
+const SECRET_KEY = /(^|_)(token|api_?key|secret|password|authorization)$/i;
 
 export function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);

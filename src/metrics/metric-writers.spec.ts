@@ -189,6 +189,10 @@ describe('console line and config', () => {
   });
 
   it('keeps credentials out of the run config', () => {
-    expect(redactSecrets({ environment: { id: 'x', token: 's' }, api_key: 'k', list: [{ password: 'p', a: 1 }] })).toEqual({ environment: { id: 'x' }, list: [{ a: 1 }] });
+    expect(redactSecrets({ environment: { id: 'x', token: 's' }, api_key: 'k', hf_token: 'h', list: [{ password: 'p', a: 1 }], rollout: { max_new_tokens: 4 } })).toEqual({
+      environment: { id: 'x' },
+      list: [{ a: 1 }],
+      rollout: { max_new_tokens: 4 },
+    });
   });
 });

@@ -125,6 +125,7 @@ describe('trainer.logger: TensorBoard and W&B files hold what the API reports', 
     expect(read.wandb.exit_code).toBe(0);
     expect(read.wandb.run).toMatchObject({ run_id: runId, project: 'ot-test', display_name: 'loggers' });
     expect(read.wandb.run.config.batch_size).toBe(2);
+    expect(read.wandb.run.config.rollout.max_new_tokens).toBe(4);
     expect(JSON.stringify(read.wandb.run.config)).not.toContain('hidden-token');
   }, SLOW);
 
