@@ -85,6 +85,22 @@ export class JobEventsRepository {
     await q.execute();
   }
 
+  /** The latest point of each of `names` for each of `jobIds` (the last one recorded). */
+  async latestPoints(jobIds: readonly string[], names: readonly string[]): Promise<Array<{ jobId: string; name: string; value: number }>> {
+    if (jobIds.length === 0 || names.length === 0) return [];
+    const rows: Array<{ jobId: string; name: string; value: number | string }> = await this.metrics
+      .createQueryBuilder('m')
+      .select('m.job_id', 'jobId')
+      .addSelect('m.name', 'name')
+      .addSelect('m.value', 'value')
+      .where('m.job_id IN (:...jobIds)', { jobIds })
+      .andWhere('m.name IN (:...names)', { names })
+      // Points are inserted in the order a job reports them: the highest id is the latest step.
+      .andWhere('m.id = (SELECT MAX(l.id) FROM job_metrics l WHERE l.job_id = m.job_id AND l.name = m.name)')
+      .getRawMany();
+    return rows.map((r) => ({ jobId: r.jobId, name: r.name, value: Number(r.value) }));
+  }
+
   async putArtifact(artifact: Omit<JobArtifactEntity, 'id'>): Promise<void> {
     await this.artifacts.upsert(artifact, ['jobId', 'name']);
   }

@@ -66,6 +66,11 @@ export class JobsRepository {
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
   }
 
+  /** Jobs starting or running, with what the Prometheus gauges show of them (no spec read). */
+  active(): Promise<Pick<JobEntity, 'id' | 'kind' | 'progress'>[]> {
+    return this.jobs.find({ select: { id: true, kind: true, progress: true }, where: { state: In([...ACTIVE_STATES]) } });
+  }
+
   /** Queued jobs in dispatch order: priority first, then first come first served. */
   queued(limit: number): Promise<JobEntity[]> {
     return this.jobs.find({ where: { state: 'queued' }, order: { priority: 'DESC', createdAt: 'ASC', id: 'ASC' }, take: limit });

@@ -78,6 +78,12 @@ export function rolloutMetrics(s: EpisodeSummary): Record<string, number> {
     'reward/std': s.rewardStd,
     'reward/min': s.rewardMin,
     'reward/max': s.rewardMax,
+    // verl's names (compute_data_metrics) for the same per-episode scores, so its dashboards and
+    // TensorBoard/W&B panels find them; no KL penalty is folded into rewards here, so verl's
+    // critic/rewards/* would only repeat them.
+    'critic/score/mean': s.rewardMean,
+    'critic/score/max': s.rewardMax,
+    'critic/score/min': s.rewardMin,
     'response_length/mean': s.responseLengthMean,
     'turns/mean': s.turnsMean,
     'episodes/env_errors': s.envErrors,

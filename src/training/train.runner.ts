@@ -9,6 +9,7 @@ import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { TrainSpec } from '../jobs/kinds/train.kind';
+import { MetricLoggers } from '../metrics/metric-loggers';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
@@ -28,17 +29,26 @@ interface Resume {
   state: TrainerState;
 }
 
-export async function runTrain(ctx: RunContext): Promise<void> {
-  const spec = ctx.spec as unknown as TrainSpec;
-  const resume = await findResume(ctx);
-  await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, resume?.dir ?? null), async (policy, handle) => {
-    const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
-    try {
-      await run.run();
-    } finally {
-      run.dispose();
-    }
-  });
+export async function runTrain(jobCtx: RunContext): Promise<void> {
+  const spec = jobCtx.spec as unknown as TrainSpec;
+  // `trainer.logger`: the job's metrics also go to the console line, TensorBoard and W&B it names.
+  const loggers = new MetricLoggers(jobCtx, spec.trainer ?? { logger: [], project_name: 'opentinker' }, 'train');
+  const ctx = loggers.wrap(jobCtx);
+  let exitCode = 1;
+  try {
+    const resume = await findResume(ctx);
+    await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, resume?.dir ?? null), async (policy, handle) => {
+      const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
+      try {
+        await run.run();
+      } finally {
+        run.dispose();
+      }
+    });
+    if (!ctx.signal.aborted) exitCode = 0;
+  } finally {
+    await loggers.close(exitCode).catch((error: Error) => jobCtx.log(`metric loggers: could not finish their files: ${error.message}`));
+  }
 }
 
 /** The latest complete checkpoint of this job, when there is one (a re-queued attempt). */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { METRIC_LOGGERS } from '../../metrics/metric-logger-names';
 import { defineJobKind } from './job-kind';
 import { environmentSpec, modelSpec, rolloutSpec } from './rl-spec';
 
@@ -100,6 +101,24 @@ const sftSpec = z
     path: ['turns_repeat_last'],
   });
 
+const loggerName = z.enum(METRIC_LOGGERS);
+
+/** verl's `trainer.*` keys about where metrics go (docs/metrics.md). */
+const trainerSpec = z
+  .object({
+    logger: z
+      .union([loggerName, z.array(loggerName).max(METRIC_LOGGERS.length)])
+      .transform((l) => [...new Set(Array.isArray(l) ? l : [l])])
+      .default([])
+      .describe(
+        "verl's trainer.logger: console (verl's step:N - name:value line in the job log), tensorboard (event files, a job artifact), " +
+          'wandb (an offline run for `wandb sync`, a job artifact); the API and dashboard always have the metrics',
+      ),
+    project_name: z.string().min(1).max(128).default('opentinker').describe('W&B project'),
+    experiment_name: z.string().min(1).max(128).optional().describe('W&B run name (default: the job name, else its id)'),
+  })
+  .strict();
+
 const trainSpecFields = z.object({
   environment: environmentSpec,
   model: modelSpec,
@@ -117,6 +136,7 @@ const trainSpecFields = z.object({
   save_freq: z.number().int().min(0).default(0).describe('Checkpoint every N steps (0: only at the end)'),
   max_checkpoints: z.number().int().min(1).max(1000).default(3).describe('Checkpoints kept (oldest removed)'),
   seed: z.number().int().min(0).default(0),
+  trainer: trainerSpec.default(trainerSpec.parse({})),
 });
 
 /** A train job's spec after defaults (what the job runner gets, minus the common keys). */

@@ -2044,6 +2044,17 @@ export interface components {
             test_freq?: number;
             /** @description RL steps (default: num_epochs over a finite train split, else 100) */
             total_steps?: number;
+            trainer?: {
+                /** @description W&B run name (default: the job name, else its id) */
+                experiment_name?: string;
+                /** @description verl's trainer.logger: console (verl's step:N - name:value line in the job log), tensorboard (event files, a job artifact), wandb (an offline run for `wandb sync`, a job artifact); the API and dashboard always have the metrics */
+                logger?: ("console" | "tensorboard" | "wandb") | ("console" | "tensorboard" | "wandb")[];
+                /**
+                 * @description W&B project
+                 * @default opentinker
+                 */
+                project_name?: string;
+            };
             /**
              * @description Test tasks per validation (at most the split)
              * @default 64

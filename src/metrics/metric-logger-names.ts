@@ -1,0 +1,3 @@
+/** The backends of verl's `trainer.logger` that a train job can write to (docs/metrics.md). */
+export const METRIC_LOGGERS = ['console', 'tensorboard', 'wandb'] as const;
+export type MetricLoggerName = (typeof METRIC_LOGGERS)[number];
