@@ -13,6 +13,7 @@ import { SchedulerModule } from './scheduler/scheduler.module';
 import { InferenceModule } from './inference/inference.module';
 import { ServingModule } from './inference/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
+import { SessionRelayModule } from './sessions/session-relay.module';
 import { SessionsModule } from './sessions/sessions.module';
 
 export interface AppRoles {
@@ -36,7 +37,7 @@ export class AppModule {
     }
     if (roles.worker) {
       if (!roles.runnerEntry) throw new Error('The worker role needs the job runner entry point');
-      imports.push(WorkerModule.forRoot(roles.runnerEntry));
+      imports.push(WorkerModule.forRoot(roles.runnerEntry), SessionRelayModule);
     }
     return { module: AppModule, imports };
   }

@@ -3,8 +3,6 @@ import { JobsDataModule } from '../jobs/jobs-data.module';
 import { QueueModule } from './queue.module';
 import { JobSupervisor, RUNNER_ENTRY } from './job-supervisor.service';
 import { WorkerService } from './worker.service';
-import { SessionCallsRepository } from '../sessions/session-calls.repository';
-import { SessionRelayService } from '../sessions/session-relay.service';
 import { UsersRepository } from '../auth/users.repository';
 
 /** The worker role: present in `opentinker serve` (unless disabled) and in `opentinker worker`. */
@@ -14,7 +12,7 @@ export class WorkerModule {
     return {
       module: WorkerModule,
       imports: [JobsDataModule, QueueModule],
-      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService, SessionCallsRepository, SessionRelayService, UsersRepository],
+      providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService, UsersRepository],
       exports: [WorkerService],
     };
   }

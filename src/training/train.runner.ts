@@ -8,7 +8,7 @@ import { Prng, Trainer, warmupConstantSchedule, warmupCosineSchedule, type LrSch
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
-import type { TrainSpec } from '../jobs/kinds/train.kind';
+import type { TrainSpec } from '../jobs/kinds/train/train.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
@@ -28,8 +28,8 @@ interface Resume {
   state: TrainerState;
 }
 
-export async function runTrain(ctx: RunContext): Promise<void> {
-  const spec = ctx.spec as unknown as TrainSpec;
+export async function runTrain(ctx: RunContext<TrainSpec>): Promise<void> {
+  const { spec } = ctx;
   const resume = await findResume(ctx);
   await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, resume?.dir ?? null), async (policy, handle) => {
     const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);

@@ -1,5 +1,4 @@
 import type { z } from 'zod';
-import { jobSpecSchema } from '../../jobs/kinds/job-kind';
 import { findJobKind } from '../../jobs/kinds/job-kinds';
 import { CliError, EXIT } from './cli-error';
 
@@ -98,7 +97,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
   let envHost: { value: string; token: string } | undefined;
   let envPort: { value: string; token: string } | undefined;
   const seed = SEED_KEYS[kind];
-  const schema = jobSpecSchema(findJobKind(kind)!);
+  const schema = findJobKind(kind)!.schema;
 
   for (const token of tokens) {
     const eq = token.indexOf('=');
