@@ -61,7 +61,7 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
   }
 
   /** The runner answered the call in flight. */
-  async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
+  private async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
     const entry = this.attached.get(jobId);
     await this.calls.finish(message.id, message.error !== undefined ? { error: message.error } : { result: message.result ?? null });
     this.bus.sessionCallDone(jobId);
@@ -70,7 +70,7 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
   }
 
   /** The session's runner is gone: calls it had not answered fail with `reason`. */
-  async detach(jobId: string, reason: string): Promise<void> {
+  private async detach(jobId: string, reason: string): Promise<void> {
     const entry = this.attached.get(jobId);
     if (!entry) return;
     clearInterval(entry.timer);
