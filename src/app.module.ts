@@ -12,6 +12,7 @@ import { SchedulerModule } from './scheduler/scheduler.module';
 import { InferenceModule } from './inference/inference.module';
 import { ServingModule } from './inference/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
+import { SessionRelayModule } from './sessions/session-relay.module';
 import { SessionsModule } from './sessions/sessions.module';
 
 /** Which roles this process plays; where the installation's files are comes with the config (`config.install`). */
@@ -29,7 +30,7 @@ export class AppModule {
       imports.push(ServingModule, InferenceModule);
       imports.push(SessionsModule, DatasetsModule, DashboardModule);
     }
-    if (roles.worker) imports.push(WorkerModule);
+    if (roles.worker) imports.push(WorkerModule, SessionRelayModule);
     return { module: AppModule, imports };
   }
 }

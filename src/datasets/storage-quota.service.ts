@@ -5,7 +5,7 @@ import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { CHECKPOINTING_KINDS } from '../jobs/kinds/job-kinds';
+import { kindsWith } from '../jobs/kinds/job-kinds';
 import { DatasetsRepository } from './datasets.repository';
 
 
@@ -24,7 +24,7 @@ export class StorageQuota {
   ) {}
 
   async used(userId: string): Promise<{ datasets: number; checkpoints: number }> {
-    const [datasets, ids] = await Promise.all([this.datasets.bytesOf(userId), this.jobs.idsOf(userId, CHECKPOINTING_KINDS)]);
+    const [datasets, ids] = await Promise.all([this.datasets.bytesOf(userId), this.jobs.idsOf(userId, kindsWith('checkpoints').map((k) => k.kind))]);
     let checkpoints = 0;
     for (const id of ids) checkpoints += await folderBytes(join(this.config.values.home, 'jobs', id, 'work', 'checkpoints'));
     return { datasets, checkpoints };

@@ -6,9 +6,12 @@ import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { AppConfig } from '../config/app-config';
 import { JobsService } from '../jobs/jobs.service';
-import { RESULTS_FILE } from './inference-files';
+import { findJobKind, kindList, kindsWith } from '../jobs/kinds/job-kinds';
 
-/** Finds an inference job's `results.jsonl` for its owner: the published artifact, or the file being written. */
+/**
+ * Finds the results file of a job whose kind writes one (`inference`: `results.jsonl`) for its owner:
+ * the published artifact, or the file being written.
+ */
 @Injectable()
 export class InferenceResultsService {
   constructor(
@@ -18,13 +21,14 @@ export class InferenceResultsService {
 
   async open(caller: Principal, id: string): Promise<Readable> {
     const job = await this.jobs.get(caller, id);
-    if (job.kind !== 'inference') {
-      throw new AppError(ErrorCode.RESULTS_NOT_FOUND, `Job ${id} is a ${job.kind} job; only inference jobs have results`, { field: 'id' });
+    const file = findJobKind(job.kind)?.results;
+    if (!file) {
+      throw new AppError(ErrorCode.RESULTS_NOT_FOUND, `Job ${id} is a ${job.kind} job; only ${kindList(kindsWith('results'))} jobs have results`, { field: 'id' });
     }
-    const published = (await this.jobs.artifacts(caller, id)).some((a) => a.name === RESULTS_FILE);
-    if (published) return (await this.jobs.openArtifact(caller, id, RESULTS_FILE)).stream;
+    const published = (await this.jobs.artifacts(caller, id)).some((a) => a.name === file);
+    if (published) return (await this.jobs.openArtifact(caller, id, file)).stream;
     // While the job runs on this server's worker, its file grows batch by batch.
-    const live = join(this.config.jobDir(id), 'work', RESULTS_FILE);
+    const live = join(this.config.jobDir(id), 'work', file);
     if (job.state === 'running' && existsSync(live)) return createReadStream(live).pipe(completeLines());
     throw new AppError(ErrorCode.RESULTS_NOT_FOUND, `Job ${id} has no results yet (state ${job.state})`, { field: 'id' });
   }

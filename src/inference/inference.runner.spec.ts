@@ -1,15 +1,17 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseJobSpec } from '../jobs/kinds/job-kinds';
+import { inferenceKind } from '../jobs/kinds/inference/inference.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { type InferenceResultLine, runInference } from './inference.runner';
+
+type InferenceSpecOf = ReturnType<typeof inferenceKind.parse>;
 
 const home = mkdtempSync(join(tmpdir(), 'ot-inference-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
 interface Recorded {
-  ctx: RunContext;
+  ctx: RunContext<InferenceSpecOf>;
   logs: string[];
   progress: Array<[number, number | null]>;
   metrics: Array<[number, Record<string, number>]>;
@@ -18,12 +20,12 @@ interface Recorded {
 }
 
 function context(spec: Record<string, unknown>, name: string): Recorded {
-  const { spec: parsed } = parseJobSpec({ kind: 'inference', ...spec });
+  const parsed = inferenceKind.parse({ kind: 'inference', ...spec });
   const abort = new AbortController();
   const r: Omit<Recorded, 'ctx'> = { logs: [], progress: [], metrics: [], artifacts: {}, abort };
-  const ctx: RunContext = {
+  const ctx: RunContext<InferenceSpecOf> = {
     jobId: name,
-    spec: parsed as Record<string, unknown>,
+    spec: parsed,
     attempt: 1,
     resumeState: null,
     workDir: join(home, name),
@@ -99,7 +101,7 @@ describe('runInference', () => {
 
   it('fails fast with the reason: unknown environment, bad model path, an environment that throws', async () => {
     const base = { model: { preset: 'tiny-char' }, rollout: { max_new_tokens: 2 }, num_tasks: 2 };
-    await expect(runInference(context({ ...base, environment: { id: 'nope' } }, 'unknown').ctx)).rejects.toThrow(/environment\.id: unknown environment nope \(known: .*math/);
+    await expect(runInference(context({ ...base, environment: { id: 'nope' } }, 'unknown').ctx)).rejects.toThrow(/environment\.id: Unknown environment nope \(known: .*math/);
     await expect(runInference(context({ ...base, environment: { id: 'math' }, model: { path: join(home, 'missing') } }, 'badpath').ctx)).rejects.toThrow(
       /model\.path .* is not a model folder/,
     );

@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from '@opentinker/env-sdk';
 import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { InferenceSpec } from '../jobs/kinds/inference.kind';
+import type { InferenceSpec } from '../jobs/kinds/inference/inference.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { RESULTS_FILE, SUMMARY_FILE } from './inference-files';
 import { type EpisodeItem, mixSeed, runEpisodes } from '../training/agent-loop';
@@ -52,8 +52,8 @@ export function inferenceMetrics(s: EpisodeSummary): Record<string, number> {
  * (`samples_per_task` episodes each, `batch_size` sampled together), one JSON line per episode appended
  * to `results.jsonl` as each batch finishes, then `summary.json`. Both are published as artifacts.
  */
-export async function runInference(ctx: RunContext): Promise<void> {
-  const spec = ctx.spec as unknown as InferenceSpec;
+export async function runInference(ctx: RunContext<InferenceSpec>): Promise<void> {
+  const { spec } = ctx;
   const started = Date.now();
   await withPolicyAndEnvironment(spec, ctx, () => loadPolicy(spec.model, { paths: ctx.paths, log: (line) => ctx.log(line) }, { trainable: false }), async (policy, handle) => {
     const size = handle.env.tasks.size(spec.split);

@@ -3,22 +3,20 @@ import { ModuleRef } from '@nestjs/core';
 import { fullFineTuningRefusal, modelPreset, MODEL_PRESETS, validateModelConfig, type ModelConfig } from '@opentinker/engine/models';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { datasetConfigKey, isEnvironmentError, resolveTenantConfig, shardUrls } from '@opentinker/env-sdk';
-import type { HostConfigInput } from '@opentinker/env-sdk';
+import { isEnvironmentError, shardUrls } from '@opentinker/env-sdk';
 import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { DatasetsService } from '../datasets/datasets.service';
 import { StorageQuota } from '../datasets/storage-quota.service';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
-import { environmentConfigError } from '../registry/tenant-config';
 import { checkEnvironmentUrl, UrlNotAllowedError, urlPolicyFor } from '../registry/url-policy';
 import { WorkersRepository } from '../scheduler/workers.repository';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { modelPathAllowed, modelPathRefusal } from '../training/model-roots';
 import type { JobEntity } from './job.entity';
-import { findJobKind } from './kinds/job-kinds';
-import { DATASET_SPLITS } from './kinds/rl-spec';
+import { datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from './kinds/environment-checks';
+import { findJobKind, kindList, kindsWith } from './kinds/job-kinds';
 
 const JOB_PATH = /^job:([0-9a-fA-F-]{36})(?:\/step-\d+)?$/;
 
@@ -147,33 +145,19 @@ export class JobSpecChecksService {
     if (!registry) return;
     const loaded = registry.list().filter((r) => r.status === 'loaded' && r.environment);
     const record = loaded.find((r) => r.id === environment.id);
-    if (!record?.environment) {
-      throw invalid('environment.id', `Unknown environment ${environment.id} (known: ${loaded.map((r) => r.id).join(', ') || 'none'})`);
-    }
+    if (!record?.environment) throw unknownEnvironment(environment.id, loaded.map((r) => r.id));
     const env = record.environment;
     // The runner fills in the real files; here a stand-in lets the schema see that a dataset is given.
-    const datasets: HostConfigInput['datasets'] = {};
-    for (const [key, split] of Object.entries(DATASET_SPLITS) as Array<[keyof typeof DATASET_SPLITS, 'train' | 'test']>) {
-      if (environment[key] === undefined) continue;
-      if (datasetConfigKey(env, split) === null) throw invalid(`environment.${key}`, `environment ${env.id} reads no ${split} dataset`);
-      datasets[split] = `dataset:${environment[key]}`;
-    }
-    try {
-      resolveTenantConfig(env, environment.config ?? {}, { ...this.config.environmentHost, datasets });
-    } catch (error) {
-      if (isEnvironmentError(error)) throw environmentConfigError(error, 'environment.');
-      throw error;
-    }
+    const datasets = datasetFiles(environment, env, (id) => `dataset:${id}`);
+    tenantEnvironmentConfig(env, environment.config ?? {}, { ...this.config.environmentHost, datasets });
   }
 
   /** `environment.dataset` / `val_dataset`: the caller's own uploads, checked for rows this environment reads. */
   private async checkDatasets(environment: NonNullable<RlSpecParts['environment']>, caller: Principal): Promise<void> {
+    refuseDatasetsOfRemote(environment);
     for (const key of ['dataset', 'val_dataset'] as const) {
       const id = environment[key];
       if (id === undefined) continue;
-      if (environment.url !== undefined) {
-        throw invalid(`environment.${key}`, `environment.${key}: uploaded datasets live on this server; a remote environment (environment.url) cannot read them`);
-      }
       const datasets = this.optional(DatasetsService);
       if (datasets) await datasets.assertUsable(caller, id, `environment.${key}`, environment.id);
     }
@@ -189,7 +173,7 @@ export class JobSpecChecksService {
       if (error instanceof AppError && error.code === ErrorCode.NOT_FOUND) throw invalid('model.path', `No job ${m[1]} of yours to take a model from`);
       throw error;
     }
-    if (!findJobKind(job.kind)?.checkpoints) throw invalid('model.path', `Job ${m[1]} is a ${job.kind} job; only train and session jobs save checkpoints`);
+    if (!findJobKind(job.kind)?.checkpoints) throw invalid('model.path', `Job ${m[1]} is a ${job.kind} job; only ${kindList(kindsWith('checkpoints'))} jobs save checkpoints`);
   }
 
   private registry(): EnvironmentRegistry | null {

@@ -5,15 +5,9 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseStoredSpec } from '../jobs/kinds/job-kinds';
 import { configureEngine } from '../training/engine-settings';
-import type { CallInbox, CallMessage, KindRunner, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner-protocol';
-
-const RUNNERS: Record<string, () => Promise<KindRunner>> = {
-  sleep: async () => (await import('./sleep.runner.js')).runSleep,
-  train: async () => (await import('../training/train.runner.js')).runTrain,
-  inference: async () => (await import('../inference/inference.runner.js')).runInference,
-  session: async () => (await import('../training/session.runner.js')).runSession,
-};
+import type { CallInbox, CallMessage, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner-protocol';
 
 const controller = new AbortController();
 
@@ -73,14 +67,14 @@ function stopOn(signal: NodeJS.Signals): void {
 }
 
 async function run(start: StartMessage): Promise<void> {
-  const load = RUNNERS[start.job.kind];
-  if (!load) throw new Error(`This job runner has no runner for kind ${start.job.kind}`);
-  const runner = await load();
+  // The kind's schema, not a cast, says what the runner reads.
+  const { kind, spec } = parseStoredSpec(start.job.kind, withSecrets(start.job.spec, start.secrets ?? {}));
+  const runner = await kind.runner();
   mkdirSync(start.workDir, { recursive: true });
   configureEngine(start.engine);
-  const ctx: RunContext = {
+  const ctx: RunContext<typeof spec> = {
     jobId: start.job.id,
-    spec: withSecrets(start.job.spec, start.secrets ?? {}),
+    spec,
     attempt: start.job.attempt,
     resumeState: start.job.resumeState ?? null,
     workDir: start.workDir,

@@ -64,10 +64,13 @@ export interface CallInbox {
   reply(id: number, outcome: { result: unknown } | { error: string }): void;
 }
 
-/** What a kind's runner gets: its spec, a place to write, and ways to report. */
-export interface RunContext {
+/**
+ * What a kind's runner gets: its spec (the stored spec parsed again by the kind's schema, secrets put
+ * back), a place to write, and ways to report.
+ */
+export interface RunContext<Spec = Record<string, unknown>> {
   jobId: string;
-  spec: Record<string, unknown>;
+  spec: Spec;
   attempt: number;
   /** What the previous attempt saved with {@link checkpoint}, or null on a fresh start. */
   resumeState: unknown;
@@ -91,11 +94,11 @@ export interface RunContext {
   checkpoint(state: unknown): void;
   /** Publishes a file under `workDir` as a job artifact. */
   artifact(name: string, path: string): void;
-  /** Session calls relayed by the worker (only `session` jobs get any). */
+  /** Calls relayed by the worker (only jobs of a kind with the `calls` capability get any). */
   calls: CallInbox;
 }
 
-export type KindRunner = (ctx: RunContext) => Promise<void>;
+export type KindRunner<Spec = Record<string, unknown>> = (ctx: RunContext<Spec>) => Promise<void>;
 
 export interface RunnerPaths {
   /** The installation root (its package.json declares the first-party environments). */

@@ -7,9 +7,9 @@ import { findJobKind } from '../jobs/kinds/job-kinds';
 import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { SessionRelayService } from '../sessions/session-relay.service';
 import type { RunnerMessage } from '../runner/runner-protocol';
 import { urlPolicyFor } from '../registry/url-policy';
+import type { AttachedJobHook, JobHook } from './job-hooks';
 import { JobProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
@@ -27,6 +27,8 @@ interface Running {
   workerId: string;
   process: JobProcess;
   onEnded: () => void;
+  /** The hooks of its kind's capabilities (the call relay of a kind with `calls`). */
+  hooks: AttachedJobHook[];
   /** Serialises this job's database writes so they land in the order the runner sent them. */
   writes: Promise<void>;
   /**
@@ -49,6 +51,7 @@ export class JobSupervisor {
   private readonly running = new Map<string, Running>();
   /** Host paths that job logs and errors (the tenant's to read) show by name instead. */
   private readonly paths: Array<[string, string]>;
+  private readonly hooks: JobHook[] = [];
 
   constructor(
     private readonly config: AppConfig,
@@ -56,7 +59,6 @@ export class JobSupervisor {
     private readonly events: JobEventsRepository,
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
-    private readonly sessions: SessionRelayService,
   ) {
     const paths: Array<[string, string]> = [
       [config.home, '$OPENTINKER_HOME'],
@@ -73,13 +75,18 @@ export class JobSupervisor {
     return out;
   }
 
+  /** Adds work for the running jobs of the kinds the hook applies to (registered by the capability's module). */
+  addHook(hook: JobHook): void {
+    this.hooks.push(hook);
+  }
+
   get runningIds(): string[] {
     return [...this.running.keys()];
   }
 
   /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
   start(job: JobEntity, workerId: string, launch: { ownerIsAdmin: boolean; secrets: Record<string, string> }, onEnded: () => void): void {
-    const entry = { job, workerId, onEnded, writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
+    const entry = { job, workerId, onEnded, hooks: [] as AttachedJobHook[], writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
     entry.process = new JobProcess(job, {
       runnerEntry: this.config.install.runnerEntry,
       jobDir: this.config.jobDir(job.id),
@@ -98,7 +105,8 @@ export class JobSupervisor {
       onLog: (text) => this.onLog(entry, text),
     });
     this.running.set(job.id, entry);
-    if (job.kind === 'session') this.sessions.attach(job.id, (m) => entry.process.send(m));
+    const kind = findJobKind(job.kind);
+    if (kind) entry.hooks = this.hooks.filter((h) => h.appliesTo(kind)).map((h) => h.attach(job, (m) => entry.process.send(m)));
     this.logger.log(`Started job ${job.id} (${job.kind}) on ${job.devices?.join(', ') || 'no devices'}, pid ${entry.process.pid}`);
     void entry.process.exited.then((exit) => this.onExit(entry, exit.code, exit.signal, exit.stderrTail));
   }
@@ -183,7 +191,7 @@ export class JobSupervisor {
         entry.failure = this.redact(m.message);
         return;
       case 'call-result':
-        return this.write(entry, () => this.sessions.result(id, m));
+        return this.write(entry, () => Promise.all(entry.hooks.map((h) => h.onMessage(m))));
       case 'done':
         return;
     }
@@ -217,7 +225,7 @@ export class JobSupervisor {
     this.flushLog(entry);
     await entry.writes;
     try {
-      if (job.kind === 'session') await this.sessions.detach(job.id, 'The session ended before answering this call');
+      for (const hook of entry.hooks) await hook.detach();
       await this.recordExit(entry, code, signal, stderrTail);
     } catch (error) {
       this.logger.error(`Job ${job.id}: could not record its end: ${(error as Error).message}`);

@@ -1,6 +1,11 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { LocalBus } from '../core/local-bus';
+import type { JobEntity } from '../jobs/job.entity';
+import type { AnyJobKind } from '../jobs/kinds/job-kind';
 import type { CallMessage } from '../runner/runner-protocol';
+import type { AttachedJobHook, JobHook } from '../scheduler/job-hooks';
+import { JobSupervisor } from '../scheduler/job-supervisor.service';
 import { SessionCallsRepository } from './session-calls.repository';
 
 /** How often a worker looks for new calls of the sessions it runs (the local bus wakes it sooner). */
@@ -17,19 +22,30 @@ interface Attached {
 /**
  * The worker's side of client-driven sessions: hands the calls the API recorded to the session's job
  * runner one at a time, and records what the runner answers. The database is the channel, so the API
- * and the worker may be on different machines.
+ * and the worker may be on different machines. It is the supervisor's hook for the jobs of kinds with
+ * the `calls` capability.
  */
 @Injectable()
-export class SessionRelayService implements OnModuleDestroy {
+export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('SessionRelay');
   private readonly attached = new Map<string, Attached>();
 
   constructor(
     private readonly calls: SessionCallsRepository,
     private readonly bus: LocalBus,
+    private readonly modules: ModuleRef,
   ) {}
 
-  attach(jobId: string, send: (message: CallMessage) => void): void {
+  onModuleInit(): void {
+    this.modules.get(JobSupervisor, { strict: false }).addHook(this);
+  }
+
+  appliesTo(kind: AnyJobKind): boolean {
+    return kind.calls;
+  }
+
+  attach(job: JobEntity, send: (message: CallMessage) => void): AttachedJobHook {
+    const jobId = job.id;
     const entry: Attached = {
       send,
       inFlight: null,
@@ -38,10 +54,14 @@ export class SessionRelayService implements OnModuleDestroy {
       stopListening: this.bus.onSessionCall(jobId, () => void this.pump(jobId)),
     };
     this.attached.set(jobId, entry);
+    return {
+      onMessage: (message) => this.result(jobId, message),
+      detach: () => this.detach(jobId, 'The session ended before answering this call'),
+    };
   }
 
   /** The runner answered the call in flight. */
-  async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
+  private async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
     const entry = this.attached.get(jobId);
     await this.calls.finish(message.id, message.error !== undefined ? { error: message.error } : { result: message.result ?? null });
     this.bus.sessionCallDone(jobId);
@@ -50,7 +70,7 @@ export class SessionRelayService implements OnModuleDestroy {
   }
 
   /** The session's runner is gone: calls it had not answered fail with `reason`. */
-  async detach(jobId: string, reason: string): Promise<void> {
+  private async detach(jobId: string, reason: string): Promise<void> {
     const entry = this.attached.get(jobId);
     if (!entry) return;
     clearInterval(entry.timer);

@@ -5,7 +5,7 @@ import { SessionCallsRepository } from './session-calls.repository';
 import { SessionsController } from './sessions.controller';
 import { SessionsService } from './sessions.service';
 
-/** The API side of client-driven training sessions (the worker side is SessionRelayService). */
+/** The API side of client-driven training sessions (the worker side is SessionRelayModule). */
 @Module({
   imports: [JobsModule, JobsDataModule],
   controllers: [SessionsController],

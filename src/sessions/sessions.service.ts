@@ -7,6 +7,7 @@ import { LocalBus } from '../core/local-bus';
 import { FINAL_STATES } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { JobsService } from '../jobs/jobs.service';
+import { findJobKind } from '../jobs/kinds/job-kinds';
 import { parseCallArgs } from './session-call-args';
 import { SessionCallEntity, SessionOp } from './session-call.entity';
 import { SessionCallsRepository } from './session-calls.repository';
@@ -30,7 +31,7 @@ export class SessionsService {
    */
   async call(caller: Principal, jobId: string, body: { call_id: string; op: SessionOp; args?: unknown }, waitSeconds: number): Promise<SessionCallEntity> {
     const job = await this.jobs.get(caller, jobId);
-    if (job.kind !== 'session') throw new AppError(ErrorCode.NOT_A_SESSION, `Job ${jobId} is a ${job.kind} job, not a session`, { field: 'id' });
+    if (!findJobKind(job.kind)?.calls) throw new AppError(ErrorCode.NOT_A_SESSION, `Job ${jobId} is a ${job.kind} job, not a session`, { field: 'id' });
     const args = parseCallArgs(body.op, body.args);
     const existing = await this.calls.find(jobId, body.call_id);
     if (existing) return this.sameRequest(existing, body.op, args, waitSeconds);

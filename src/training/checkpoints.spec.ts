@@ -2,7 +2,7 @@ import { ByteTokenizer, loadHfModelDir, loadLoraAdapter, Model, modelPreset, Prn
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { trainKind } from '../jobs/kinds/train.kind';
+import { trainKind } from '../jobs/kinds/train/train.kind';
 import {
   checkpointDir,
   listCheckpoints,

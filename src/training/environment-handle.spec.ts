@@ -39,7 +39,7 @@ describe('openEnvironment', () => {
   });
 
   it('names the known environments for an unknown id, and the config key at fault', async () => {
-    await expect(openEnvironment(environmentSpec.parse({ id: 'nope' }), ctx)).rejects.toThrow(/^environment\.id: unknown environment nope \(known: .*math/);
+    await expect(openEnvironment(environmentSpec.parse({ id: 'nope' }), ctx)).rejects.toThrow(/^environment\.id: Unknown environment nope \(known: .*math/);
     await expect(openEnvironment(environmentSpec.parse({ id: 'math', config: { difficulty: 'hard' } }), ctx)).rejects.toThrow(/^environment\.config\.difficulty: /);
     await expect(openEnvironment(environmentSpec.parse({ id: 'math', config: { bogus: 1 } }), ctx)).rejects.toThrow(/^environment\.config\.bogus: /);
   });

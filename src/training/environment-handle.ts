@@ -1,9 +1,10 @@
-import { datasetConfigKey, isEnvironmentError, OpenTinkerEnvironment, RemoteEnvironment, resolveTenantConfig, shardUrls } from '@opentinker/env-sdk';
-import type { Environment, EnvironmentInstance, HostConfigInput, JsonObject, TurnMode } from '@opentinker/env-sdk';
+import { isEnvironmentError, OpenTinkerEnvironment, RemoteEnvironment, shardUrls } from '@opentinker/env-sdk';
+import type { EnvironmentInstance, JsonObject, TurnMode } from '@opentinker/env-sdk';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { datasetFile } from '../datasets/dataset-files';
-import { DATASET_SPLITS, type EnvironmentSpec } from '../jobs/kinds/rl-spec';
+import { asJobError, datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../jobs/kinds/environment-checks';
+import type { EnvironmentSpec } from '../jobs/kinds/rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
 import { checkEnvironmentUrl, policyFetch } from '../registry/url-policy';
 import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
@@ -36,27 +37,28 @@ export interface OpenEnvironmentContext {
  * within the sandbox ceilings); a remote server validates the config sent with each episode (its task
  * list is the one of its own config). `dataset` / `val_dataset` ids become the config keys the environment
  * marks as its train and test dataset files.
- * Errors name the spec field at fault (`environment.id`, `environment.config.<key>`, …).
+ * The spec checks are those the API ran at submission (`environment-checks.ts`), run again here where the
+ * files are opened. Errors name the spec field at fault (`environment.id: …`, `environment.config.<key>: …`).
  */
 export async function openEnvironment(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
-  if (spec.url !== undefined) return openRemote(spec, ctx);
+  try {
+    return spec.url !== undefined ? await openRemote(spec, ctx) : await openLocal(spec, ctx);
+  } catch (error) {
+    throw asJobError(error);
+  }
+}
+
+async function openLocal(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
   const records = await loadRegistry({ hostRoot: ctx.paths.hostRoot, pluginsDir: ctx.paths.pluginsDir });
   const record = records.find((r) => r.id === spec.id && r.status === 'loaded' && r.environment);
   if (!record?.environment) {
     const failed = records.find((r) => r.id === spec.id);
     if (failed) throw new Error(`environment.id: environment ${spec.id} failed to load: ${failed.error}`);
-    const known = records.filter((r) => r.status === 'loaded').map((r) => r.id);
-    throw new Error(`environment.id: unknown environment ${spec.id} (known: ${known.join(', ') || 'none'})`);
+    throw unknownEnvironment(spec.id ?? '', records.filter((r) => r.status === 'loaded').map((r) => r.id));
   }
   const definition = record.environment;
-  const datasets = datasetPaths(spec, definition, ctx.paths.datasetsDir);
-  let config: unknown;
-  try {
-    config = resolveTenantConfig(definition, spec.config, { ...ctx.policy.environmentHost, datasets });
-  } catch (error) {
-    const field = isEnvironmentError(error) && error.field ? `environment.${error.field}` : 'environment.config';
-    throw new Error(`${field}: ${(error as Error).message}`);
-  }
+  const datasets = datasetFiles(spec, definition, (id) => datasetFile(ctx.paths.datasetsDir, id));
+  const config = tenantEnvironmentConfig(definition, spec.config, { ...ctx.policy.environmentHost, datasets });
   const scratch = join(ctx.workDir, 'env');
   mkdirSync(scratch, { recursive: true });
   let env: EnvironmentInstance;
@@ -70,25 +72,8 @@ export async function openEnvironment(spec: EnvironmentSpec, ctx: OpenEnvironmen
   return { env, meta: { id: definition.id, turnMode: definition.turnMode, version: definition.version }, close: closer(env) };
 }
 
-function datasetPaths(spec: EnvironmentSpec, env: Environment<unknown, unknown>, datasetsDir: string): HostConfigInput['datasets'] {
-  const out: NonNullable<HostConfigInput['datasets']> = {};
-  for (const [specKey, split] of Object.entries(DATASET_SPLITS) as Array<[keyof typeof DATASET_SPLITS, 'train' | 'test']>) {
-    const id = spec[specKey];
-    if (id === undefined) continue;
-    if (datasetConfigKey(env, split) === null) throw new Error(`environment.${specKey}: environment ${env.id} reads no ${split} dataset`);
-    try {
-      out[split] = datasetFile(datasetsDir, id);
-    } catch (error) {
-      throw new Error(`environment.${specKey}: ${(error as Error).message}`);
-    }
-  }
-  return out;
-}
-
 async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
-  for (const key of Object.keys(DATASET_SPLITS) as Array<keyof typeof DATASET_SPLITS>) {
-    if (spec[key] !== undefined) throw new Error(`environment.${key}: uploaded datasets live on this server; a remote environment (environment.url) cannot read them`);
-  }
+  refuseDatasetsOfRemote(spec);
   if (spec.protocol === 'opentinker') return openOpenTinker(spec, ctx);
   let env: RemoteEnvironment;
   try {

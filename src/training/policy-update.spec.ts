@@ -1,6 +1,6 @@
 import { Model, modelPreset, padBatch, Trainer, type CoefficientSource, type CurrentScores, type LossCoefficients } from '@opentinker/engine';
 import * as tf from '@tensorflow/tfjs-core';
-import { trainKind } from '../jobs/kinds/train.kind';
+import { trainKind } from '../jobs/kinds/train/train.kind';
 import { ensureEngineBackend } from './policy';
 import { computeAdvantages, miniBatches, scoreRows, selectRows, trajectoryRow, updatePolicy, type AlgorithmSpec, type UpdateRow } from './policy-update';
 import type { Trajectory } from './trajectory';

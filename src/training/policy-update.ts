@@ -17,7 +17,7 @@ import {
   type AggOptions,
   type LossAggMode,
 } from '@opentinker/rl';
-import type { TrainSpec } from '../jobs/kinds/train.kind';
+import type { TrainSpec } from '../jobs/kinds/train/train.kind';
 import type { Trajectory } from './trajectory';
 
 export type AlgorithmSpec = TrainSpec['algorithm'];

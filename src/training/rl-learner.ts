@@ -8,7 +8,7 @@ import { loadHfModelDir, loadLoraAdapter, Model, Prng, Trainer } from '@opentink
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { TrainSpec } from '../jobs/kinds/train.kind';
+import type { TrainSpec } from '../jobs/kinds/train/train.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed, runEpisodes, type EpisodeItem } from './agent-loop';
 import { pruneCheckpoints, readCriticWeights, readOptimizer, saveCheckpoint, type TrainerState } from './checkpoints';

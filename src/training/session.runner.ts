@@ -7,8 +7,7 @@
 import { Prng, warmupConstantSchedule } from '@opentinker/engine';
 import type { Message, TaskSet } from '@opentinker/env-sdk';
 import { relative } from 'node:path';
-import type { SessionSpec } from '../jobs/kinds/session.kind';
-import type { TrainSpec } from '../jobs/kinds/train.kind';
+import type { SessionSpec } from '../jobs/kinds/session/session.kind';
 import { generateChat } from '../inference/generation';
 import type { CallMessage, RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
@@ -16,10 +15,8 @@ import { withPolicyAndEnvironment } from './policy-and-environment';
 import { IndexedTask, openTrainablePolicy, RlLearner } from './rl-learner';
 import { TaskCursor } from './task-cursor';
 
-type Spec = SessionSpec & Pick<TrainSpec, 'algorithm' | 'optim'>;
-
-export async function runSession(ctx: RunContext): Promise<void> {
-  const spec = ctx.spec as unknown as Spec;
+export async function runSession(ctx: RunContext<SessionSpec>): Promise<void> {
+  const { spec } = ctx;
   if (spec.optim.lr_schedule === 'cosine') {
     throw new Error('optim.lr_schedule: a session has no step count to decay over; use constant (with warmup_steps)');
   }
@@ -43,7 +40,7 @@ class Session {
 
   constructor(
     private readonly ctx: RunContext,
-    private readonly spec: Spec,
+    private readonly spec: SessionSpec,
     private readonly learner: RlLearner,
     private readonly tasks: TaskSet<unknown>,
     private readonly rng: Prng,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Model, modelPreset, padBatch } from '@opentinker/engine';
 import * as tf from '@tensorflow/tfjs-core';
-import { parseJobSpec } from '../jobs/kinds/job-kinds';
+import { trainKind } from '../jobs/kinds/train/train.kind';
 import type { RunContext, RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
 import { ensureEngineBackend } from './policy';
 import { scoreSumPiSquared, type UpdateRow } from './policy-update';
@@ -25,8 +25,8 @@ const policy = {
 
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-function spec(algorithm: Record<string, unknown>): Record<string, unknown> {
-  const parsed = parseJobSpec({
+function spec(algorithm: Record<string, unknown>) {
+  return trainKind.parse({
     kind: 'train',
     environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 2 } },
     model: { preset: 'tiny-char', chat_template: 'plain' },
@@ -38,7 +38,6 @@ function spec(algorithm: Record<string, unknown>): Record<string, unknown> {
     val_before_train: false,
     val_batch_size: 2,
   });
-  return parsed.spec as Record<string, unknown>;
 }
 
 async function run(name: string, algorithm: Record<string, unknown>): Promise<{ metrics: Array<Record<string, number>>; logs: string[] }> {
@@ -61,7 +60,7 @@ async function run(name: string, algorithm: Record<string, unknown>): Promise<{ 
     artifact: () => undefined,
     resumed: () => undefined,
     calls: undefined as unknown as RunContext['calls'],
-  } as unknown as RunContext;
+  } as unknown as Parameters<typeof runTrain>[0];
   await runTrain(ctx);
   return { metrics, logs };
 }

@@ -8,7 +8,7 @@ import { Prng, Trainer, warmupConstantSchedule, warmupCosineSchedule, type LrSch
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
-import type { TrainSpec } from '../jobs/kinds/train.kind';
+import type { TrainSpec } from '../jobs/kinds/train/train.kind';
 import { MetricLoggers } from '../metrics/metric-loggers';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
@@ -29,8 +29,8 @@ interface Resume {
   state: TrainerState;
 }
 
-export async function runTrain(jobCtx: RunContext): Promise<void> {
-  const spec = jobCtx.spec as unknown as TrainSpec;
+export async function runTrain(jobCtx: RunContext<TrainSpec>): Promise<void> {
+  const { spec } = jobCtx;
   // `trainer.logger`: the job's metrics also go to the console line, TensorBoard and W&B it names.
   const loggers = new MetricLoggers(jobCtx, spec.trainer ?? { logger: [], project_name: 'opentinker' }, 'train');
   const ctx = loggers.wrap(jobCtx);

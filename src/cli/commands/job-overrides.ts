@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { z } from 'zod';
 import { seedModelPath } from '../../hub/hub-ref';
-import { jobSpecSchema } from '../../jobs/kinds/job-kind';
 import { findJobKind } from '../../jobs/kinds/job-kinds';
 import { CliError, EXIT } from './cli-error';
 
@@ -43,6 +42,12 @@ export const SEED_KEYS: Record<OverrideKind, Record<string, SeedTarget>> = {
     val_data_path: { special: 'val_data' },
     val_batch_size: { path: ['num_tasks'] },
   },
+};
+
+/** The command that submits each kind, and the spec paths its usage errors give as examples. */
+const COMMANDS: Record<OverrideKind, { command: string; examplePaths: string }> = {
+  train: { command: 'train', examplePaths: 'algorithm.clip_ratio or environment.config.difficulty' },
+  inference: { command: 'infer', examplePaths: 'num_tasks or environment.config.difficulty' },
 };
 
 /** What the overrides produce: the spec to submit, and the server to submit it to when a token named one. */
@@ -100,7 +105,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
   let envHost: { value: string; token: string } | undefined;
   let envPort: { value: string; token: string } | undefined;
   const seed = SEED_KEYS[kind];
-  const schema = jobSpecSchema(findJobKind(kind)!);
+  const schema = findJobKind(kind)!.schema;
 
   for (const token of tokens) {
     const eq = token.indexOf('=');
@@ -136,9 +141,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
     const path = target ? target.path : key.split('.');
     if (path.some((p) => p === '') || !knownPath(schema, path)) {
       throw new CliError(
-        `Unknown key "${key}" in "${token}": use one of the seed's names (${Object.keys(seed).join(', ')}) or a path of the ${kind} spec such as ${
-          kind === 'train' ? 'algorithm.clip_ratio or environment.config.difficulty' : 'num_tasks or environment.config.difficulty'
-        }`,
+        `Unknown key "${key}" in "${token}": use one of the seed's names (${Object.keys(seed).join(', ')}) or a path of the ${kind} spec such as ${COMMANDS[kind].examplePaths}`,
         EXIT.USAGE,
         undefined,
         key,
@@ -162,7 +165,7 @@ export function buildJobSpec(kind: OverrideKind, env: string | undefined, tokens
   if (env !== undefined) setPath(spec, ['environment', 'id'], env, env);
   const environment = spec.environment as Record<string, unknown> | undefined;
   if (typeof environment?.id !== 'string') {
-    throw new CliError(`Name the environment: opentinker ${kind === 'train' ? 'train' : 'infer'} <env> (e.g. math), or environment.id in --config`, EXIT.USAGE);
+    throw new CliError(`Name the environment: opentinker ${COMMANDS[kind].command} <env> (e.g. math), or environment.id in --config`, EXIT.USAGE);
   }
   const model = spec.model as Record<string, unknown> | undefined;
   if (model?.preset === undefined && model?.path === undefined) {

@@ -96,10 +96,12 @@ async function buildFromArgs(kind: OverrideKind, env: string | undefined, tokens
   return buildJobSpec(kind, envId, rest, base);
 }
 
+/** What to do with a job that succeeded. */
+const NEXT_STEPS: Record<OverrideKind, (id: string, env: string) => string> = {
+  train: (id, env) => `Evaluate it: opentinker infer ${env} model_path=job:${id}   (job:${id}/step-<n> for an earlier checkpoint)`,
+  inference: (id) => `Results: opentinker jobs download ${id} results.jsonl`,
+};
+
 function printNextSteps(kind: OverrideKind, id: string, env: string): void {
-  if (kind === 'train') {
-    printLine(`Evaluate it: opentinker infer ${env} model_path=job:${id}   (job:${id}/step-<n> for an earlier checkpoint)`);
-  } else {
-    printLine(`Results: opentinker jobs download ${id} results.jsonl`);
-  }
+  printLine(NEXT_STEPS[kind](id, env));
 }

@@ -1,20 +1,22 @@
 import { z } from 'zod';
+import { zodToAppError } from '../../core/zod-error';
+import type { KindRunner } from '../../runner/runner-protocol';
 
 /**
- * What the API knows about a kind of job: its spec (validated at submission, defaults stored) and
- * whether a job runner can resume it after losing its worker. The code that runs it lives in the job
- * runner (`src/runner`), loaded only in the child process.
+ * What a kind's jobs can do. The API, the worker and the job runner ask these questions of the kind
+ * (never of its name), so adding a kind is its folder plus one line in the registry (`job-kinds.ts`).
  */
-export interface JobKind {
-  kind: string;
-  description: string;
+export interface JobKindCapabilities {
+  /** A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1). */
   resumable: boolean;
   /** Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas). */
   checkpoints: boolean;
   /** Its jobs update the weights of `model` (full fine-tuning must fit the engine's heap; LoRA leaves the base outside it). */
   trains: boolean;
-  /** Kind-specific keys; merged with the common keys into one strict schema. */
-  spec: z.ZodObject<z.ZodRawShape>;
+  /** Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them). */
+  calls: boolean;
+  /** The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null. */
+  results: string | null;
 }
 
 /** Keys every job has, whatever its kind. */
@@ -37,14 +39,84 @@ export const commonSpecShape = {
     .describe('Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1)'),
 };
 
-export function defineJobKind(kind: JobKind): JobKind {
+/** The common keys of a spec after defaults (what is stored, and what a runner gets besides its own keys). */
+export interface CommonSpec {
+  kind: string;
+  name?: string;
+  priority: number;
+  resources: { gpus: number; cpu_slots: number };
+  max_attempts: number;
+}
+
+/** A whole job spec of a kind whose own keys are `Fields`, after defaults. */
+export type JobSpecOf<Fields extends z.ZodRawShape> = CommonSpec & z.output<z.ZodObject<Fields>>;
+
+export interface JobKindDefinition<Fields extends z.ZodRawShape> {
+  /** The spec's `kind` value: lower case, stable (it is stored with every job). */
+  kind: string;
+  /** One line, shown in the OpenAPI document as the description of the kind's spec. */
+  description: string;
+  /** Kind-specific keys; merged with the common keys into one strict schema. */
+  spec: z.ZodObject<Fields>;
+  /** Capabilities the kind has; the rest are off (false, null). */
+  capabilities?: Partial<JobKindCapabilities>;
+  /**
+   * Loads the code that runs a job, in the job runner process only: a dynamic import, so the API and the
+   * worker (which import every kind for its schema and capabilities) never load a runner's dependencies.
+   */
+  runner(): Promise<KindRunner<JobSpecOf<Fields>>>;
+}
+
+const JOB_KIND_TYPE = '@opentinker/JobKind';
+
+/** One kind of job: its spec schema, what its jobs can do, and how to run one. Made by {@link defineJobKind}. */
+export interface JobKind<Fields extends z.ZodRawShape = z.ZodRawShape> extends Readonly<JobKindCapabilities> {
+  readonly $$type: typeof JOB_KIND_TYPE;
+  readonly kind: string;
+  readonly description: string;
+  /** Kind-specific keys (without the common ones). */
+  readonly spec: z.ZodObject<Fields>;
+  /** The whole strict schema: `kind`, the common keys and the kind's. */
+  readonly schema: z.ZodObject<z.ZodRawShape>;
+  /**
+   * Validates a spec, submitted or stored: unknown keys are refused with their path, every default is
+   * filled in (`max_attempts` by resumability). Throws `OT_ERR_VALIDATION` naming the field.
+   */
+  parse(body: unknown): JobSpecOf<Fields>;
+  /** The code that runs a job (see {@link JobKindDefinition.runner}). */
+  runner(): Promise<KindRunner<JobSpecOf<Fields>>>;
+}
+
+/** A kind of any spec, as the registry holds them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyJobKind = JobKind<any>;
+
+const NO_CAPABILITIES: JobKindCapabilities = { resumable: false, checkpoints: false, trains: false, calls: false, results: null };
+
+export function defineJobKind<Fields extends z.ZodRawShape>(definition: JobKindDefinition<Fields>): JobKind<Fields> {
+  const schema = z
+    .object({ kind: z.literal(definition.kind), ...commonSpecShape, ...definition.spec.shape })
+    .strict()
+    .describe(definition.description);
+  const capabilities = { ...NO_CAPABILITIES, ...definition.capabilities };
+  const kind: JobKind<Fields> = {
+    $$type: JOB_KIND_TYPE,
+    kind: definition.kind,
+    description: definition.description,
+    spec: definition.spec,
+    schema: schema as unknown as z.ZodObject<z.ZodRawShape>,
+    ...capabilities,
+    parse(body) {
+      const parsed = schema.safeParse(body);
+      if (!parsed.success) throw zodToAppError(parsed.error);
+      const data = parsed.data as Record<string, unknown> & { max_attempts?: number };
+      return { ...data, max_attempts: data.max_attempts ?? (capabilities.resumable ? 3 : 1) } as JobSpecOf<Fields>;
+    },
+    runner: definition.runner,
+  };
   return Object.freeze(kind);
 }
 
-/** The full strict schema of one kind's job spec. */
-export function jobSpecSchema(kind: JobKind) {
-  return z
-    .object({ kind: z.literal(kind.kind), ...commonSpecShape, ...kind.spec.shape })
-    .strict()
-    .describe(kind.description);
+export function isJobKind(value: unknown): value is AnyJobKind {
+  return typeof value === 'object' && value !== null && (value as { $$type?: unknown }).$$type === JOB_KIND_TYPE;
 }

@@ -1,28 +1,37 @@
 import { z } from 'zod';
 import { AppError, ErrorCode } from '../../core/app-error';
-import { zodToAppError } from '../../core/zod-error';
-import { JobKind, jobSpecSchema } from './job-kind';
-import { inferenceKind } from './inference.kind';
-import { sessionKind } from './session.kind';
-import { sleepKind } from './sleep.kind';
-import { trainKind } from './train.kind';
+import type { AnyJobKind, CommonSpec, JobKindCapabilities } from './job-kind';
+import { inferenceKind } from './inference/inference.kind';
+import { sessionKind } from './session/session.kind';
+import { sleepKind } from './sleep/sleep.kind';
+import { trainKind } from './train/train.kind';
 
-/** Every kind this server accepts. */
-export const JOB_KINDS: readonly JobKind[] = [sleepKind, trainKind, inferenceKind, sessionKind];
+/**
+ * Every kind this server accepts, in the order the API lists them. Nest-free: the API, the worker and
+ * the job runner all read kinds from here.
+ */
+export const JOB_KINDS: readonly AnyJobKind[] = [sleepKind, trainKind, inferenceKind, sessionKind];
 
 const byName = new Map(JOB_KINDS.map((k) => [k.kind, k]));
-const schemas = new Map(JOB_KINDS.map((k) => [k.kind, jobSpecSchema(k)]));
 
-export function findJobKind(kind: string): JobKind | undefined {
+export function findJobKind(kind: string): AnyJobKind | undefined {
   return byName.get(kind);
 }
 
-/** The kinds whose jobs save checkpoints. */
-export const CHECKPOINTING_KINDS: readonly string[] = JOB_KINDS.filter((k) => k.checkpoints).map((k) => k.kind);
+/** The kinds that have a capability (`checkpoints`, `calls`, a `results` file, …), in registry order. */
+export function kindsWith(capability: keyof JobKindCapabilities): AnyJobKind[] {
+  return JOB_KINDS.filter((k) => Boolean(k[capability]));
+}
+
+/** Kind names for a message: `train`, `train and session`, `a, b and c`. */
+export function kindList(kinds: readonly AnyJobKind[]): string {
+  const names = kinds.map((k) => k.kind);
+  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
 
 export interface ParsedJobSpec {
-  kind: JobKind;
-  spec: { kind: string; name?: string; priority: number; resources: { gpus: number; cpu_slots: number }; max_attempts: number } & Record<string, unknown>;
+  kind: AnyJobKind;
+  spec: CommonSpec & Record<string, unknown>;
 }
 
 /** Validates a submitted spec: unknown keys are refused with their path; every default is filled in. */
@@ -38,17 +47,30 @@ export function parseJobSpec(body: unknown): ParsedJobSpec {
   if (!kind) {
     throw new AppError(ErrorCode.VALIDATION, `Unknown job kind ${kindName} (known: ${[...byName.keys()].join(', ')})`, { field: 'kind' });
   }
-  const parsed = schemas.get(kind.kind)!.safeParse(body);
-  if (!parsed.success) throw zodToAppError(parsed.error);
-  const spec = { ...parsed.data, max_attempts: parsed.data.max_attempts ?? (kind.resumable ? 3 : 1) };
-  return { kind, spec: spec as ParsedJobSpec['spec'] };
+  return { kind, spec: kind.parse(body) };
+}
+
+/**
+ * A stored spec, parsed again by its kind's schema where it is run: what the runner gets is what the
+ * schema says, with its defaults. A spec stored by a server whose schema differed fails here, naming
+ * the field, rather than deep in the run.
+ */
+export function parseStoredSpec(kindName: string, spec: unknown): ParsedJobSpec {
+  const kind = byName.get(kindName);
+  if (!kind) throw new Error(`This job runner has no kind ${kindName} (known: ${[...byName.keys()].join(', ')})`);
+  try {
+    return { kind, spec: kind.parse(spec) };
+  } catch (error) {
+    if (error instanceof AppError) throw new Error(`The stored ${kindName} spec does not fit this server's schema: ${error.message}`);
+    throw error;
+  }
 }
 
 /** JSON Schema of the accepted specs, for the OpenAPI document. */
 export function jobSpecJsonSchemas(): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, schema] of schemas) {
-    out[`JobSpec_${name}`] = z.toJSONSchema(schema, { io: 'input', target: 'openapi-3.0' });
+  for (const kind of JOB_KINDS) {
+    out[`JobSpec_${kind.kind}`] = z.toJSONSchema(kind.schema, { io: 'input', target: 'openapi-3.0' });
   }
   return out;
 }

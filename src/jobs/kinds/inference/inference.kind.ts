@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { defineJobKind } from './job-kind';
-import { environmentSpec, modelSpec, rolloutSpec } from './rl-spec';
+import { RESULTS_FILE } from '../../../inference/inference-files';
+import { defineJobKind } from '../job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
 
 const inferenceSpecFields = z.object({
   environment: environmentSpec,
@@ -24,8 +25,7 @@ export type InferenceSpec = z.output<typeof inferenceSpecFields>;
 export const inferenceKind = defineJobKind({
   kind: 'inference',
   description: 'Run a policy against an environment on N tasks; results as JSONL',
-  resumable: false,
-  checkpoints: false,
-  trains: false,
+  capabilities: { results: RESULTS_FILE },
   spec: inferenceSpecFields,
+  runner: async () => (await import('../../../inference/inference.runner.js')).runInference,
 });

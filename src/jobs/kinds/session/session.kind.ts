@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineJobKind } from './job-kind';
-import { environmentSpec, modelSpec, rolloutSpec } from './rl-spec';
-import { trainKind } from './train.kind';
+import { defineJobKind } from '../job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
+import { trainKind } from '../train/train.kind';
 
 const train = trainKind.spec.shape;
 
@@ -30,8 +30,7 @@ export type SessionSpec = z.output<typeof sessionSpecFields>;
 export const sessionKind = defineJobKind({
   kind: 'session',
   description: 'Client-driven training session: the server holds the policy and answers train_step / validate / sample calls',
-  resumable: false,
-  checkpoints: true,
-  trains: true,
+  capabilities: { checkpoints: true, trains: true, calls: true },
   spec: sessionSpecFields,
+  runner: async () => (await import('../../../training/session.runner.js')).runSession,
 });

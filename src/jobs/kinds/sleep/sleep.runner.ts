@@ -1,18 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunContext } from './runner-protocol';
-
-interface SleepSpec {
-  steps: number;
-  step_seconds: number;
-  fail_at_step?: number;
-  message: string;
-}
+import type { RunContext } from '../../../runner/runner-protocol';
+import type { SleepSpec } from './sleep.kind';
 
 /** Runs the diagnostic `sleep` kind; see `sleep.kind.ts`. */
-export async function runSleep(ctx: RunContext): Promise<void> {
-  const spec = ctx.spec as unknown as SleepSpec;
+export async function runSleep(ctx: RunContext<SleepSpec>): Promise<void> {
+  const { spec } = ctx;
   const resumed = (ctx.resumeState as { step?: number } | null)?.step ?? 0;
   if (resumed > 0) ctx.log(`resuming after step ${resumed} (attempt ${ctx.attempt})`);
   const started = Date.now();

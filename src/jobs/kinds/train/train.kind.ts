@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { METRIC_LOGGERS } from '../../metrics/metric-logger-names';
-import { defineJobKind } from './job-kind';
-import { environmentSpec, modelSpec, rolloutSpec } from './rl-spec';
+import { METRIC_LOGGERS } from '../../../metrics/metric-logger-names';
+import { defineJobKind } from '../job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
 
 /** verl's `algorithm.*` and the actor's policy-loss keys, flattened into one group. */
 const algorithmSpec = z
@@ -150,8 +150,7 @@ export type TrainSpec = z.output<typeof trainSpecFields>;
 export const trainKind = defineJobKind({
   kind: 'train',
   description: 'Train a policy with RL (GRPO, PPO, …) against an environment',
-  resumable: true,
-  checkpoints: true,
-  trains: true,
+  capabilities: { resumable: true, checkpoints: true, trains: true },
   spec: trainSpecFields,
+  runner: async () => (await import('../../../training/train.runner.js')).runTrain,
 });
