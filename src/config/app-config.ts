@@ -36,8 +36,6 @@ export const configSchema = z
       .optional(),
     open_registration: booleanish.default(false),
     embedded_worker: booleanish.default(true),
-    /** Threads that write job-list pages, each with its own read connection (0: the API thread does). */
-    list_reader_threads: int(0, 16).default(2),
     worker_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
     cpu_slots: int(0, 1024).default(availableParallelism()),
     gpus: z

@@ -5,7 +5,6 @@ import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
-import { ModelJobsRepository } from './model-jobs.repository';
 import { MODEL_SERVER_ENTRY, ModelPoolService } from './model-pool.service';
 
 /** Checkpoints (list, download) and chat completions over them. API role only. */
@@ -19,7 +18,6 @@ export class ServingModule {
       providers: [
         CheckpointsService,
         ChatService,
-        ModelJobsRepository,
         ModelPoolService,
         { provide: MODEL_SERVER_ENTRY, useValue: join(options.hostRoot, 'dist', 'inference', 'model-server.main.js') },
       ],
