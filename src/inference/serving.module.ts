@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { join } from 'node:path';
 import { JobsModule } from '../jobs/jobs.module';
+import { DevicePoolModule } from '../scheduler/device-pool.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CheckpointsController } from './checkpoints.controller';
@@ -13,7 +14,7 @@ export class ServingModule {
   static forRoot(options: { hostRoot: string }): DynamicModule {
     return {
       module: ServingModule,
-      imports: [JobsModule],
+      imports: [JobsModule, DevicePoolModule],
       controllers: [CheckpointsController, ChatController],
       providers: [
         CheckpointsService,

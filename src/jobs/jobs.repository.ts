@@ -21,35 +21,46 @@ export interface JobRef {
   createdAt: number;
 }
 
-/** The columns a listing reads, by entity property (spec, resume state and lease are left out). */
-const SUMMARY_COLUMNS: Record<keyof JobSummary, string> = {
-  id: 'id',
-  ownerId: 'owner_id',
-  kind: 'kind',
-  name: 'name',
-  state: 'state',
-  priority: 'priority',
-  environmentId: 'environment_id',
-  resources: 'resources',
-  devices: 'devices',
-  workerId: 'worker_id',
-  attempts: 'attempts',
-  maxAttempts: 'max_attempts',
-  error: 'error',
-  exitCode: 'exit_code',
-  progress: 'progress',
-  cancelRequestedAt: 'cancel_requested_at',
-  createdAt: 'created_at',
-  startedAt: 'started_at',
-  finishedAt: 'finished_at',
-  updatedAt: 'updated_at',
-};
-const SUMMARY_SELECT = Object.entries(SUMMARY_COLUMNS)
-  .map(([property, column]) => `"${column}" AS "${property}"`)
+/** The columns a listing reads (spec, resume state and lease are left out), named as the entity's properties. */
+const SUMMARY_SELECT = [
+  ['id', 'id'], ['owner_id', 'ownerId'], ['kind', 'kind'], ['name', 'name'], ['state', 'state'], ['priority', 'priority'],
+  ['environment_id', 'environmentId'], ['resources', 'resources'], ['devices', 'devices'], ['worker_id', 'workerId'],
+  ['attempts', 'attempts'], ['max_attempts', 'maxAttempts'], ['error', 'error'], ['exit_code', 'exitCode'], ['progress', 'progress'],
+  ['cancel_requested_at', 'cancelRequestedAt'], ['created_at', 'createdAt'], ['started_at', 'startedAt'], ['finished_at', 'finishedAt'],
+  ['updated_at', 'updatedAt'],
+]
+  .map(([column, property]) => `"${column}" AS "${property}"`)
   .join(', ');
-/** `simple-json` columns arrive as text; PostgreSQL's driver returns BIGINT (and the count) as strings. */
-const JSON_FIELDS = ['resources', 'devices', 'progress'] as const;
-const NUMBER_FIELDS = ['priority', 'attempts', 'maxAttempts', 'exitCode', 'cancelRequestedAt', 'createdAt', 'startedAt', 'finishedAt', 'updatedAt'] as const;
+
+/** `simple-json` columns arrive as text; PostgreSQL's driver returns BIGINT as strings. */
+const json = <T>(v: unknown): T => (v === null ? null : JSON.parse(v as string)) as T;
+const num = <T extends number | null>(v: unknown): T => (v === null ? null : Number(v)) as T;
+
+/** A row of {@link SUMMARY_SELECT}, converted as the entity's columns are. */
+function summaryOf(r: Record<string, unknown>): JobSummary {
+  return {
+    id: r.id as string,
+    ownerId: r.ownerId as string,
+    kind: r.kind as string,
+    name: r.name as string | null,
+    state: r.state as JobState,
+    priority: num(r.priority),
+    environmentId: r.environmentId as string | null,
+    resources: json(r.resources),
+    devices: json(r.devices),
+    workerId: r.workerId as string | null,
+    attempts: num(r.attempts),
+    maxAttempts: num(r.maxAttempts),
+    error: r.error as string | null,
+    exitCode: num(r.exitCode),
+    progress: json(r.progress),
+    cancelRequestedAt: num(r.cancelRequestedAt),
+    createdAt: num(r.createdAt),
+    startedAt: num(r.startedAt),
+    finishedAt: num(r.finishedAt),
+    updatedAt: num(r.updatedAt),
+  };
+}
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
@@ -118,12 +129,7 @@ export class JobsRepository {
     );
     // A page past the end has no row to carry the total.
     const total = rows.length ? rows[0].total : q.offset === 0 ? 0 : (await this.dataSource.query(count, countParams))[0].total;
-    for (const row of rows) {
-      delete row.total;
-      for (const f of JSON_FIELDS) if (row[f] !== null) row[f] = JSON.parse(row[f] as string);
-      for (const f of NUMBER_FIELDS) if (row[f] !== null) row[f] = Number(row[f]);
-    }
-    return { items: rows as unknown as JobSummary[], total: Number(total) };
+    return { items: rows.map(summaryOf), total: Number(total) };
   }
 
   /** The owner's jobs with this name, newest first (at most `limit`). */

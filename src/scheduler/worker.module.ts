@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
+import { DevicePoolModule } from './device-pool.module';
 import { QueueModule } from './queue.module';
 import { JobSupervisor, RUNNER_ENTRY } from './job-supervisor.service';
 import { WorkerService } from './worker.service';
@@ -13,7 +14,7 @@ export class WorkerModule {
   static forRoot(runnerEntry: string): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [JobsDataModule, QueueModule],
+      imports: [JobsDataModule, QueueModule, DevicePoolModule],
       providers: [{ provide: RUNNER_ENTRY, useValue: runnerEntry }, JobSupervisor, WorkerService, SessionCallsRepository, SessionRelayService, UsersRepository],
       exports: [WorkerService],
     };
