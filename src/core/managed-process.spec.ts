@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManagedProcess } from './managed-process';
@@ -13,10 +13,10 @@ console.error('line one\\nline two');
 setInterval(() => {}, 1000);
 `;
 
+/** Running, not a zombie waiting for whoever adopted it to reap it. */
 const alive = (pid: number): boolean => {
   try {
-    process.kill(pid, 0);
-    return true;
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }
