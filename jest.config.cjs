@@ -34,6 +34,8 @@ const common = {
     '^@opentinker/engine/native$': '<rootDir>/libs/engine/src/native/addon.ts',
     '^@opentinker/engine/models$': '<rootDir>/libs/engine/src/models.ts',
     '^@opentinker/engine/settings$': '<rootDir>/libs/engine/src/settings.ts',
+    // The dashboard imports the client's SSE parser as the server serves it (/assets/sse-parser.mjs).
+    '^\\./sse-parser\\.mjs$': '<rootDir>/libs/client/src/sse-parser.ts',
   },
   rootDir: __dirname,
 };

@@ -83,13 +83,6 @@ export const SETTINGS = {
     section: 'Server',
     doc: 'Failed authentications per client address, and per key prefix, before `429` (a valid key is always accepted).',
   }),
-  list_reader_threads: setting({
-    schema: int(0, 16).default(2),
-    section: 'Server',
-    doc:
-      'Worker threads that write `GET /v1/jobs` pages, each with its own read-only database connection, so the busiest read route uses ' +
-      'another core; each keeps the JSON of the jobs it listed while their rows are unchanged (`0`: the API thread reads and writes every page).',
-  }),
   log_level: setting({
     schema: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
     section: 'Server',

@@ -28,9 +28,18 @@ describe('resolveDashboardAssets', () => {
     return join(dir, 'dist');
   }
 
-  it('serves the page’s modules, styles and icons by name, and uPlot under stable names', () => {
+  function installClient(files = ['dist/browser/sse-parser.js']): string {
+    const dir = join(root, 'node_modules', '@opentinker', 'client');
+    mkdirSync(join(dir, 'dist', 'browser'), { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{"name":"@opentinker/client","exports":{"./package.json":"./package.json"}}');
+    for (const f of files) writeFileSync(join(dir, f), '');
+    return dir;
+  }
+
+  it('serves the page’s modules, styles and icons by name, and uPlot and the client’s SSE parser under stable names', () => {
     const dir = publicDir(['index.html', 'main.mjs', 'dashboard.css', 'favicon.svg']);
     const uplot = installUplot();
+    const client = installClient();
     const table = resolveDashboardAssets(root);
     expect(table.problems).toEqual([]);
     expect(table.publicDir).toBe(dir);
@@ -40,6 +49,7 @@ describe('resolveDashboardAssets', () => {
       'favicon.svg': { root: dir, file: 'favicon.svg' },
       'uplot.esm.js': { root: uplot, file: 'uPlot.esm.js' },
       'uplot.min.css': { root: uplot, file: 'uPlot.min.css' },
+      'sse-parser.mjs': { root: client, file: 'dist/browser/sse-parser.js' },
     });
   });
 
@@ -48,22 +58,28 @@ describe('resolveDashboardAssets', () => {
     mkdirSync(join(dir, 'sub.mjs'));
     symlinkSync('/etc/passwd', join(dir, 'passwd.css'));
     installUplot();
-    expect([...resolveDashboardAssets(root).assets.keys()].sort()).toEqual(['api.mjs', 'uplot.esm.js', 'uplot.min.css']);
+    installClient();
+    expect([...resolveDashboardAssets(root).assets.keys()].sort()).toEqual(['api.mjs', 'sse-parser.mjs', 'uplot.esm.js', 'uplot.min.css']);
   });
 
-  it('reports a missing page or a missing uPlot instead of failing the boot', () => {
+  it('reports a missing page, uPlot or client instead of failing the boot', () => {
     const table = resolveDashboardAssets(root);
     expect(table.publicDir).toBeNull();
     expect(table.assets.size).toBe(0);
     expect(table.problems).toEqual([
       expect.stringContaining("the dashboard's files are missing"),
       expect.stringContaining('uPlot is not installed'),
+      expect.stringContaining('@opentinker/client is not installed'),
     ]);
   });
 
   it('reports a uPlot without its browser files', () => {
     publicDir(['index.html']);
     installUplot(['uPlot.esm.js']);
-    expect(resolveDashboardAssets(root).problems).toEqual([expect.stringMatching(/^uPlot has no uPlot\.min\.css in /)]);
+    installClient([]);
+    expect(resolveDashboardAssets(root).problems).toEqual([
+      expect.stringMatching(/^uPlot has no uPlot\.min\.css in /),
+      expect.stringMatching(/^@opentinker\/client has no dist\/browser\/sse-parser\.js in .*\(run npm run build\)$/),
+    ]);
   });
 });

@@ -31,9 +31,12 @@ const SERVED_EXTENSIONS = new Set(['.html', '.mjs', '.css', '.svg']);
 /** uPlot's browser build and styles, under stable names independent of its file naming. */
 const UPLOT_FILES: Record<string, string> = { 'uplot.esm.js': 'uPlot.esm.js', 'uplot.min.css': 'uPlot.min.css' };
 
+/** Modules of `@opentinker/client`'s browser build: the dashboard parses event streams with the client's parser. */
+const CLIENT_FILES: Record<string, string> = { 'sse-parser.mjs': 'dist/browser/sse-parser.js' };
+
 /**
  * Builds the table of files the dashboard serves: its own files from `<hostRoot>/src/dashboard/public`
- * (plain ES modules and CSS, no build step) and uPlot from the server's dependencies. An allowlist made
+ * (plain ES modules and CSS, no build step), uPlot and the client's SSE parser from the server's dependencies. An allowlist made
  * once at boot, rather than a folder served as is, means a request path can never reach another file.
  *
  * @example
@@ -63,6 +66,15 @@ export function resolveDashboardAssets(hostRoot: string): DashboardAssetTable {
     }
   } catch (error) {
     problems.push(`uPlot is not installed: ${(error as Error).message.split('\n')[0]}`);
+  }
+  try {
+    const clientDir = dirname(createRequire(join(hostRoot, 'package.json')).resolve('@opentinker/client/package.json'));
+    for (const [name, file] of Object.entries(CLIENT_FILES)) {
+      if (existsSync(join(clientDir, file))) assets.set(name, { root: clientDir, file });
+      else problems.push(`@opentinker/client has no ${file} in ${clientDir} (run npm run build)`);
+    }
+  } catch (error) {
+    problems.push(`@opentinker/client is not installed: ${(error as Error).message.split('\n')[0]}`);
   }
   return { hostRoot, publicDir, assets, problems };
 }

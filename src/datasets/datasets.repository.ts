@@ -1,17 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, In, Repository } from 'typeorm';
-import { FINAL_STATES, JOB_STATES, JobEntity } from '../jobs/job.entity';
+import { DataSource, Repository } from 'typeorm';
 import { DatasetEntity } from './dataset.entity';
 
-/** Dataset rows, and the one question datasets ask of jobs: which unfinished job names a dataset. */
+/** Dataset rows. */
 @Injectable()
 export class DatasetsRepository {
   private readonly datasets: Repository<DatasetEntity>;
-  private readonly jobs: Repository<JobEntity>;
 
   constructor(dataSource: DataSource) {
     this.datasets = dataSource.getRepository(DatasetEntity);
-    this.jobs = dataSource.getRepository(JobEntity);
   }
 
   async insert(dataset: DatasetEntity): Promise<void> {
@@ -42,24 +39,4 @@ export class DatasetsRepository {
   async delete(id: string): Promise<void> {
     await this.datasets.delete({ id });
   }
-
-  /**
-   * Ids of unfinished jobs (queued, starting, running) whose spec names the dataset. The spec is stored
-   * as JSON text, so a LIKE on the uuid narrows the rows; parsing confirms it is one of the dataset keys.
-   */
-  async unfinishedJobsUsing(datasetId: string): Promise<string[]> {
-    const unfinished = JOB_STATES.filter((s) => !FINAL_STATES.includes(s));
-    const rows = await this.jobs
-      .createQueryBuilder('j')
-      .select(['j.id', 'j.spec'])
-      .where({ state: In(unfinished) })
-      .andWhere('j.spec LIKE :needle', { needle: `%${datasetId}%` })
-      .getMany();
-    return rows.filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
-  }
-}
-
-function namesDataset(spec: Record<string, unknown>, datasetId: string): boolean {
-  const env = spec.environment as { dataset?: unknown; val_dataset?: unknown } | undefined;
-  return env?.dataset === datasetId || env?.val_dataset === datasetId;
 }

@@ -10,6 +10,7 @@ import type { DatasetReader } from './dataset-reader';
 import type { DatasetEntity } from './dataset.entity';
 import type { StorageQuota } from './storage-quota.service';
 import type { DatasetsRepository } from './datasets.repository';
+import type { JobsRepository } from '../jobs/jobs.repository';
 import { DatasetsService } from './datasets.service';
 
 describe('DatasetsService.assertUsable (submit-time check of environment.dataset)', () => {
@@ -34,7 +35,7 @@ describe('DatasetsService.assertUsable (submit-time check of environment.dataset
         return firstUsableRow(path, format, (row) => checkDatasetRow(environment, row), limit);
       },
     } as unknown as DatasetReader;
-    service = new DatasetsService(repo, registry, new AppConfig({ home } as AppConfig['values']), reader, {} as StorageQuota);
+    service = new DatasetsService(repo, {} as JobsRepository, registry, new AppConfig({ home } as AppConfig['values']), reader, {} as StorageQuota);
     mkdirSync(join(home, 'datasets', id), { recursive: true });
     writeFileSync(join(home, 'datasets', id, 'data.jsonl'), '{"prompt":"2+2?"}\n{"prompt":"3+3?"}\n');
   });

@@ -16,6 +16,7 @@ import { DatasetReader } from './dataset-reader';
 import type { DatasetRow } from './dataset-rows';
 import { DatasetEntity } from './dataset.entity';
 import { DatasetsRepository } from './datasets.repository';
+import { JobsRepository } from '../jobs/jobs.repository';
 import { quotaFull, StorageQuota } from './storage-quota.service';
 
 export interface UploadRequest {
@@ -34,6 +35,7 @@ export class DatasetsService {
 
   constructor(
     private readonly datasets: DatasetsRepository,
+    private readonly jobs: JobsRepository,
     private readonly registry: EnvironmentRegistry,
     private readonly config: AppConfig,
     private readonly reader: DatasetReader,
@@ -119,7 +121,7 @@ export class DatasetsService {
    */
   async delete(caller: Principal, id: string): Promise<void> {
     const dataset = await this.get(caller, id);
-    const jobs = await this.datasets.unfinishedJobsUsing(id);
+    const jobs = await this.jobs.unfinishedUsingDataset(id);
     if (jobs.length > 0) {
       throw new AppError(ErrorCode.DATASET_IN_USE, `Dataset ${id} is used by unfinished job(s) ${jobs.join(', ')}; cancel them or wait`, {
         field: 'id',

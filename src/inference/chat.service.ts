@@ -9,7 +9,6 @@ import { jobCheckpointsDir } from '../training/checkpoint-folders';
 import { listCheckpointSteps } from './checkpoint-store';
 import { CheckpointsService } from './checkpoints.service';
 import { parseChatRequest, ParsedChat } from './chat-request';
-import { ModelJobsRepository } from './model-jobs.repository';
 import { checkpointModelId, parseModelName } from './model-names';
 import { ModelPoolService } from './model-pool.service';
 import type { GenerateResult, TokenLogprob } from './model-protocol';
@@ -56,7 +55,6 @@ export class ChatService {
   constructor(
     private readonly jobs: JobsService,
     private readonly checkpoints: CheckpointsService,
-    private readonly repo: ModelJobsRepository,
     private readonly pool: ModelPoolService,
   ) {}
 
@@ -74,7 +72,7 @@ export class ChatService {
         throw error;
       }
     } else {
-      const matches = await this.repo.byName(caller.userId, name.ref, 10);
+      const matches = await this.jobs.named(caller, name.ref, 10);
       if (matches.length === 0) throw notFound('none of your jobs has that name or id');
       if (matches.length > 1) {
         throw new AppError(ErrorCode.MODEL_AMBIGUOUS, `Several of your jobs are named ${JSON.stringify(name.ref)} (${matches.map((j) => j.id).join(', ')}); name one by id`, {
@@ -148,7 +146,7 @@ export class ChatService {
 
   /** The caller's servable checkpoints (of their newest jobs), as OpenAI's model list. */
   async models(caller: Principal) {
-    const jobs = await this.repo.recent(caller.userId, MODELS_SCANNED);
+    const jobs = await this.jobs.recent(caller, MODELS_SCANNED);
     const data: { id: string; object: 'model'; created: number; owned_by: string; job_id: string; job_name: string | null; step: number }[] = [];
     for (const job of jobs) {
       for (const step of (await listCheckpointSteps(this.checkpoints.jobsDir, job.id)).reverse()) {

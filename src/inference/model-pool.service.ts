@@ -1,12 +1,17 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
+import type { JobResources } from '../jobs/job.entity';
+import { DevicePoolService } from '../scheduler/device-pool.service';
 import { ModelPool } from './model-pool';
 
-/** The API's pool of model server processes, shut down with the application. */
+/** What one model server holds while it runs: one CPU slot (its engine's threads), no GPU. */
+export const MODEL_SERVER_RESOURCES: JobResources = { gpus: 0, cpu_slots: 1 };
+
+/** The API's pool of model server processes, on devices of the process's device pool, shut down with the application. */
 @Injectable()
 export class ModelPoolService extends ModelPool implements OnApplicationShutdown {
-  constructor(config: AppConfig) {
+  constructor(config: AppConfig, devices: DevicePoolService) {
     const logger = new Logger('Serving');
     super({
       entry: config.install.modelServerEntry,
@@ -18,6 +23,10 @@ export class ModelPoolService extends ModelPool implements OnApplicationShutdown
       jobsDir: join(config.home, 'jobs'),
       engine: config.engine,
       log: (line) => logger.debug(line),
+      devices: {
+        acquire: async (timeoutMs) => (await devices.get()).acquire(MODEL_SERVER_RESOURCES, timeoutMs),
+        release: (ids) => void devices.get().then((pool) => pool.release(ids)),
+      },
     });
   }
 

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppError } from '../core/app-error';
+import { DevicePool } from '../scheduler/device-pool';
 import { ModelPool, ModelPoolOptions } from './model-pool';
 import type { GenerateRequest } from './model-protocol';
 
@@ -112,6 +113,29 @@ describe('ModelPool', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(pool.loaded()).toEqual([]);
     await expect(pool.generate('/m/b', request('slow'))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_UNAVAILABLE' });
+  });
+
+  it('runs each model server on devices of the shared pool, waiting for a free slot, and gives them back on exit', async () => {
+    const devices = new DevicePool([{ id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null }]);
+    make({ devices: { acquire: (ms) => devices.acquire({ gpus: 0, cpu_slots: 1 }, ms), release: (ids) => devices.release(ids) } });
+    await answer('/m/a', 'x');
+    expect(devices.hasFree).toBe(false);
+    // b waits for a's slot; a is idle-stopped by eviction only when the pool is full, so stop it by crashing it.
+    const b = answer('/m/b', 'x');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(pool.loaded().sort()).toEqual(['/m/a', '/m/b']);
+    await expect(pool.generate('/m/a', request('crash'))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_UNAVAILABLE' });
+    expect((await b)[1]).toBe('/m/b');
+    await pool.close();
+    expect(devices.idle).toBe(true);
+  });
+
+  it('answers 503 when no device frees up within the load time', async () => {
+    const devices = new DevicePool([{ id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null }]);
+    devices.take(['cpu:0']); // a job holds the only slot
+    make({ loadTimeoutMs: 100, devices: { acquire: (ms) => devices.acquire({ gpus: 0, cpu_slots: 1 }, ms), release: (ids) => devices.release(ids) } });
+    await expect(pool.generate('/m/a', request('x'))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_UNAVAILABLE', message: expect.stringMatching(/cannot start now: .*did not free up/) });
+    expect(pool.loaded()).toEqual([]);
   });
 
   it('shuts every process down on close and refuses new work', async () => {

@@ -1,6 +1,8 @@
-import { ChildProcess, fork } from 'node:child_process';
 import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
+import { ManagedProcess } from '../core/managed-process';
+import type { DeviceIds } from '../jobs/job.entity';
+import { cpuThreads, cudaVisibleDevices } from '../scheduler/device-pool';
 import type { FromModelServer, GenerateRequest, GenerateResult, TokenLogprob, ToModelServer } from './model-protocol';
 
 export interface ModelPoolOptions {
@@ -21,6 +23,19 @@ export interface ModelPoolOptions {
   engine?: EngineSettings;
   /** Diagnostics (process start and exit, its stderr). */
   log?: (line: string) => void;
+  /**
+   * The devices a model server runs on, from the pool the worker's jobs take theirs from (see
+   * `DevicePoolService`): taken before the process starts, given back when it has exited. Without it a
+   * model server holds no devices.
+   */
+  devices?: ModelDevices;
+}
+
+/** Where model servers take their devices. */
+export interface ModelDevices {
+  /** Waits for the devices of one model server (rejects with the reason when none frees up in `timeoutMs`). */
+  acquire(timeoutMs: number): Promise<DeviceIds>;
+  release(ids: DeviceIds): void;
 }
 
 export type DeltaHandler = (index: number, text: string, logprobs: TokenLogprob[] | null) => void;
@@ -46,38 +61,65 @@ class ModelProcess {
   exited = false;
   /** Asked to exit: takes no new requests (a request arriving now starts a fresh process). */
   stopping = false;
-  private readonly child: ChildProcess;
+  private process: ManagedProcess | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private queue: Promise<unknown> = Promise.resolve();
   private stderr = '';
   private idleTimer: NodeJS.Timeout | null = null;
-  private readonly exitedPromise: Promise<void>;
+  private readonly gone: Promise<void>;
+  private markGone!: () => void;
 
   constructor(
     readonly dir: string,
     private readonly opts: ModelPoolOptions,
     private readonly onGone: (p: ModelProcess) => void,
   ) {
-    this.child = fork(opts.entry, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [], serialization: 'json' });
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (chunk: string) => {
-      this.stderr = (this.stderr + chunk).slice(-STDERR_KEEP);
-      for (const line of chunk.split('\n')) if (line.trim()) opts.log?.(`model ${dir}: ${line}`);
-    });
-    this.exitedPromise = new Promise((resolve) => this.child.once('exit', () => resolve()));
-    let loaded: { resolve(): void; reject(e: Error): void };
-    this.ready = new Promise<void>((resolve, reject) => (loaded = { resolve, reject }));
+    this.gone = new Promise((resolve) => (this.markGone = resolve));
+    this.ready = this.start();
     // A failed load is reported to the request that waits for it; nobody else needs to hear about it.
     this.ready.catch(() => undefined);
+  }
+
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
+  /** Takes the devices (waiting within the load time), starts the process and waits until it has loaded. */
+  private async start(): Promise<void> {
+    const deadline = Date.now() + this.opts.loadTimeoutMs;
+    let devices: DeviceIds = [];
+    try {
+      if (this.opts.devices) devices = await this.opts.devices.acquire(this.opts.loadTimeoutMs);
+    } catch (error) {
+      this.ended();
+      throw new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model ${this.dir} cannot start now: ${(error as Error).message}`, { field: 'model', retryAfter: 5 });
+    }
+    if (this.stopping) {
+      this.opts.devices?.release(devices);
+      this.ended();
+      throw new AppError(ErrorCode.MODEL_UNAVAILABLE, 'The server is shutting down', { field: 'model' });
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, CUDA_VISIBLE_DEVICES: cudaVisibleDevices(devices) };
+    if (this.opts.devices && !this.opts.engine) env.OPENTINKER_ENGINE_THREADS ??= String(cpuThreads(devices));
+    const proc = (this.process = new ManagedProcess({
+      entry: this.opts.entry,
+      env,
+      onStderr: (chunk) => {
+        this.stderr = (this.stderr + chunk).slice(-STDERR_KEEP);
+        for (const line of chunk.split('\n')) if (line.trim()) this.opts.log?.(`model ${this.dir}: ${line}`);
+      },
+    }));
+    let loaded!: { resolve(): void; reject(e: Error): void };
+    const ready = new Promise<void>((resolve, reject) => (loaded = { resolve, reject }));
     const loadTimer = setTimeout(() => {
-      loaded.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `Loading the model ${dir} took longer than ${opts.loadTimeoutMs / 1000} s`, { field: 'model', retryAfter: 5 }));
+      loaded.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `Loading the model ${this.dir} took longer than ${this.opts.loadTimeoutMs / 1000} s`, { field: 'model', retryAfter: 5 }));
       this.kill();
-    }, opts.loadTimeoutMs);
-    this.child.on('message', (m: FromModelServer) => {
+    }, Math.max(0, deadline - Date.now()));
+    proc.child.on('message', (m: FromModelServer) => {
       if (m.type === 'ready') {
         clearTimeout(loadTimer);
-        opts.log?.(`model ${dir}: loaded (${m.source}, context ${m.contextLength}) in process ${this.child.pid}`);
+        this.opts.log?.(`model ${this.dir}: loaded (${m.source}, context ${m.contextLength}) in process ${proc.pid}${devices.length ? ` on ${devices.join(', ')}` : ''}`);
         loaded.resolve();
       } else if (m.type === 'load_failed') {
         clearTimeout(loadTimer);
@@ -96,13 +138,12 @@ class ModelProcess {
         else p.reject(new AppError(ErrorCode.INTERNAL, `The model failed: ${m.message}`));
       }
     });
-    this.child.once('exit', (code, signal) => {
-      this.exited = true;
+    void proc.exited.then(({ code, signal }) => {
       clearTimeout(loadTimer);
-      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.opts.devices?.release(devices);
       const how = signal ? `signal ${signal}` : `code ${code}`;
       const tail = this.stderr.trim().split('\n').slice(-3).join(' | ');
-      const error = new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${dir} exited (${how})${tail ? `: ${tail}` : ''}; the next request starts it again`, {
+      const error = new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${this.dir} exited (${how})${tail ? `: ${tail}` : ''}; the next request starts it again`, {
         field: 'model',
         retryAfter: 1,
       });
@@ -112,14 +153,20 @@ class ModelProcess {
         p.reject(error);
       }
       this.pending.clear();
-      this.onGone(this);
+      this.ended();
     });
-    this.child.on('error', (error) => opts.log?.(`model ${dir}: ${error.message}`));
-    this.post({ type: 'load', dir, jobsDir: opts.jobsDir, home: opts.home, engine: opts.engine });
+    // A model server's engine runs as many threads as the CPU slots it holds, unless the settings name a count.
+    const engine: EngineSettings | undefined =
+      this.opts.devices && this.opts.engine ? { ...this.opts.engine, engine_threads: this.opts.engine.engine_threads ?? cpuThreads(devices) } : this.opts.engine;
+    this.post({ type: 'load', dir: this.dir, jobsDir: this.opts.jobsDir, home: this.opts.home, engine });
+    await ready;
   }
 
-  get pid(): number | undefined {
-    return this.child.pid;
+  private ended(): void {
+    this.exited = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.markGone();
+    this.onGone(this);
   }
 
   /** Queues a request behind the ones already accepted. */
@@ -155,10 +202,7 @@ class ModelProcess {
   }
 
   private post(message: ToModelServer): void {
-    if (this.exited || !this.child.connected) return;
-    this.child.send(message, (error) => {
-      if (error) this.opts.log?.(`model ${this.dir}: send failed: ${error.message}`);
-    });
+    if (!this.exited) this.process?.send(message);
   }
 
   /** Stops once the requests already accepted are answered. */
@@ -167,23 +211,18 @@ class ModelProcess {
     await this.stop();
   }
 
-  /** Asks the process to exit (closing its IPC channel), killing it if it does not. */
+  /** Stops the process (SIGTERM to its group, SIGKILL after a grace period); resolves once it is gone. */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.exited) return;
-    if (this.child.connected) this.child.disconnect();
-    const timer = setTimeout(() => this.kill(), KILL_GRACE_MS);
-    await this.exitedPromise;
-    clearTimeout(timer);
+    // Not started yet (waiting for devices): `start` sees `stopping` and gives up.
+    void this.process?.stop(KILL_GRACE_MS);
+    await this.gone;
   }
 
+  /** Kills the process group at once (sampling cannot be interrupted). */
   kill(): void {
     this.stopping = true;
-    if (!this.exited) this.child.kill('SIGKILL');
-  }
-
-  waitExit(): Promise<void> {
-    return this.exitedPromise;
+    void this.process?.stop(0);
   }
 }
 

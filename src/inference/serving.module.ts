@@ -1,16 +1,16 @@
 import { Module } from '@nestjs/common';
 import { JobsModule } from '../jobs/jobs.module';
+import { DevicePoolModule } from '../scheduler/device-pool.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
-import { ModelJobsRepository } from './model-jobs.repository';
 import { ModelPoolService } from './model-pool.service';
 
 /** Checkpoints (list, download) and chat completions over them. API role only. */
 @Module({
-  imports: [JobsModule],
+  imports: [JobsModule, DevicePoolModule],
   controllers: [CheckpointsController, ChatController],
-  providers: [CheckpointsService, ChatService, ModelJobsRepository, ModelPoolService],
+  providers: [CheckpointsService, ChatService, ModelPoolService],
 })
 export class ServingModule {}

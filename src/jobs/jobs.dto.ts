@@ -2,7 +2,6 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { iso } from '../core/database/columns';
-import { jobSummaryFields } from './job-page.serializer';
 import { PageQuery } from '../core/page-query.dto';
 import type { JobArtifactEntity } from './job-artifact.entity';
 import type { JobMetricEntity } from './job-metric.entity';
@@ -101,8 +100,30 @@ export class JobSummaryDto {
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) finished_at!: string | null;
   @ApiProperty({ format: 'date-time' }) updated_at!: string;
 
+  /** In {@link JOB_PAGE_SCHEMA}'s order. */
   static of(j: JobSummary): JobSummaryDto {
-    return jobSummaryFields(j);
+    return {
+      id: j.id,
+      kind: j.kind,
+      name: j.name,
+      state: j.state,
+      owner_id: j.ownerId,
+      priority: j.priority,
+      environment: j.environmentId,
+      resources: j.resources,
+      devices: j.devices,
+      worker_id: j.workerId,
+      attempts: j.attempts,
+      max_attempts: j.maxAttempts,
+      error: j.error,
+      exit_code: j.exitCode,
+      progress: j.progress,
+      cancel_requested: j.cancelRequestedAt !== null,
+      created_at: iso(j.createdAt)!,
+      started_at: iso(j.startedAt),
+      finished_at: iso(j.finishedAt),
+      updated_at: iso(j.updatedAt)!,
+    };
   }
 }
 
@@ -135,6 +156,53 @@ export class JobPageDto {
   @ApiProperty() limit!: number;
   @ApiProperty() total!: number;
 }
+
+const str = { type: 'string' } as const;
+const num = { type: 'number' } as const;
+const orNull = <T extends { type: string }>(s: T) => ({ ...s, type: [s.type, 'null'] });
+
+/**
+ * {@link JobPageDto} as a JSON Schema for fast-json-stringify, which writes a page in about two thirds of
+ * `JSON.stringify`'s time: the list is the busiest read route. It must name every field of
+ * `JobSummaryDto` (the serialiser leaves out what the schema does not name); `jobs.dto.spec.ts`
+ * checks it against the DTO's OpenAPI schema and the bytes against `JSON.stringify`.
+ */
+export const JOB_PAGE_SCHEMA = {
+  type: 'object',
+  properties: {
+    items: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: str,
+          kind: str,
+          name: orNull(str),
+          state: str,
+          owner_id: str,
+          priority: num,
+          environment: orNull(str),
+          resources: { type: 'object', properties: { gpus: num, cpu_slots: num } },
+          devices: { type: ['array', 'null'], items: str },
+          worker_id: orNull(str),
+          attempts: num,
+          max_attempts: num,
+          error: orNull(str),
+          exit_code: orNull(num),
+          progress: { type: ['object', 'null'], properties: { step: num, total: orNull(num), message: orNull(str) } },
+          cancel_requested: { type: 'boolean' },
+          created_at: str,
+          started_at: orNull(str),
+          finished_at: orNull(str),
+          updated_at: str,
+        },
+      },
+    },
+    page: num,
+    limit: num,
+    total: num,
+  },
+} as const;
 
 export class MetricPointDto {
   @ApiProperty() step!: number;

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { QueueModule } from '../scheduler/queue.module';
 import { JobsDataModule } from './jobs-data.module';
 import { JobsController } from './jobs.controller';
-import { JobListReader } from './job-list-reader.service';
 import { JobsService } from './jobs.service';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobStreamService } from './job-stream.service';
@@ -10,7 +9,7 @@ import { JobStreamService } from './job-stream.service';
 @Module({
   imports: [JobsDataModule, QueueModule],
   controllers: [JobsController],
-  providers: [JobsService, JobStreamService, JobSpecChecksService, JobListReader],
+  providers: [JobsService, JobStreamService, JobSpecChecksService],
   exports: [JobsService],
 })
 export class JobsModule {}

@@ -2,9 +2,65 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, FindOptionsWhere, In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
-import { JobListSql, type JobListQuery, type PgPool, type SqliteDatabase } from './job-list.sql';
-import { ACTIVE_STATES, DeviceIds, JobEntity, JobState, JobSummary } from './job.entity';
+import { ACTIVE_STATES, DeviceIds, FINAL_STATES, JOB_STATES, JobEntity, JobState, JobSummary } from './job.entity';
 import { JobSecretEntity } from './job-secret.entity';
+
+export interface JobListQuery {
+  ownerId?: string;
+  states?: JobState[];
+  kind?: string;
+  limit: number;
+  offset: number;
+}
+
+/** A user's jobs of one name, newest first (serving resolves model names with it). */
+export interface JobRef {
+  id: string;
+  name: string | null;
+  kind: string;
+  createdAt: number;
+}
+
+/** The columns a listing reads (spec, resume state and lease are left out), named as the entity's properties. */
+const SUMMARY_SELECT = [
+  ['id', 'id'], ['owner_id', 'ownerId'], ['kind', 'kind'], ['name', 'name'], ['state', 'state'], ['priority', 'priority'],
+  ['environment_id', 'environmentId'], ['resources', 'resources'], ['devices', 'devices'], ['worker_id', 'workerId'],
+  ['attempts', 'attempts'], ['max_attempts', 'maxAttempts'], ['error', 'error'], ['exit_code', 'exitCode'], ['progress', 'progress'],
+  ['cancel_requested_at', 'cancelRequestedAt'], ['created_at', 'createdAt'], ['started_at', 'startedAt'], ['finished_at', 'finishedAt'],
+  ['updated_at', 'updatedAt'],
+]
+  .map(([column, property]) => `"${column}" AS "${property}"`)
+  .join(', ');
+
+/** `simple-json` columns arrive as text; PostgreSQL's driver returns BIGINT as strings. */
+const json = <T>(v: unknown): T => (v === null ? null : JSON.parse(v as string)) as T;
+const num = <T extends number | null>(v: unknown): T => (v === null ? null : Number(v)) as T;
+
+/** A row of {@link SUMMARY_SELECT}, converted as the entity's columns are. */
+function summaryOf(r: Record<string, unknown>): JobSummary {
+  return {
+    id: r.id as string,
+    ownerId: r.ownerId as string,
+    kind: r.kind as string,
+    name: r.name as string | null,
+    state: r.state as JobState,
+    priority: num(r.priority),
+    environmentId: r.environmentId as string | null,
+    resources: json(r.resources),
+    devices: json(r.devices),
+    workerId: r.workerId as string | null,
+    attempts: num(r.attempts),
+    maxAttempts: num(r.maxAttempts),
+    error: r.error as string | null,
+    exitCode: num(r.exitCode),
+    progress: json(r.progress),
+    cancelRequestedAt: num(r.cancelRequestedAt),
+    createdAt: num(r.createdAt),
+    startedAt: num(r.startedAt),
+    finishedAt: num(r.finishedAt),
+    updatedAt: num(r.updatedAt),
+  };
+}
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
@@ -18,7 +74,6 @@ class UserLimitReached extends Error {}
 @Injectable()
 export class JobsRepository {
   private readonly jobs: Repository<JobEntity>;
-  private listSql: JobListSql | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -47,13 +102,58 @@ export class JobsRepository {
     return this.jobs.findOneBy({ id });
   }
 
-  /** One page of summaries, newest first, and the total (see {@link JobListSql}). */
-  list(q: JobListQuery): Promise<{ items: JobSummary[]; total: number }> {
-    if (!this.listSql) {
-      const driver = this.dataSource.driver as unknown as { master: PgPool; databaseConnection: SqliteDatabase };
-      this.listSql = new JobListSql(this.config.usesPostgres ? { pg: driver.master } : { sqlite: driver.databaseConnection });
-    }
-    return this.listSql.list(q);
+  /**
+   * One page of summaries, newest first, and the total. One statement (the count is a scalar subquery:
+   * one round trip on PostgreSQL) through TypeORM's `query`, which keeps its prepared statements, and
+   * rows converted here: building 50 entities and a `COUNT(DISTINCT id)` with `findAndCount` cost the
+   * list about half its throughput. The order is the `idx_jobs_created` / `idx_jobs_owner` index order.
+   */
+  async list(q: JobListQuery): Promise<{ items: JobSummary[]; total: number }> {
+    const params: unknown[] = [];
+    const postgres = this.config.usesPostgres;
+    const p = (v: unknown): string => (params.push(v), postgres ? `$${params.length}` : '?');
+    // Written twice (count and page) so each has its own placeholders; repeated states are dropped.
+    const filter = (): string => {
+      const where: string[] = [];
+      if (q.ownerId) where.push(`"owner_id" = ${p(q.ownerId)}`);
+      const states = [...new Set(q.states ?? [])];
+      if (states.length) where.push(`"state" IN (${states.map(p).join(', ')})`);
+      if (q.kind) where.push(`"kind" = ${p(q.kind)}`);
+      return where.length ? ` WHERE ${where.join(' AND ')}` : '';
+    };
+    const count = `SELECT COUNT(*) AS "total" FROM "jobs"${filter()}`;
+    const countParams = params.slice();
+    const rows: Record<string, unknown>[] = await this.dataSource.query(
+      `SELECT ${SUMMARY_SELECT}, (${count}) AS "total" FROM "jobs"${filter()} ORDER BY "created_at" DESC, "id" DESC LIMIT ${p(q.limit)} OFFSET ${p(q.offset)}`,
+      params,
+    );
+    // A page past the end has no row to carry the total.
+    const total = rows.length ? rows[0].total : q.offset === 0 ? 0 : (await this.dataSource.query(count, countParams))[0].total;
+    return { items: rows.map(summaryOf), total: Number(total) };
+  }
+
+  /** The owner's jobs with this name, newest first (at most `limit`). */
+  byName(ownerId: string, name: string, limit = 10): Promise<JobRef[]> {
+    return this.jobs.find({ select: { id: true, name: true, kind: true, createdAt: true }, where: { ownerId, name }, order: { createdAt: 'DESC' }, take: limit });
+  }
+
+  /** The owner's newest jobs. */
+  recent(ownerId: string, limit: number): Promise<JobRef[]> {
+    return this.jobs.find({ select: { id: true, name: true, kind: true, createdAt: true }, where: { ownerId }, order: { createdAt: 'DESC', id: 'DESC' }, take: limit });
+  }
+
+  /**
+   * Ids of unfinished jobs (queued, starting, running) whose spec names the dataset. The spec is stored
+   * as JSON text, so a LIKE on the uuid narrows the rows; parsing confirms it is one of the dataset keys.
+   */
+  async unfinishedUsingDataset(datasetId: string): Promise<string[]> {
+    const rows = await this.jobs
+      .createQueryBuilder('j')
+      .select(['j.id', 'j.spec'])
+      .where({ state: In(JOB_STATES.filter((s) => !FINAL_STATES.includes(s))) })
+      .andWhere('j.spec LIKE :needle', { needle: `%${datasetId}%` })
+      .getMany();
+    return rows.filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
   }
 
   async countByState(): Promise<Record<string, number>> {
@@ -248,4 +348,10 @@ export class JobsRepository {
     const data = { state, ...(detail && typeof detail === 'object' ? detail : {}) };
     await m.insert(JobEventEntity, { jobId, type: 'state', data, createdAt: now });
   }
+}
+
+/** Whether the spec reads the dataset: as the train set (`environment.dataset`) or the validation set. */
+function namesDataset(spec: Record<string, unknown>, datasetId: string): boolean {
+  const env = spec.environment as { dataset?: unknown; val_dataset?: unknown } | undefined;
+  return env?.dataset === datasetId || env?.val_dataset === datasetId;
 }

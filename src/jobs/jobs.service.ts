@@ -8,11 +8,10 @@ import { JOB_QUEUE } from '../scheduler/job-queue';
 import type { JobQueue } from '../scheduler/job-queue';
 import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventsRepository } from './job-events.repository';
-import { JobListReader } from './job-list-reader.service';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobMetricEntity } from './job-metric.entity';
-import { FINAL_STATES, JobEntity, JobState } from './job.entity';
-import { JobsRepository } from './jobs.repository';
+import { FINAL_STATES, JobEntity, JobState, JobSummary } from './job.entity';
+import { JobRef, JobsRepository } from './jobs.repository';
 import { parseJobSpec } from './kinds/job-kinds';
 
 @Injectable()
@@ -25,7 +24,6 @@ export class JobsService {
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
     private readonly checks: JobSpecChecksService,
-    private readonly listReader: JobListReader,
   ) {}
 
   async submit(caller: Principal, body: unknown): Promise<JobEntity> {
@@ -69,10 +67,19 @@ export class JobsService {
     return job;
   }
 
-  /** One page of the caller's jobs (every job for an admin), newest first, as the response's JSON body. */
-  listPage(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<Buffer> {
-    const query = { ownerId: isAdmin(caller) ? undefined : caller.userId, states: q.state, kind: q.kind, limit: q.limit, offset: (q.page - 1) * q.limit };
-    return this.listReader.page(query, q.page, q.limit);
+  /** One page of the caller's jobs (every job for an admin), newest first, and how many match. */
+  list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<{ items: JobSummary[]; total: number }> {
+    return this.jobs.list({ ownerId: isAdmin(caller) ? undefined : caller.userId, states: q.state, kind: q.kind, limit: q.limit, offset: (q.page - 1) * q.limit });
+  }
+
+  /** The caller's own jobs with this name, newest first (an admin's too: names are per owner). */
+  named(caller: Principal, name: string, limit: number): Promise<JobRef[]> {
+    return this.jobs.byName(caller.userId, name, limit);
+  }
+
+  /** The caller's own newest jobs. */
+  recent(caller: Principal, limit: number): Promise<JobRef[]> {
+    return this.jobs.recent(caller.userId, limit);
   }
 
   /** A job the caller may see. Someone else's job is "not found", so ids cannot be probed. */

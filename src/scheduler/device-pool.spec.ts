@@ -47,6 +47,21 @@ describe('DevicePool', () => {
     expect(pool().canEverFit({ gpus: 2, cpu_slots: 2 })).toBe(true);
   });
 
+  it('acquire takes free devices at once, waits for a release, and gives up after its timeout', async () => {
+    const p = pool();
+    const job = p.choose({ gpus: 0, cpu_slots: 2 })!;
+    p.take(job);
+    expect(await p.acquire({ gpus: 1, cpu_slots: 0 }, 1000)).toEqual(['gpu:0']);
+    const waiting = p.acquire({ gpus: 0, cpu_slots: 1 }, 5000);
+    p.release(job);
+    expect(await waiting).toEqual(['cpu:0']);
+    // The model server holds cpu:0, so the job's two slots are not free together.
+    expect(p.choose({ gpus: 0, cpu_slots: 2 })).toBeNull();
+    p.take(['cpu:1']);
+    await expect(p.acquire({ gpus: 0, cpu_slots: 1 }, 50)).rejects.toThrow(/did not free up within 0.05 s \(3 of 4 devices are in use\)/);
+    await expect(p.acquire({ gpus: 0, cpu_slots: 3 }, 1000)).rejects.toThrow(/this machine offers 2 and 2/);
+  });
+
   it('builds CUDA_VISIBLE_DEVICES from GPU ids only', () => {
     expect(cudaVisibleDevices(['gpu:3', 'cpu:0', 'gpu:1'])).toBe('3,1');
     expect(cudaVisibleDevices(['cpu:0'])).toBe('');

@@ -1,9 +1,14 @@
 import type { DeviceIds, JobResources } from '../jobs/job.entity';
 import type { DeviceInfo } from './worker.entity';
 
-/** The devices of one worker and which are taken. Placement picks the lowest free ids. */
+/**
+ * The devices of one machine and which are taken, by the worker's jobs and by the API's model servers
+ * alike (`DevicePoolService` holds the process's one pool). Placement picks the lowest free ids.
+ */
 export class DevicePool {
   private readonly taken = new Set<string>();
+  /** Called after each release: {@link acquire}s waiting for devices try again. */
+  private readonly waiters = new Set<() => void>();
 
   constructor(readonly devices: readonly DeviceInfo[]) {}
 
@@ -34,6 +39,33 @@ export class DevicePool {
 
   release(ids: DeviceIds): void {
     for (const id of ids) this.taken.delete(id);
+    for (const retry of [...this.waiters]) retry();
+  }
+
+  /**
+   * Takes the devices `r` asks for as soon as they are free, waiting at most `timeoutMs`. Rejects at once
+   * when this machine could never hold them, and with what is busy when the time is up.
+   */
+  acquire(r: JobResources, timeoutMs: number): Promise<DeviceIds> {
+    if (!this.canEverFit(r)) {
+      return Promise.reject(new Error(`it needs ${r.gpus} GPU(s) and ${r.cpu_slots} CPU slot(s); this machine offers ${this.gpus.length} and ${this.cpuSlots.length}`));
+    }
+    return new Promise((resolve, reject) => {
+      const retry = (): void => {
+        const ids = this.choose(r);
+        if (!ids) return;
+        this.take(ids);
+        this.waiters.delete(retry);
+        clearTimeout(timer);
+        resolve(ids);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(retry);
+        reject(new Error(`its ${r.gpus} GPU(s) and ${r.cpu_slots} CPU slot(s) did not free up within ${timeoutMs / 1000} s (${this.taken.size} of ${this.devices.length} devices are in use)`));
+      }, timeoutMs);
+      this.waiters.add(retry);
+      retry();
+    });
   }
 
   get idle(): boolean {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
+import { DevicePoolModule } from './device-pool.module';
 import { QueueModule } from './queue.module';
 import { JobSupervisor } from './job-supervisor.service';
 import { WorkerService } from './worker.service';
@@ -7,7 +8,7 @@ import { UsersRepository } from '../auth/users.repository';
 
 /** The worker role: present in `opentinker serve` (unless disabled) and in `opentinker worker`. */
 @Module({
-  imports: [JobsDataModule, QueueModule],
+  imports: [JobsDataModule, QueueModule, DevicePoolModule],
   providers: [JobSupervisor, WorkerService, UsersRepository],
   exports: [WorkerService],
 })

@@ -5,8 +5,8 @@ import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { UsersRepository } from '../auth/users.repository';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { detectDevices } from './device-detector';
 import { DevicePool } from './device-pool';
+import { DevicePoolService } from './device-pool.service';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
 import { JobSupervisor } from './job-supervisor.service';
@@ -40,13 +40,14 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     private readonly bus: LocalBus,
     private readonly supervisor: JobSupervisor,
     private readonly users: UsersRepository,
+    private readonly devices: DevicePoolService,
   ) {
     this.id = config.values.worker_id ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}-${randomBytes(4).toString('hex')}`;
   }
 
   async onApplicationBootstrap(): Promise<void> {
     const v = this.config.values;
-    this.pool = new DevicePool(await detectDevices(v.gpus, v.cpu_slots));
+    this.pool = await this.devices.get();
     const now = Date.now();
     await this.workers.register(
       Object.assign(new WorkerEntity(), {

@@ -11,7 +11,7 @@
  *
  *   node test/bench/http.bench.js [--db sqlite,postgres] [--duration 10] [--warmup 2] [--connections 50]
  *                                 [--jobs 1000] [--root DIR] [--out FILE] [--bare] [--cpu-prof DIR]
- *                                 [--set list_reader_threads=2]   (a server setting, OPENTINKER_<KEY>)
+ *                                 [--set cpu_slots=2]   (a server setting, OPENTINKER_<KEY>)
  */
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');

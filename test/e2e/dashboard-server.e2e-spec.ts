@@ -41,6 +41,11 @@ describe('dashboard: static files, and the page’s API client against the serve
     expect(uplot.text).toContain('export { uPlot as default }');
     expect((await t.request('GET', '/assets/uplot.min.css', { key: null })).headers['content-type']).toMatch(/^text\/css/);
     expect((await t.request('GET', '/assets/dashboard.css', { key: null })).status).toBe(200);
+    // The client's SSE parser, as the browser build the dashboard's event-stream module imports.
+    const parser = await t.request('GET', '/assets/sse-parser.mjs', { key: null });
+    expect(parser.status).toBe(200);
+    expect(parser.headers['content-type']).toMatch(/javascript/);
+    expect(parser.text).toContain('export class SseParser');
   });
 
   it.each(['nope.mjs', 'api.d.mts', 'index.html', '..%2Fdashboard.module.ts', '..%2F..%2F..%2Fpackage.json', '%2Fetc%2Fpasswd', 'uPlot.cjs.js'])(

@@ -1,4 +1,15 @@
-import type { TrainingSession } from './api/sessions-api';
+/** What {@link fit} calls on a session (a `TrainingSession` has these; a test double may too). */
+export interface FitSession {
+  validate(args: { tasks?: unknown[]; size?: number }, options: FitCallOptions): Promise<Record<string, number>>;
+  saveCheckpoint(options: FitCallOptions): Promise<{ step: number; dir: string }>;
+  trainStep(args: { tasks?: unknown[]; batch_size?: number }, options: FitCallOptions): Promise<Record<string, number>>;
+}
+
+/** The call options {@link fit} passes: the call id that makes a replayed step idempotent, and the abort signal. */
+export interface FitCallOptions {
+  callId: string;
+  signal?: AbortSignal;
+}
 
 /** Options of {@link fit}. */
 export interface FitOptions {
@@ -56,7 +67,7 @@ export interface FitResult {
  * await session.close();
  * ```
  */
-export async function fit(session: TrainingSession, options: FitOptions): Promise<FitResult> {
+export async function fit(session: FitSession, options: FitOptions): Promise<FitResult> {
   const batches = planBatches(options);
   const run = options.runId ?? 'fit';
   const valArgs = options.valTasks ? { tasks: options.valTasks } : options.valSize ? { size: options.valSize } : {};

@@ -57,4 +57,17 @@ describe('SseParser', () => {
   it('lets an empty id reset the last event id', () => {
     expect(parseAll(['id: 3\ndata: a\n\nid\ndata: b\n\n']).map((m) => m.lastEventId)).toEqual(['3', '']);
   });
+
+  it('completes an event split at any point, including between the CR and LF of a CRLF', () => {
+    const text = 'id: 7\r\nevent: metrics\r\ndata: {"points":[]}\r\n\r\nevent: end\r\ndata: {}\r\n\r\n';
+    for (let cut = 1; cut < text.length; cut++) {
+      expect([cut, parseAll([text.slice(0, cut), text.slice(cut)])]).toEqual([
+        cut,
+        [
+          { id: '7', lastEventId: '7', event: 'metrics', data: '{"points":[]}' },
+          { lastEventId: '7', event: 'end', data: '{}' },
+        ],
+      ]);
+    }
+  });
 });

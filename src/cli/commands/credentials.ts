@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CliError, EXIT } from './cli-error';
@@ -55,11 +55,6 @@ export function removeCredentials(path: string = credentialsPath()): boolean {
   if (!existsSync(path)) return false;
   rmSync(path);
   return true;
-}
-
-/** Whether anyone but the owner may read the file (permissions loosened by hand or by a copy). */
-export function isExposed(path: string = credentialsPath()): boolean {
-  return (statSync(path).mode & 0o077) !== 0;
 }
 
 /** A URL without trailing slashes, so `http://h:1/` and `http://h:1` are the same server. */

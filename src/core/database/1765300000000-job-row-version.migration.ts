@@ -2,9 +2,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * `jobs.row_version`: a counter the database itself raises on every UPDATE of a job row, whatever
- * statement or process made it. The job list's reader threads keep each job's JSON by (id, row_version)
- * and reuse it while the row's version is unchanged (see `JobPageWriter`), so the counter must not
- * depend on the application remembering to bump it: a trigger does it.
+ * statement or process made it. The job list's reader threads kept each job's JSON by (id, row_version)
+ * and reused it while the row's version was unchanged, so the counter must not depend on the
+ * application remembering to bump it: a trigger does it. Dropped again by `DropJobRowVersion1765500000000`.
  *
  * SQLite: an AFTER UPDATE trigger that updates the row's counter. SQLite's recursive triggers are off
  * (the default; nothing here turns them on), so that inner UPDATE does not fire the trigger again, and

@@ -9,8 +9,6 @@ export const epochMs: ValueTransformer = {
   from: (value: string | number | null) => (value === null || value === undefined ? null : Number(value)),
 };
 
-export const nowMs = (): number => Date.now();
-
 const DAY_MS = 86_400_000;
 /** 10000-01-01T00:00:00Z: from there on `toISOString` writes a six-digit year. */
 const YEAR_10000_MS = 253_402_300_800_000;

@@ -1,12 +1,4 @@
 // Types for the TypeScript specs; the documentation lives in event-stream.mjs.
-export interface RawSseEvent {
-  id: string | undefined;
-  event: string;
-  data: string;
-}
-export declare class SseParser {
-  push(chunk: string): RawSseEvent[];
-}
 export interface StreamEvent {
   id: string | undefined;
   event: string;

@@ -4,57 +4,8 @@
  * the server answers with exactly the events after that id.
  */
 import { errorFromResponse } from './api.mjs';
-
-/**
- * Incremental parser for the `text/event-stream` format: feed it chunks as they arrive (split anywhere,
- * even inside a line), get whole events back.
- *
- * @example
- * const parser = new SseParser();
- * parser.push('id: 3\nevent: log\nda'); // []
- * parser.push('ta: {"text":"hi"}\n\n'); // [{ id: '3', event: 'log', data: '{"text":"hi"}' }]
- */
-export class SseParser {
-  constructor() {
-    this.buffer = '';
-    this.reset();
-  }
-
-  reset() {
-    this.id = undefined;
-    this.event = '';
-    this.data = [];
-  }
-
-  /** Returns the events completed by `chunk`. */
-  push(chunk) {
-    this.buffer += chunk;
-    const events = [];
-    for (;;) {
-      const match = /\r\n|\r|\n/.exec(this.buffer);
-      // A lone trailing \r may be the first half of \r\n: wait for the next chunk.
-      if (!match || (match[0] === '\r' && match.index === this.buffer.length - 1)) break;
-      const line = this.buffer.slice(0, match.index);
-      this.buffer = this.buffer.slice(match.index + match[0].length);
-      if (line === '') {
-        if (this.data.length > 0 || this.event) {
-          events.push({ id: this.id, event: this.event || 'message', data: this.data.join('\n') });
-        }
-        this.reset();
-        continue;
-      }
-      if (line.startsWith(':')) continue; // comment (keep-alive ping)
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') this.data.push(value);
-      else if (field === 'event') this.event = value;
-      else if (field === 'id' && !value.includes('\0')) this.id = value;
-    }
-    return events;
-  }
-}
+// @opentinker/client's parser (its browser build, served as /assets/sse-parser.mjs).
+import { SseParser } from './sse-parser.mjs';
 
 const sleep = (ms, signal) =>
   new Promise((resolve) => {
