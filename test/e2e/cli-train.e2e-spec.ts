@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -80,6 +80,37 @@ describe('opentinker train / infer', () => {
       num_tasks: 7,
     });
     await t.request('POST', `/v1/jobs/${id}/cancel`);
+  });
+
+  it("takes the seed's README training command as written, no key refused: a game server, its data as tasks", async () => {
+    mkdirSync(join(home, 'data', 'math_agentloop'), { recursive: true });
+    const row = (q: string, a: string) => JSON.stringify({ prompt: [{ role: 'user', content: q }], extra_info: { interaction_kwargs: { name: 'math', query: q, ground_truth: a } } });
+    writeFileSync(join(home, 'data', 'math_agentloop', 'train.jsonl'), `${row('1+1?', '2')}\n${row('2+3?', '5')}\n`);
+    writeFileSync(join(home, 'data', 'math_agentloop', 'test.jsonl'), `${row('4+4?', '8')}\n`);
+    const run = await cli([
+      'train', 'math',
+      'tokenizer_path=Qwen/Qwen2.5-1.5B', 'batch_size=16', 'val_batch_size=64', 'num_epochs=5', 'save_freq=1000', 'test_freq=5',
+      'data_path=data/math_agentloop/train.jsonl', 'val_data_path=data/math_agentloop/test.jsonl',
+      `scheduler_url=${url}`, 'interaction.config.env_port=8088', 'interaction.config.env_host=127.0.0.1',
+      '--no-watch',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Read 2 train tasks from data/math_agentloop/train.jsonl for the game server.');
+    const id = /Submitted train job ([0-9a-f-]{36})/.exec(run.stdout)![1];
+    expect((await t.request('GET', `/v1/jobs/${id}`)).body.spec).toMatchObject({
+      model: { path: 'hf:Qwen/Qwen2.5-1.5B' },
+      environment: {
+        id: 'math', url: 'http://127.0.0.1:8088', protocol: 'opentinker',
+        tasks: { train: [{ query: '1+1?', ground_truth: '2' }, { query: '2+3?', ground_truth: '5' }], test: [{ query: '4+4?', ground_truth: '8' }] },
+      },
+      batch_size: 16, val_batch_size: 64, num_epochs: 5, save_freq: 1000, test_freq: 5,
+    });
+    await t.request('POST', `/v1/jobs/${id}/cancel`);
+    // The inference command as written follows the job to write output_path: with --no-watch it says what to use.
+    const infer = await cli(['infer', 'math', 'model_path=job:4f0c', 'data_path=data/math_agentloop/test.jsonl', 'output_path=./tmp/results.jsonl', 'max_samples=5', 'env_endpoint=http://127.0.0.1:8088', `scheduler_url=${url}`, '--no-watch']);
+    expect(infer.code).toBe(2);
+    expect(infer.stderr).toContain('output_path needs the command to follow the job');
   });
 
   it('refuses malformed and unknown overrides with exit code 2, naming the token, sending nothing', async () => {

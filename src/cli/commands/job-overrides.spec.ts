@@ -1,6 +1,10 @@
 import { parseJobSpec } from '../../jobs/kinds/job-kinds';
 import { CliError } from './cli-error';
-import { buildJobSpec, parseValue } from './job-overrides';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildJobSpec, parseValue, SEED_KEYS } from './job-overrides';
+import { seedTaskKwargs } from './seed-tasks';
 
 /** The usage error a call throws (exit code 2), or fails the test. */
 function usageError(fn: () => unknown): CliError {
@@ -41,7 +45,7 @@ describe('train/infer key=value overrides', () => {
     ]);
     expect(spec).toEqual({
       kind: 'train',
-      environment: { id: 'math', url: 'http://env-box:8088' },
+      environment: { id: 'math', url: 'http://env-box:8088', protocol: 'opentinker' },
       model: { path: '/models/qwen2.5-0.5b' },
       batch_size: 16,
       val_batch_size: 64,
@@ -108,12 +112,152 @@ describe('train/infer key=value overrides', () => {
   });
 
   it('refuses contradictions and half a remote environment', () => {
-    expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a', 'tokenizer_path=b'])).message).toBe('"tokenizer_path=b" contradicts "model_path=a" (both set model.path)');
+    expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a', 'model_path=b'])).message).toBe('"model_path=b" contradicts "model_path=a"');
     expect(buildJobSpec('train', 'math', ['model_path=a', 'tokenizer_path=a']).spec.model).toEqual({ path: 'a' });
     expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a', 'model.preset=tiny-char'])).message).toContain('a job has one model');
     expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a', 'interaction.config.env_host=h'])).message).toContain('needs interaction.config.env_port');
     expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a', 'interaction.config.env_host=h', 'interaction.config.env_port=http'])).message).toContain('port');
     expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a'], { kind: 'sleep' })).message).toContain('--config holds a "sleep" job');
     expect(usageError(() => buildJobSpec('train', 'math', ['model_path=a', 'environment.config=3', 'environment.config.difficulty=2'])).message).toContain('inside config');
+  });
+});
+
+/** A sample value for each of the seed's keys, of the type the seed gives it. */
+const SAMPLE: Record<string, string> = {
+  model_path: '/models/m', tokenizer_path: '/models/m', scheduler_url: 'http://box:8780', server_url: 'http://box:8780', scheduler_api_key: 'key-1',
+  'interaction.config.env_host': 'h', 'interaction.config.env_port': '8088', 'interaction.config.env_endpoint': 'http://h:8088',
+  'interaction.config.env_shards': '2', 'interaction.name': 'gomoku', data_path: 'd/train.parquet', val_data_path: 'd/test.parquet', output_path: './tmp/results.jsonl',
+  env_endpoint: 'http://h:8091', algorithm: 'agent_loop', adv_estimator: 'grpo_per_step', 'lora.lora_rank': '64', 'lora.target_modules': 'all-linear',
+  experiment_name: 'run', temperature: '0.7', top_p: '0.9', lr: '1e-6', 'lora.lr': '1e-6', kl_loss_coef: '0.001', 'lora.lora_alpha': '32', max_new_tokens: '4096',
+};
+
+describe("the seed's keys", () => {
+  /** What one key given alone (beside a model and, for env_shards, a game server) does. */
+  function alone(kind: 'train' | 'inference', key: string) {
+    const value = SAMPLE[key] ?? '4';
+    const extra = key === 'interaction.config.env_shards' ? ['env_endpoint=http://h:8088'.replace(/^/, kind === 'train' ? 'interaction.config.' : '')] : [];
+    const model = key === 'model_path' || key === 'tokenizer_path' ? [] : ['model.preset=tiny-char'];
+    return buildJobSpec(kind, key === 'interaction.name' ? undefined : 'math', [...model, ...extra, `${key}=${value}`], {}, () => false);
+  }
+
+  for (const kind of ['train', 'inference'] as const) {
+    it(`${kind}: every key is accepted with a meaning, accepted with a note saying why it has no effect, or refused naming what to use`, () => {
+      for (const [key, target] of Object.entries(SEED_KEYS[kind])) {
+        if ('refuse' in target) {
+          const error = usageError(() => alone(kind, key));
+          expect(error.message).toContain(`${key} is not supported here; ${target.refuse}`);
+          expect(error.field).toBe(key);
+          continue;
+        }
+        if (key === 'interaction.config.env_host' || key === 'interaction.config.env_port') {
+          expect(usageError(() => alone(kind, key)).message).toContain('needs interaction.config.env_');
+          continue;
+        }
+        const built = alone(kind, key);
+        if ('ignore' in target) {
+          expect(built.notes).toEqual([`${key} has no effect here: ${target.ignore}`]);
+          continue;
+        }
+        expect(built.notes).toEqual([]);
+        const base = buildJobSpec(kind, 'math', ['model.preset=tiny-char'], {}, () => false);
+        const changed = JSON.stringify(built) !== JSON.stringify(base) || key === 'algorithm';
+        expect({ key, changed }).toEqual({ key, changed: true });
+        if ('path' in target) {
+          let node: unknown = built.spec;
+          for (const part of target.path) node = (node as Record<string, unknown>)[part];
+          expect({ key, set: node !== undefined }).toEqual({ key, set: true });
+        }
+        if (!['data_path', 'val_data_path', 'output_path', 'scheduler_api_key', 'scheduler_url', 'server_url'].includes(key)) {
+          expect(() => parseJobSpec(built.spec)).not.toThrow();
+        }
+      }
+    });
+  }
+
+  it("runs the seed's README inference command as written: output_path, max_samples, env_endpoint", () => {
+    const built = buildJobSpec('inference', 'math', [
+      'model_path=job:4f0c', 'data_path=data/math/test.parquet', 'output_path=./tmp/results.jsonl', 'max_samples=5',
+      'env_endpoint=http://client-box:8088', 'scheduler_url=http://server-box:8780',
+    ]);
+    expect(built).toEqual({
+      spec: { kind: 'inference', environment: { id: 'math', url: 'http://client-box:8088', protocol: 'opentinker' }, model: { path: 'job:4f0c' }, num_tasks: 5 },
+      url: 'http://server-box:8780',
+      apiKey: undefined,
+      uploads: [{ key: 'val_dataset', path: 'data/math/test.parquet', token: 'data_path=data/math/test.parquet' }],
+      outputPath: './tmp/results.jsonl',
+      notes: [],
+    });
+    expect(() => parseJobSpec(built.spec)).not.toThrow();
+  });
+
+  it('maps env_host/env_port/env_shards to an OpenTinker game server, 0.0.0.0 kept for the transport to rewrite', () => {
+    const { spec } = buildJobSpec('train', 'gomoku', ['tokenizer_path=/m', 'interaction.config.env_host=0.0.0.0', 'interaction.config.env_port=8091', 'interaction.config.env_shards=4', 'interaction.config.board_size=9']);
+    expect(spec.environment).toEqual({ id: 'gomoku', url: 'http://0.0.0.0:8091', protocol: 'opentinker', shards: 4, config: { board_size: 9 } });
+    expect(() => parseJobSpec(spec)).not.toThrow();
+    expect(usageError(() => buildJobSpec('train', 'gomoku', ['tokenizer_path=/m', 'interaction.config.env_shards=4'])).message).toContain('needs the game server too');
+    expect(usageError(() => buildJobSpec('inference', 'gomoku', ['model_path=/m', 'env_endpoint=http://a:1', 'env_endpoint=http://b:1'])).message).toContain('contradicts');
+  });
+
+  it('resolves a model folder where the command runs, and makes a bare Org/Name that is no folder here a Hub repo', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'seedkeys-'));
+    const cwd = process.cwd();
+    try {
+      mkdirSync(join(dir, 'Qwen', 'Qwen2.5-1.5B'), { recursive: true });
+      process.chdir(dir);
+      expect(buildJobSpec('train', 'math', ['tokenizer_path=Qwen/Qwen2.5-1.5B']).spec.model).toEqual({ path: join(dir, 'Qwen', 'Qwen2.5-1.5B') });
+      expect(buildJobSpec('train', 'math', ['tokenizer_path=Qwen/Qwen2.5-3B-Instruct']).spec.model).toEqual({ path: 'hf:Qwen/Qwen2.5-3B-Instruct' });
+      expect(buildJobSpec('train', 'math', ['model_path=job:4f0c']).spec.model).toEqual({ path: 'job:4f0c' });
+    } finally {
+      process.chdir(cwd);
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // model_path wins: a model carries its own tokenizer here.
+    const both = buildJobSpec('inference', 'math', ['model_path=job:4f0c', 'tokenizer_path=/models/qwen']);
+    expect(both.spec.model).toEqual({ path: 'job:4f0c' });
+    expect(both.notes).toEqual(["tokenizer_path has no effect here: the model's own tokenizer is used (model_path=job:4f0c)"]);
+  });
+
+  it("translates the seed's values: agent_loop, LoRA rank 0 and all-linear, max_new_tokens as the response budget", () => {
+    const { spec } = buildJobSpec('train', 'math', ['model_path=/m', 'algorithm=agent_loop', 'lora.lora_rank=64', 'lora.lora_alpha=32', 'lora.target_modules=all-linear', 'max_new_tokens=4098', 'num_steps=1000']);
+    expect(spec).toMatchObject({
+      model: { path: '/m', lora: { rank: 64, alpha: 32, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] } },
+      rollout: { max_response_tokens: 4098, max_new_tokens: 4098 },
+      total_steps: 1000,
+    });
+    expect(spec.algorithm).toBeUndefined();
+    expect(() => parseJobSpec(spec)).not.toThrow();
+    expect(buildJobSpec('train', 'math', ['model_path=/m', 'lora.lora_rank=0']).spec.model).toEqual({ path: '/m' });
+    expect(buildJobSpec('train', 'math', ['model_path=/m', 'max_new_tokens=8192', 'multi_turn.max_tokens_per_turn=256']).spec.rollout).toEqual({ max_new_tokens: 256, max_response_tokens: 8192 });
+    expect(usageError(() => buildJobSpec('train', 'math', ['model_path=/m', 'algorithm=ppo'])).message).toContain('adv_estimator picks the RL algorithm');
+  });
+
+  it("reads one of the seed's client configs as --config, nulls and ${…} left out, the command line winning", () => {
+    const config = {
+      project_name: 'opentinker', experiment_name: 'gomoku_training', logger_backends: ['console', 'wandb'], tokenizer_path: null, batch_size: 4, num_epochs: null, num_steps: 1000,
+      val_batch_size: 50, temperature: 1, algorithm: 'agent_loop', adv_estimator: 'grpo_per_step', rollout_n: 16,
+      interaction: { name: 'gomoku', class_path: 'opentinker.environment.gym_environment_interaction.GymEnvironmentInteraction', config: { env_host: '0.0.0.0', env_port: 8088, env_endpoint: 'http://${interaction.config.env_host}:${interaction.config.env_port}', max_steps: 81, board_size: 9 } },
+      multi_turn: { max_user_turns: '${interaction.config.max_total_steps}', max_assistant_turns: 39, max_tokens_per_turn: 256 },
+      scheduler_url: 'http://0.0.0.0:8780', num_gpus: 2,
+    };
+    const built = buildJobSpec('train', undefined, ['tokenizer_path=/models/qwen', 'batch_size=8', 'interaction.config.env_port=9000', 'scheduler_url=http://gpu:8780'], config);
+    expect(built.spec).toEqual({
+      kind: 'train', name: 'gomoku_training', batch_size: 8, total_steps: 1000, val_batch_size: 50,
+      rollout: { temperature: 1, max_turns: 39, max_new_tokens: 256 },
+      algorithm: { adv_estimator: 'grpo_per_step', rollout_n: 16 },
+      environment: { id: 'gomoku', config: { board_size: 9 }, url: 'http://0.0.0.0:9000', protocol: 'opentinker' },
+      resources: { gpus: 2 },
+      model: { path: '/models/qwen' },
+    });
+    expect(built.url).toBe('http://gpu:8780');
+    expect(built.notes.map((n) => n.split(' ')[0])).toEqual(['project_name', 'logger_backends', 'interaction.class_path', 'interaction.config.max_steps']);
+    expect(() => parseJobSpec(built.spec)).not.toThrow();
+  });
+
+  it("takes a data row's env kwargs as OpenTinker's agent loop does", () => {
+    const math = { prompt: [{ role: 'user', content: '1+1?' }], extra_info: { interaction_kwargs: { name: 'math', query: '1+1?', ground_truth: '2' } } };
+    expect(seedTaskKwargs(math, 'row 1', 't')).toEqual({ query: '1+1?', ground_truth: '2' });
+    expect(seedTaskKwargs({ interaction_kwargs: { name: 'g', env_kwargs: { board_size: 9 } } }, 'row 1', 't')).toEqual({ board_size: 9 });
+    expect(seedTaskKwargs({ prompt: 'x', ground_truth: '2' }, 'row 1', 't')).toEqual({ prompt: 'x', ground_truth: '2' });
+    expect(usageError(() => seedTaskKwargs([1], 'd.jsonl row 3', 'data_path=d.jsonl')).message).toContain('d.jsonl row 3 is not a JSON object');
   });
 });

@@ -1,13 +1,19 @@
+import type { OpenTinkerClient } from '@opentinker/client';
 import { Command } from 'commander';
-import { basename, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { CliError } from './cli-error';
 import { clientAction, fail, withCommonOptions } from './command-kit';
-import { buildJobSpec } from './job-overrides';
-import type { OverrideKind } from './job-overrides';
+import { buildJobSpec, SEED_KEYS } from './job-overrides';
+import type { OverrideKind, OverrideResult } from './job-overrides';
 import { readJobSpec } from './job-spec-file';
 import { watchJobUntilEnd } from './job-watch';
 import { submit } from './jobs.commands';
 import { printJson, printLine } from './output';
+import { saveDownload } from './save-download';
+import { readSeedTasks } from './seed-tasks';
 
 /** What the progress line shows first: reward and accuracy or win rate (the contract's metric names). */
 export const LINE_METRICS: Record<OverrideKind, readonly string[]> = {
@@ -40,28 +46,26 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
       .argument('[env]', 'environment id (e.g. math, gomoku); optional when --config names it')
       .argument('[overrides...]', 'key=value: the seed\'s names (batch_size, data_path, model_path, scheduler_url, …) or a spec path (algorithm.clip_ratio=0.28)'),
   )
-    .option('-c, --config <file>', 'a job spec file (.json, .yaml) the overrides apply to')
+    .option('-c, --config <file>', "a job spec file (.json, .yaml), or one of the seed's client configs (math_param.yaml, …), the overrides apply to")
+    .option('--config-name <file>', 'the same as --config (the seed\'s Hydra flag)')
     .option('--no-watch', 'print the job id and return instead of following it')
     .option('--logs', 'while watching, print the job\'s log lines too')
-    .addHelpText(
-      'after',
-      `\nSeed names: ${name === 'train' ? 'batch_size val_batch_size num_epochs total_steps save_freq test_freq data_path val_data_path tokenizer_path model_path scheduler_url interaction.config.env_host interaction.config.env_port adv_estimator rollout_n lr kl_loss_coef' : 'batch_size val_batch_size (tasks) data_path val_data_path tokenizer_path model_path scheduler_url interaction.config.env_host interaction.config.env_port'}\n`,
-    );
+    .addHelpText('after', `\nSeed names (docs/seed-compatibility.md): ${Object.keys(SEED_KEYS[kind]).join(' ')}\n`);
 
-  type Options = { config?: string; watch: boolean; logs?: boolean };
+  type Options = { config?: string; configName?: string; watch: boolean; logs?: boolean };
   const handler = clientAction<Options, [string | undefined, string[]]>(async ({ client, json, options, connection }, env, tokens) => {
-    const built = await buildFromArgs(kind, env, tokens, options.config);
-    const environment = built.spec.environment as Record<string, unknown>;
-    for (const upload of built.uploads) {
-      const { dataset } = await client.uploadDataset(resolve(upload.path), { environment: String(environment.id), name: basename(upload.path) });
-      if (!json) printLine(`Uploaded ${upload.path} as dataset ${dataset.id}.`);
-      environment[upload.key] = dataset.id;
+    const built = await buildFromArgs(kind, env, tokens, options.config ?? options.configName);
+    for (const note of built.notes) process.stderr.write(`opentinker: note: ${note}\n`);
+    if (built.outputPath !== undefined && !options.watch) {
+      throw new CliError('output_path needs the command to follow the job: leave out --no-watch, or download later with opentinker jobs download <id> results.jsonl', 2, undefined, 'output_path');
     }
+    await sendData(client, built, json);
     const job = await submit(client, built.spec);
     if (options.watch) {
       if (!json) printLine(`Submitted ${kind} job ${job.id}${job.name ? ` "${job.name}"` : ''}.`);
       const code = await watchJobUntilEnd(client, job.id, { json, logs: options.logs === true, metrics: LINE_METRICS[kind] }, connection.url);
-      if (!json && code === 0) printNextSteps(kind, job.id, String((built.spec.environment as { id: unknown }).id));
+      if (code === 0 && built.outputPath !== undefined) await saveResults(client, job.id, built.outputPath, json);
+      if (!json && code === 0) printNextSteps(kind, job.id, String((built.spec.environment as { id?: unknown }).id ?? 'opentinker'));
       return code;
     }
     if (json) return printJson(job);
@@ -74,7 +78,10 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
     const options = cmd.opts() as Options & { url?: string; json?: boolean };
     // scheduler_url=… picks the server, like --url: it must be known before the client is built.
     try {
-      const { url } = await buildFromArgs(kind, args[0] as string | undefined, args[1] as string[], options.config);
+      const { url, apiKey } = await buildFromArgs(kind, args[0] as string | undefined, args[1] as string[], options.config ?? options.configName);
+      if (options.config !== undefined && options.configName !== undefined) throw new CliError('give --config or --config-name, not both', 2, undefined, '--config-name');
+      // scheduler_api_key=… is this command's key, as OPENTINKER_API_KEY would be (one process, one command).
+      if (apiKey !== undefined) process.env.OPENTINKER_API_KEY = apiKey;
       if (url !== undefined) {
         if (options.url !== undefined && options.url.replace(/\/+$/, '') !== url.replace(/\/+$/, '')) {
           throw new CliError(`scheduler_url=${url} and --url ${options.url} name different servers`, 2, undefined, 'scheduler_url');
@@ -101,6 +108,34 @@ const NEXT_STEPS: Record<OverrideKind, (id: string, env: string) => string> = {
   train: (id, env) => `Evaluate it: opentinker infer ${env} model_path=job:${id}   (job:${id}/step-<n> for an earlier checkpoint)`,
   inference: (id) => `Results: opentinker jobs download ${id} results.jsonl`,
 };
+
+/**
+ * The local data files of the command line, each either uploaded as a dataset, or, for an OpenTinker game
+ * server (which cannot read this server's datasets), read here and sent as its split's tasks.
+ */
+async function sendData(client: OpenTinkerClient, built: OverrideResult, json: boolean): Promise<void> {
+  const environment = built.spec.environment as Record<string, unknown>;
+  for (const upload of built.uploads) {
+    if (environment.protocol === 'opentinker') {
+      const tasks = await readSeedTasks(resolve(upload.path), upload.token);
+      const split = upload.key === 'dataset' ? 'train' : 'test';
+      environment.tasks = { ...(environment.tasks as Record<string, unknown> | undefined), [split]: tasks };
+      if (!json) printLine(`Read ${tasks.length} ${split} tasks from ${upload.path} for the game server.`);
+      continue;
+    }
+    const { dataset } = await client.uploadDataset(resolve(upload.path), { environment: String(environment.id), name: basename(upload.path) });
+    if (!json) printLine(`Uploaded ${upload.path} as dataset ${dataset.id}.`);
+    environment[upload.key] = dataset.id;
+  }
+}
+
+/** The seed's output_path: the job's results.jsonl written there (folders made, an older file replaced), as the seed writes its output. */
+async function saveResults(client: OpenTinkerClient, id: string, target: string, json: boolean): Promise<void> {
+  mkdirSync(dirname(resolve(target)), { recursive: true });
+  const stream = Readable.fromWeb((await client.jobs.downloadArtifact(id, 'results.jsonl')) as NodeReadableStream<Uint8Array>);
+  await saveDownload(stream, target);
+  if (!json) printLine(`Saved results.jsonl to ${target}`);
+}
 
 function printNextSteps(kind: OverrideKind, id: string, env: string): void {
   printLine(NEXT_STEPS[kind](id, env));
