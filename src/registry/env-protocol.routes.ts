@@ -24,7 +24,8 @@ export interface ProtocolRouteOptions {
   authorize?: (header: string | undefined, address: string) => Promise<string>;
 }
 
-const STATUS: Record<string, number> = {
+/** The HTTP status of each environment error code, on both protocols' routes. */
+export const ENV_ERROR_STATUS: Record<string, number> = {
   ENV_INVALID_CONFIG: 400,
   ENV_CONFIG_FORBIDDEN: 400,
   ENV_CONFIG_LIMIT: 400,
@@ -71,7 +72,7 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
     }
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
-    if (isEnvironmentError(err)) return reply.code(STATUS[err.code] ?? 500).send(error(STATUS[err.code] ?? 500, err.code, err.message, err.field));
+    if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(error(ENV_ERROR_STATUS[err.code] ?? 500, err.code, err.message, err.field));
     const e = err as { statusCode?: number; validation?: { instancePath?: string; params?: { missingProperty?: string; additionalProperty?: string } }[]; message?: string; code?: string };
     if (e.validation) {
       const v = e.validation[0];

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import type { EpisodeStore } from './episode-store';
 import { MultiJobGameStats } from './opentinker-game-stats';
+import { ENV_ERROR_STATUS } from './env-protocol.routes';
 
 /**
  * What the shards of one `env serve --protocol opentinker` share: instance ids name episodes of the
@@ -23,21 +24,6 @@ export interface OpenTinkerRouteOptions {
   /** Bearer token every call except /health must carry; none means open (as OpenTinker's servers). */
   token?: string;
 }
-
-const STATUS: Record<string, number> = {
-  ENV_INVALID_CONFIG: 400,
-  ENV_CONFIG_FORBIDDEN: 400,
-  ENV_CONFIG_LIMIT: 400,
-  ENV_INVALID_TASK: 400,
-  ENV_NOT_RESET: 409,
-  ENV_STEP_AFTER_DONE: 409,
-  ENV_EPISODE_CLOSED: 404,
-  ENV_CAPACITY: 429,
-  ENV_SANDBOX_UNAVAILABLE: 503,
-  ENV_UNAVAILABLE: 503,
-  ENV_TIMEOUT: 504,
-  ENV_INTERNAL: 500,
-};
 
 const MAX_ACTION_CHARS = 1024 * 1024;
 const MAX_ID_CHARS = 256;
@@ -68,7 +54,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
     if (err instanceof RequestError) return reply.code(422).send({ detail: [{ loc: ['body', err.field], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
-    if (isEnvironmentError(err)) return reply.code(STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
+    if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
     const e = err as { statusCode?: number; message?: string };
     if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
     return reply.code(500).send(detail(`${store.env.id} failed: ${e.message ?? String(err)}`, 'ENV_INTERNAL'));
