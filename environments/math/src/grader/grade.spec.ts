@@ -183,7 +183,8 @@ describe('malformed input never throws (fuzz)', () => {
     expect(typeof isEquivalent(input, input + ' ')).toBe('boolean');
     expect(typeof gradeAnswer(input, '1').correct).toBe('boolean');
     expect(typeof gradeAnswer(`\\boxed{${input}}`, input).correct).toBe('boolean');
-    expect(Date.now() - t0).toBeLessThan(2000);
+    // A guard against runaway (super-linear) parsing, not a speed measure: wide enough for a loaded machine.
+    expect(Date.now() - t0).toBeLessThan(10_000);
   });
 });
 
