@@ -5,7 +5,7 @@ import type { InferenceSpec } from '../jobs/kinds/inference/inference.kind';
 import type { RunContext } from '../runner/runner-protocol';
 import { RESULTS_FILE, SUMMARY_FILE } from './inference-files';
 import { type EpisodeItem, mixSeed, runEpisodes } from '../training/agent-loop';
-import { type EpisodeSummary, summarizeEpisodes } from '../training/episode-metrics';
+import { type EpisodeSummary, resultRates, summarizeEpisodes } from '../training/episode-metrics';
 import { loadPolicy } from '../training/policy';
 import { withPolicyAndEnvironment } from '../training/policy-and-environment';
 import type { Trajectory } from '../training/trajectory';
@@ -39,12 +39,7 @@ export function inferenceMetrics(s: EpisodeSummary): Record<string, number> {
     'episodes/env_errors': s.envErrors,
   };
   if (s.accuracy !== null) out.accuracy = s.accuracy;
-  if (Object.keys(s.results).length > 0) {
-    out.win_rate = s.results.win ?? 0;
-    out.loss_rate = s.results.loss ?? 0;
-    out.draw_rate = s.results.draw ?? 0;
-  }
-  return out;
+  return { ...out, ...resultRates(s) };
 }
 
 /**
@@ -158,6 +153,7 @@ async function fetchTask(tasks: { get(split: 'train' | 'test', index: number): u
 
 function resultLine(t: Trajectory, task: unknown): InferenceResultLine {
   const lastAssistant = [...t.messages].reverse().find((m) => m.role === 'assistant');
+  // The env SDK's standard info fields (`StandardInfo`) a line repeats at its top level, as given.
   const truth = groundTruth(task) ?? t.info.ground_truth;
   return {
     task_index: t.taskIndex,

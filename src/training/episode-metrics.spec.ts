@@ -1,4 +1,4 @@
-import { rolloutMetrics, summarizeEpisodes, validationMetrics } from './episode-metrics';
+import { resultRates, rolloutMetrics, summarizeEpisodes, validationMetrics } from './episode-metrics';
 import type { Trajectory } from './trajectory';
 
 const episode = (reward: number, info: Record<string, unknown>, o: Partial<Trajectory> = {}): Trajectory =>
@@ -44,5 +44,19 @@ describe('episode metrics', () => {
     expect(Object.keys(noisy).filter((k) => /^val\/k\d+$/.test(k))).toHaveLength(32);
     expect(noisy['val/bad key!']).toBeUndefined();
     expect(noisy['val/inf']).toBeUndefined();
+  });
+
+  it('counts only standard fields of the documented types, and other results in the denominator only', () => {
+    const s = summarizeEpisodes([
+      episode(1, { correct: 'yes', result: 'win' }),
+      episode(0, { correct: true, result: 'timeout' }),
+      episode(0, { result: 'not a name!' }),
+      episode(0, { result: 7, correct: 0.5 }),
+    ]);
+    expect(s.accuracy).toBe(0.75);
+    expect(s.results).toEqual({ win: 0.5, timeout: 0.5 });
+    expect(validationMetrics(s)).toMatchObject({ 'val/win_rate': 0.5, 'val/loss_rate': 0, 'val/draw_rate': 0 });
+    expect(validationMetrics(s)['val/correct']).toBeUndefined();
+    expect(resultRates(summarizeEpisodes([episode(0, { moves: 3 })]))).toEqual({});
   });
 });

@@ -1,15 +1,15 @@
 /**
- * Summary metrics of a set of episodes, with the names contracts.md fixes: rewards, response length,
- * turns, accuracy (math's `info.correct`), game outcomes (gomoku's `info.result`) and the means of the
- * other numeric `info` fields the environment reports.
+ * Summary metrics of a set of episodes: rewards, response length, turns, accuracy and game outcomes
+ * (the env SDK's standard `info` fields `correct` and `result`, see `StandardInfo`) and the means of
+ * the other numeric `info` fields the environment reports.
  */
+import { INFO_NAME_PATTERN, RATED_RESULTS, readStandardInfo, SUMMARISED_INFO_KEYS } from '@opentinker/env-sdk';
+import type { RatedResult } from '@opentinker/env-sdk';
 import type { Trajectory } from './trajectory';
 
-/** `info` keys summarised by name of their own (not as generic means). */
-const NAMED_INFO = new Set(['correct', 'result']);
-/** An environment's info is untrusted: bound how many generic keys become metrics and how they are named. */
+const NAMED_INFO = new Set<string>(SUMMARISED_INFO_KEYS);
+/** An environment's info is untrusted: bound how many generic keys become metrics. */
 const MAX_INFO_KEYS = 32;
-const INFO_KEY = /^[A-Za-z0-9_.\-]{1,64}$/;
 
 export interface EpisodeSummary {
   count: number;
@@ -22,7 +22,7 @@ export interface EpisodeSummary {
   envErrors: number;
   /** Mean of `info.correct` over episodes that report it, or null when none does. */
   accuracy: number | null;
-  /** Fractions of `info.result` values (`win`, `loss`, `draw`, …) among episodes that report one. */
+  /** Fractions of `info.result` values (`win`, `loss`, `draw`, `timeout`, …) among episodes that report one. */
   results: Record<string, number>;
   /** Means of other numeric or boolean `info` fields. */
   info: Record<string, number>;
@@ -40,13 +40,14 @@ export function summarizeEpisodes(trajectories: readonly Trajectory[]): EpisodeS
   const info = new Map<string, number[]>();
   for (const t of trajectories) {
     const i = t.info ?? {};
-    if (typeof i.correct === 'boolean' || typeof i.correct === 'number') correct.push(Number(i.correct));
-    if (typeof i.result === 'string' && INFO_KEY.test(i.result)) {
+    const standard = readStandardInfo(i);
+    if (standard.correct !== undefined) correct.push(standard.correct);
+    if (standard.result !== undefined) {
       withResult++;
-      results.set(i.result, (results.get(i.result) ?? 0) + 1);
+      results.set(standard.result, (results.get(standard.result) ?? 0) + 1);
     }
     for (const [k, v] of Object.entries(i)) {
-      if (NAMED_INFO.has(k) || !INFO_KEY.test(k)) continue;
+      if (NAMED_INFO.has(k) || !INFO_NAME_PATTERN.test(k)) continue;
       if (typeof v !== 'number' && typeof v !== 'boolean') continue;
       if (typeof v === 'number' && !Number.isFinite(v)) continue;
       const list = info.get(k) ?? (info.size < MAX_INFO_KEYS ? [] : null);
@@ -91,15 +92,20 @@ export function rolloutMetrics(s: EpisodeSummary): Record<string, number> {
   };
 }
 
+/**
+ * `<result>_rate` for each of the SDK's `RATED_RESULTS` (`win_rate`, `loss_rate`, `draw_rate`), 0 for
+ * one no episode reached; empty when no episode reports a result.
+ */
+export function resultRates(s: EpisodeSummary): Record<`${RatedResult}_rate`, number> | Record<string, never> {
+  if (Object.keys(s.results).length === 0) return {};
+  return Object.fromEntries(RATED_RESULTS.map((r) => [`${r}_rate`, s.results[r] ?? 0])) as Record<`${RatedResult}_rate`, number>;
+}
+
 /** Validation metrics: `val/reward_mean`, `val/accuracy`, `val/win_rate`, `val/loss_rate`, `val/draw_rate`, `val/<info key>`. */
 export function validationMetrics(s: EpisodeSummary): Record<string, number> {
   const out: Record<string, number> = { 'val/reward_mean': s.rewardMean, 'val/response_length': s.responseLengthMean };
   if (s.accuracy !== null) out['val/accuracy'] = s.accuracy;
-  if (Object.keys(s.results).length > 0) {
-    out['val/win_rate'] = s.results.win ?? 0;
-    out['val/loss_rate'] = s.results.loss ?? 0;
-    out['val/draw_rate'] = s.results.draw ?? 0;
-  }
+  for (const [k, v] of Object.entries(resultRates(s))) out[`val/${k}`] = v;
   for (const [k, v] of Object.entries(s.info)) out[`val/${k}`] = v;
   return out;
 }

@@ -13,6 +13,7 @@ import { MetricLoggers } from '../metrics/metric-loggers';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
+import { resultRates } from './episode-metrics';
 import type { Policy } from './policy';
 import { openTrainablePolicy, RlLearner, type IndexedTask } from './rl-learner';
 import { withPolicyAndEnvironment } from './policy-and-environment';
@@ -319,7 +320,7 @@ class TrainRun {
     this.ctx.metrics(step, metrics);
     this.log(
       `validation at step ${step}: reward ${s.rewardMean.toFixed(3)}${s.accuracy !== null ? ` accuracy ${pct(s.accuracy)}` : ''}` +
-        `${Object.keys(s.results).length ? ` win ${pct(s.results.win ?? 0)} loss ${pct(s.results.loss ?? 0)} draw ${pct(s.results.draw ?? 0)}` : ''}` +
+        Object.entries(resultRates(s)).map(([rate, x]) => ` ${rate.replace(/_rate$/, '')} ${pct(x)}`).join('') +
         ` (${n} tasks, ${metrics['timing/val_s'].toFixed(1)} s)`,
     );
     return true;

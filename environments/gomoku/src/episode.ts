@@ -1,4 +1,4 @@
-import { createRng, EnvironmentError, type Episode, type JsonObject, type Message, type Rng, type StepResult } from '@opentinker/env-sdk';
+import { createRng, EnvironmentError, type Episode, type Message, type RatedResult, type Rng, type StepInfo, type StepResult } from '@opentinker/env-sdk';
 import { Board, O, other, X } from './board';
 import type { GomokuConfig } from './config';
 import { parseMove, type MoveErrorKind } from './move';
@@ -8,14 +8,16 @@ import { formatCell, renderBoard, renderCompactBoard } from './render';
 import { firstPlayer, readTask, type GomokuTask } from './tasks';
 
 /** How a finished game ended, from the model's (X's) side. */
-export type GomokuResult = 'win' | 'loss' | 'draw' | 'timeout' | 'invalid';
+export type GomokuResult = RatedResult | 'timeout' | 'invalid';
 
 /**
- * What every step's `info` carries, so a trainer can report win/loss/draw rates.
+ * What every step's `info` carries. `result` and `winner` are standard fields (see `StandardInfo`): the
+ * trainer reports win/loss/draw rates from `result`, and inference results carry both.
  *
  * - `winner`: `'x'` or `'o'` when a line was completed, `'draw'` for a full board, `null` while the
  *   game runs and when it ended by timeout or invalid moves.
- * - `result`: `null` while running, then how it ended.
+ * - `result`: `null` while running, then how it ended (`timeout` and `invalid` count as neither a win,
+ *   a loss nor a draw).
  * - `moves`: stones played in this game by both sides (opening stones not included);
  *   `model_moves`, `opponent_moves`, `opening_moves` split it up.
  * - `invalid_moves`: invalid replies so far; `turns`: model replies so far (valid or not).
@@ -25,7 +27,7 @@ export type GomokuResult = 'win' | 'loss' | 'draw' | 'timeout' | 'invalid';
  *   in the position it is now to move in, as `"row,col"`: a per-turn demonstration for a scripted SFT
  *   warm-up (`sft.turns: ['{hint}', '{info.hint}']` with `sft.turns_repeat_last`).
  */
-export interface GomokuInfo extends JsonObject {
+export type GomokuInfo = StepInfo & {
   winner: 'x' | 'o' | 'draw' | null;
   result: GomokuResult | null;
   moves: number;
@@ -37,7 +39,7 @@ export interface GomokuInfo extends JsonObject {
   move: [number, number] | null;
   opponent_move: [number, number] | null;
   error: MoveErrorKind | null;
-}
+};
 
 type State = 'new' | 'open' | 'done' | 'closed';
 

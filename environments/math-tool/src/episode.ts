@@ -3,7 +3,7 @@
  * `max_turns` replies.
  */
 import { EnvironmentError } from '@opentinker/env-sdk';
-import type { Episode, JsonObject, Message, StepResult } from '@opentinker/env-sdk';
+import type { Episode, Message, StepInfo, StepResult } from '@opentinker/env-sdk';
 import { gradeAnswer, groundTruthAnswer } from '@opentinker/env-math';
 import type { MathTask } from '@opentinker/env-math';
 import { ANSWER_FORMATS, parseReply } from './action';
@@ -153,7 +153,7 @@ export class MathToolEpisode implements Episode<MathTask> {
     this.task = null;
   }
 
-  private end(reward: number, info: JsonObject): StepResult {
+  private end(reward: number, info: StepInfo): StepResult {
     const task = this.task!;
     return {
       observation: '',

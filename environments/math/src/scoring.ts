@@ -4,7 +4,7 @@
  * value verl returns).
  */
 import { EnvironmentError } from '@opentinker/env-sdk';
-import type { JsonObject, TaskSet } from '@opentinker/env-sdk';
+import type { StepInfo, TaskSet } from '@opentinker/env-sdk';
 import { gradeAnswer } from './grader/grade';
 import { verlComputeScore, verlScorerFor } from './grader/verl';
 import type { Gsm8kMethod } from './grader/verl';
@@ -19,10 +19,10 @@ export interface ScoringConfig {
   verl_strict_box_verify: boolean;
 }
 
-/** A step's reward and the grading part of its `info`. */
+/** A step's reward and the grading part of its `info` (`correct` is the standard field: accuracy). */
 export interface Scored {
   reward: number;
-  info: JsonObject;
+  info: StepInfo;
 }
 
 /**

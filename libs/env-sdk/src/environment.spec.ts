@@ -1,6 +1,7 @@
 import { conformanceChecks } from './testing/conformance';
 import { describeConformance } from './testing';
 import { checkDatasetRow, createRng, defineEnvironment, EnvironmentError, extractBoxed, extractCodeBlocks, isEnvironment, parseConfig, parseTaggedAction, z } from './index';
+import type { ConfigPolicy, JsonObject } from './index';
 
 /** A complete small environment: guess the hidden number in a few turns. */
 const guess = defineEnvironment({
@@ -92,7 +93,7 @@ describe('dataset row checks', () => {
 });
 
 describe('the conformance kit catches broken environments', () => {
-  const broken = (patch: Partial<{ reward: number; throwOnGarbage: boolean; random: boolean }>) =>
+  const broken = (patch: Partial<{ reward: number; throwOnGarbage: boolean; random: boolean; info: JsonObject }>) =>
     defineEnvironment({
       ...guess,
       id: 'broken',
@@ -111,7 +112,7 @@ describe('the conformance kit catches broken environments', () => {
               if (done) throw new EnvironmentError('ENV_STEP_AFTER_DONE', 'over');
               if (patch.throwOnGarbage && text.length > 1000) throw new Error('boom');
               done = true;
-              return { observation: '', reward: patch.reward ?? 0, done: true, info: {} };
+              return { observation: '', reward: patch.reward ?? 0, done: true, info: patch.info ?? { correct: false, result: 'loss' } };
             },
             close: () => undefined,
           };
@@ -128,7 +129,34 @@ describe('the conformance kit catches broken environments', () => {
   it('flags non-finite rewards', async () => expect((await failing(broken({ reward: NaN }))).length).toBeGreaterThan(0));
   it('flags exceptions on garbage', async () => expect(await failing(broken({ throwOnGarbage: true }))).toEqual([expect.stringContaining('garbage')]));
   it('flags nondeterminism', async () => expect(await failing(broken({ random: true }))).toEqual([expect.stringContaining('same for the same seed')]));
-  it('flags objects that are not definitions', async () => expect((await failing({ id: 'x' })).length).toBe(7));
+  it('flags objects that are not definitions', async () => expect((await failing({ id: 'x' })).length).toBe(8));
+  it('flags standard info fields of the wrong type', async () => {
+    for (const info of [{ correct: 1 }, { result: 2 }, { result: 'no spaces allowed' }]) {
+      expect(await failing(broken({ info }))).toEqual(expect.arrayContaining([expect.stringContaining('garbage'), expect.stringContaining('replay')]));
+    }
+    const messages: string[] = [];
+    for (const check of conformanceChecks(broken({ info: { correct: 'yes' } }))) await check.run().catch((e: Error) => messages.push(e.message));
+    expect(messages).toContainEqual(expect.stringContaining('info.correct must be a boolean, got string (see StandardInfo)'));
+  });
+
+  describe('dataset file keys', () => {
+    const schema = z.object({ train_path: z.string().optional(), test_path: z.string().optional(), other: z.string().optional(), count: z.number().optional() }).strict();
+    const withPolicy = (configPolicy: ConfigPolicy) => defineEnvironment({ ...guess, id: 'files', configSchema: schema, configPolicy });
+    const datasetCheck = (env: unknown) => conformanceChecks(env).find((c) => c.name.startsWith('declares at most one dataset file key'))!;
+
+    it('passes one key per split that takes a path', async () => {
+      await expect(datasetCheck(withPolicy({ train_path: { set: 'dataset', split: 'train' }, test_path: { set: 'dataset', split: 'test' } })).run()).resolves.toBeUndefined();
+    });
+    it('flags two keys for one split', async () => {
+      await expect(datasetCheck(withPolicy({ train_path: { set: 'dataset', split: 'train' }, other: { set: 'dataset', split: 'train' } })).run()).rejects.toThrow(
+        'configPolicy marks both train_path and other as the train dataset file; a host fills only train_path',
+      );
+    });
+    it('flags a key the schema does not have or that takes no path', async () => {
+      await expect(datasetCheck(withPolicy({ data_file: { set: 'dataset', split: 'train' } })).run()).rejects.toThrow(/configPolicy\.data_file is the train dataset file, but the config schema refuses a path/);
+      await expect(datasetCheck(withPolicy({ count: { set: 'dataset', split: 'test' } })).run()).rejects.toThrow(/configPolicy\.count is the test dataset file/);
+    });
+  });
 });
 
 describe('helpers', () => {

@@ -3,6 +3,7 @@ import type { ConfigKeyPolicy, ConfigPolicy } from './config-policy';
 import { HOST_LIMITS, HOST_SETTINGS } from './config-policy';
 import { EnvironmentError } from './errors';
 import type { JsonObject, JsonValue, Message } from './messages';
+import type { StepInfo } from './step-info';
 
 /** The contract version this SDK implements. A host refuses definitions with another major. */
 export const API_VERSION = 1;
@@ -29,8 +30,12 @@ export interface StepResult {
   observationRole?: 'user' | 'tool';
   reward: number;
   done: boolean;
-  /** Facts the trainer reports (e.g. `{ correct: true }`, `{ winner: 'x', moves: 17 }`). JSON only. */
-  info: JsonObject;
+  /**
+   * Facts about the step, JSON only. Hosts read the {@link StepInfo} standard fields of the last step by
+   * name (`correct` becomes accuracy, `result` win/loss/draw rates) and report the other numeric fields as
+   * means: see "What the trainer reads" in the SDK's README.
+   */
+  info: StepInfo;
 }
 
 /** One episode: a conversation between the policy and the environment. */

@@ -28,6 +28,8 @@ export type {
   Split,
   TurnMode,
 } from './environment';
+export { RATED_RESULTS, INFO_NAME_PATTERN, SUMMARISED_INFO_KEYS, readStandardInfo, standardInfoProblem } from './step-info';
+export type { StandardInfo, StepInfo, RatedResult, StandardInfoFields } from './step-info';
 export { HOST_LIMITS, HOST_SETTINGS, resolveTenantConfig, isHostOnlyKey, datasetConfigKey } from './config-policy';
 export type { ConfigPolicy, ConfigKeyPolicy, HostConfigInput, HostLimit, HostSetting } from './config-policy';
 export { createRng } from './rng';

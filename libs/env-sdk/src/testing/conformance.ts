@@ -1,8 +1,9 @@
 import { tmpdir } from 'node:os';
 import { configJsonSchema, isEnvironment, parseConfig } from '../environment';
-import type { Environment, EnvironmentInstance, StepResult } from '../environment';
+import type { Environment, EnvironmentInstance, Split, StepResult } from '../environment';
 import { isEnvironmentError } from '../errors';
 import type { Message } from '../messages';
+import { standardInfoProblem } from '../step-info';
 
 /** How {@link conformanceChecks} and {@link describeConformance} exercise an environment. */
 export interface ConformanceOptions {
@@ -121,6 +122,26 @@ export function conformanceChecks(env: unknown, options: ConformanceOptions = {}
           refused = isEnvironmentError(e) && e.code === 'ENV_INVALID_CONFIG';
         }
         assert(refused, 'unknown config keys must be refused with ENV_INVALID_CONFIG (use a strict schema)');
+      },
+    },
+    {
+      name: 'declares at most one dataset file key per split, each a config key that takes a path',
+      run: async () => {
+        assert(isEnvironment(env), 'not a branded environment');
+        const seen = new Map<Split, string>();
+        for (const [key, p] of Object.entries(env.configPolicy ?? {})) {
+          if (!('set' in p) || p.set !== 'dataset') continue;
+          const first = seen.get(p.split);
+          assert(first === undefined, `configPolicy marks both ${first} and ${key} as the ${p.split} dataset file; a host fills only ${first}`);
+          seen.set(p.split, key);
+          try {
+            parseConfig(env, { ...((options.config as Record<string, unknown> | undefined) ?? {}), [key]: '/datasets/uploaded.jsonl' });
+          } catch (e) {
+            // Only a refusal of the key itself matters: other keys may depend on it (math's `source`).
+            const field = isEnvironmentError(e) ? e.field : undefined;
+            assert(field !== `config.${key}`, `configPolicy.${key} is the ${p.split} dataset file, but the config schema refuses a path for it: ${(e as Error).message}`);
+          }
+        }
       },
     },
     {
@@ -248,6 +269,8 @@ function checkStep(result: StepResult, where: string): void {
   assert(result.observationRole === undefined || result.observationRole === 'user' || result.observationRole === 'tool', `${where}: bad observationRole`);
   assert(result.info !== null && typeof result.info === 'object' && !Array.isArray(result.info), `${where}: info must be an object`);
   assertJson(result.info, `${where}: info`);
+  const problem = standardInfoProblem(result.info);
+  assert(problem === null, `${where}: ${problem} (see StandardInfo)`);
 }
 
 async function expectCode(work: () => unknown, code: string): Promise<void> {
