@@ -3,7 +3,7 @@ import { DataSource, MoreThan, Repository } from 'typeorm';
 import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventEntity, JobEventType } from './job-event.entity';
 import { JobMetricEntity } from './job-metric.entity';
-import { JobEntity, type JobProgress } from './job.entity';
+import { JobEntity, NEXT_VERSION, type JobProgress } from './job.entity';
 
 export interface MetricPoint {
   step: number;
@@ -53,7 +53,7 @@ export class JobEventsRepository {
     const now = Date.now();
     const points = events.flatMap((e) => (e.type === 'metrics' ? e.data.points : []));
     await this.dataSource.transaction(async (m) => {
-      if (progress) await m.update(JobEntity, { id: jobId }, { progress });
+      if (progress) await m.update(JobEntity, { id: jobId }, { progress, ...NEXT_VERSION });
       if (points.length > 0) await m.insert(JobMetricEntity, points.map((p) => ({ jobId, ...p, createdAt: now })));
       if (events.length > 0) await m.insert(JobEventEntity, events.map((e) => ({ jobId, type: e.type, data: e.data as object, createdAt: now })));
     });

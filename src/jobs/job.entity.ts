@@ -97,7 +97,17 @@ export class JobEntity {
 
   @Column({ name: 'updated_at', type: 'bigint', transformer: epochMs })
   updatedAt!: number;
+
+  /** Raised by every UPDATE of the row ({@link NEXT_VERSION}): the job list keeps each job's JSON by (id, version). */
+  @Column({ type: 'integer', default: 0 })
+  version!: number;
 }
+
+/**
+ * Set with every UPDATE of a job row. The job list reuses a job's JSON while its version is the one it was
+ * written at, so a write that leaves the version alone is not listed until the job changes again.
+ */
+export const NEXT_VERSION = { version: () => '"version" + 1' } as const;
 
 /** What a job listing shows: the job without its spec and the worker's bookkeeping (resume state, lease). */
 export type JobSummary = Omit<JobEntity, 'spec' | 'resumeState' | 'leaseExpiresAt'>;

@@ -2,7 +2,7 @@ import fastJson from 'fast-json-stringify';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JobSummary } from './job.entity';
-import { JOB_PAGE_SCHEMA, JobPageDto, JobSummaryDto, REDACTED, redactSpec } from './jobs.dto';
+import { JOB_PAGE_SCHEMA, JobPageDto, jobPageJson, JobSummaryDto, REDACTED, redactSpec, writeJobSummary } from './jobs.dto';
 
 describe('redactSpec', () => {
   it('hides a remote environment token and leaves the stored spec alone', () => {
@@ -42,7 +42,7 @@ const summary = (over: Partial<JobSummary> = {}): JobSummary => ({
   id: '4f0c8b1e-0000-4000-8000-000000000001', ownerId: '4f0c8b1e-0000-4000-8000-0000000000aa', kind: 'sleep', name: null, state: 'queued',
   priority: 0, environmentId: null, resources: { gpus: 0, cpu_slots: 1 }, devices: null, workerId: null, attempts: 0, maxAttempts: 3,
   error: null, exitCode: null, progress: null, cancelRequestedAt: null, createdAt: 1_764_700_000_000, startedAt: null, finishedAt: null,
-  updatedAt: 1_764_700_000_000, ...over,
+  updatedAt: 1_764_700_000_000, version: 0, ...over,
 });
 
 describe('JOB_PAGE_SCHEMA', () => {
@@ -67,6 +67,8 @@ describe('JOB_PAGE_SCHEMA', () => {
     for (const page of pages) {
       const dto = { ...page, items: page.items.map(JobSummaryDto.of) };
       expect(writePage(dto)).toBe(JSON.stringify(dto));
+      // The list route writes a page from each job's own JSON.
+      expect(jobPageJson(dto.items.map(writeJobSummary), page.page, page.limit, page.total)).toBe(JSON.stringify(dto));
     }
   });
 });

@@ -4,7 +4,7 @@ import { JobEntity } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 
 /** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less three fields. */
-describe.each(testDatabases('jobs-repository'))('JobsRepository.list (%s)', (_, open) => {
+describe.each(testDatabases('jobs-repository'))('JobsRepository page and summaries (%s)', (_, open) => {
   let database: TestDatabase;
   let db: DataSource;
   let repo: JobsRepository;
@@ -41,9 +41,12 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository.list (%s)', (_, 
   });
 
   it('answers each job as TypeORM loads it, without spec, resume state and lease, newest first', async () => {
-    const { items, total } = await repo.list({ limit: 10, offset: 0 });
+    const { rows, total } = await repo.page({ limit: 10, offset: 0 });
     expect(total).toBe(4);
-    expect(items.map((j) => j.id.slice(-1))).toEqual(['4', '3', '2', '1']);
+    expect(rows.map((j) => j.id.slice(-1))).toEqual(['4', '3', '2', '1']);
+    const byId = new Map((await repo.summaries(rows.map((r) => r.id))).map((s) => [s.id, s]));
+    const items = rows.map((r) => byId.get(r.id)!);
+    expect(rows.map((r) => r.version)).toEqual(items.map((s) => s.version));
     for (const item of items) {
       const { spec, resumeState, leaseExpiresAt, ...summary } = { ...(await repo.findById(item.id))! };
       expect(spec).toBeDefined();
@@ -54,9 +57,9 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository.list (%s)', (_, 
   });
 
   it('filters by owner, states (repeats ignored) and kind, pages, and counts what the filter matches', async () => {
-    const ids = async (q: Partial<Parameters<JobsRepository['list']>[0]>) => {
-      const { items, total } = await repo.list({ limit: 10, offset: 0, ...q });
-      return [items.map((j) => j.id.slice(-1)).join(''), total];
+    const ids = async (q: Partial<Parameters<JobsRepository['page']>[0]>) => {
+      const { rows, total } = await repo.page({ limit: 10, offset: 0, ...q });
+      return [rows.map((j) => j.id.slice(-1)).join(''), total];
     };
     expect(await ids({ ownerId: 'u2' })).toEqual(['43', 2]);
     expect(await ids({ states: ['queued', 'failed', 'queued'] })).toEqual(['421', 3]);
@@ -64,5 +67,32 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository.list (%s)', (_, 
     expect(await ids({ kind: 'nope' })).toEqual(['', 0]);
     expect(await ids({ limit: 2, offset: 1 })).toEqual(['32', 4]);
     expect(await ids({ limit: 2, offset: 4 })).toEqual(['', 4]);
+  });
+
+  it('raises the version with every update of a row, and only that row\'s', async () => {
+    const id = '00000000-0000-4000-8000-0000000000a1';
+    const other = '00000000-0000-4000-8000-000000000001';
+    await repo.insert(job(id, 1_764_800_000_000));
+    const version = async (jobId: string) => (await repo.summaries([jobId]))[0].version;
+    const before = await version(other);
+    const seen = [await version(id)];
+    const entity = async () => (await repo.findById(id))!;
+    const bumped = async (write: () => Promise<unknown>) => {
+      await write();
+      seen.push(await version(id));
+      expect(seen[seen.length - 1]).toBe(seen[seen.length - 2] + 1);
+    };
+    await bumped(async () => expect(await repo.claim(await entity(), 'w9', ['cpu:0'], 5)).toBe('claimed'));
+    await bumped(async () => expect(await repo.markRunning(id, 'w9')).toBe(true));
+    await bumped(() => repo.renewLeases('w9', [id]));
+    await bumped(() => repo.saveResumeState(id, 'w9', { step: 1 }));
+    await bumped(async () => expect(await repo.requestCancel(id)).toBe(true));
+    await bumped(async () => expect(await repo.requeue(await entity(), 'lost', { countAttempt: false })).toBe(true));
+    await bumped(async () => expect(await repo.cancelQueued(id)).toBe(true));
+    // A transition that does not apply changes nothing.
+    expect(await repo.cancelQueued(id)).toBe(false);
+    expect(await version(id)).toBe(seen[seen.length - 1]);
+    expect(await version(other)).toBe(before);
+    expect(await repo.summaries([])).toEqual([]);
   });
 });

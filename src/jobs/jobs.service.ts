@@ -10,7 +10,8 @@ import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventsRepository } from './job-events.repository';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobMetricEntity } from './job-metric.entity';
-import { FINAL_STATES, JobEntity, JobState, JobSummary } from './job.entity';
+import { FINAL_STATES, JobEntity, JobState } from './job.entity';
+import { JobSummaryCache } from './job-summary.cache';
 import { JobRef, JobsRepository } from './jobs.repository';
 import { parseJobSpec } from './kinds/job-kinds';
 
@@ -25,6 +26,8 @@ export class JobsService {
     private readonly bus: LocalBus,
     private readonly checks: JobSpecChecksService,
   ) {}
+
+  private readonly summaryJson = new JobSummaryCache();
 
   async submit(caller: Principal, body: unknown): Promise<JobEntity> {
     const { kind, spec: parsed } = parseJobSpec(body);
@@ -55,6 +58,7 @@ export class JobsService {
       startedAt: null,
       finishedAt: null,
       updatedAt: now,
+      version: 0,
     });
     await this.jobs.insert(job, secrets);
     try {
@@ -67,9 +71,11 @@ export class JobsService {
     return job;
   }
 
-  /** One page of the caller's jobs (every job for an admin), newest first, and how many match. */
-  list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<{ items: JobSummary[]; total: number }> {
-    return this.jobs.list({ ownerId: isAdmin(caller) ? undefined : caller.userId, states: q.state, kind: q.kind, limit: q.limit, offset: (q.page - 1) * q.limit });
+  /** One page of the caller's jobs (every job for an admin), newest first, each as its JSON, and how many match. */
+  async list(caller: Principal, q: { page: number; limit: number; state?: JobState[]; kind?: string }): Promise<{ items: string[]; total: number }> {
+    const ownerId = isAdmin(caller) ? undefined : caller.userId;
+    const { rows, total } = await this.jobs.page({ ownerId, states: q.state, kind: q.kind, limit: q.limit, offset: (q.page - 1) * q.limit });
+    return { items: await this.summaryJson.items(rows, (ids) => this.jobs.summaries(ids)), total };
   }
 
   /** The caller's own jobs with this name, newest first (an admin's too: names are per owner). */

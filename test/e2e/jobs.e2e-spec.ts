@@ -123,8 +123,12 @@ describe('jobs API', () => {
     const carol = (await t.request('POST', '/v1/users', { body: { name: 'carol' } })).body.api_key.key;
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await submit({ kind: 'sleep', steps: 1, step_seconds: 0, name: `p${i}` }, carol)).body.id);
+    // Listed while unfinished, so the list keeps their JSON from before the jobs changed.
+    const early = await t.request('GET', '/v1/jobs?limit=2&page=1', { key: carol });
+    expect(early.body.items.map((j: any) => j.name)).toEqual(['p4', 'p3']);
     for (const id of ids) await waitForState(t, id, ['succeeded']);
     const page1 = await t.request('GET', '/v1/jobs?limit=2&page=1', { key: carol });
+    expect(page1.headers['content-type']).toBe('application/json; charset=utf-8');
     const page3 = await t.request('GET', '/v1/jobs?limit=2&page=3', { key: carol });
     expect(page1.body).toMatchObject({ page: 1, limit: 2, total: 5 });
     expect(page1.body.items.map((j: any) => j.name)).toEqual(['p4', 'p3']);
@@ -134,6 +138,7 @@ describe('jobs API', () => {
     expect(spec).toMatchObject({ kind: 'sleep', name: 'p4', steps: 1 });
     expect(summary).toMatchObject({ environment: null, resources: { gpus: 0, cpu_slots: 1 } });
     expect(page1.body.items[0]).toEqual(summary);
+    expect(page1.body.items.map((j: any) => j.state)).toEqual(['succeeded', 'succeeded']);
     expect((await t.request('GET', '/v1/jobs?state=failed,cancelled', { key: carol })).body.total).toBe(0);
     expect((await t.request('GET', '/v1/jobs?state=succeeded&kind=sleep', { key: carol })).body.total).toBe(5);
   });
