@@ -27,8 +27,10 @@ export type {
   Split,
   TurnMode,
 } from './environment';
-export { HOST_LIMITS, HOST_SETTINGS, resolveTenantConfig, isHostOnlyKey, datasetConfigKey } from './config-policy';
-export type { ConfigPolicy, ConfigKeyPolicy, HostConfigInput, HostLimit, HostSetting } from './config-policy';
+export { HOST_LIMITS, HOST_SETTINGS, isHostOnlyKey, datasetConfigKey } from './config-policy';
+export type { ConfigPolicy, ConfigKeyPolicy, HostLimit, HostSetting } from './config-policy';
+export { resolveTenantConfig } from './tenant-config';
+export type { HostConfigInput } from './tenant-config';
 export { createRng } from './rng';
 export type { Rng } from './rng';
 export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';
