@@ -9,7 +9,7 @@ import type { Trajectory } from './trajectory';
 const NAMED_INFO = new Set(['correct', 'result']);
 /** An environment's info is untrusted: bound how many generic keys become metrics and how they are named. */
 const MAX_INFO_KEYS = 32;
-const INFO_KEY = /^[A-Za-z0-9_.\-]{1,64}$/;
+const INFO_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export interface EpisodeSummary {
   count: number;
