@@ -18,6 +18,8 @@ export default tseslint.config(
       '.gpu-check/**',
       '.opentinker/**',
       'plugins/**',
+      // Generated from openapi.json.
+      'libs/client/src/generated/**',
     ],
   },
   js.configs.recommended,
