@@ -21,7 +21,6 @@ const { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, r
 const net = require('node:net');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
-const { performance } = require('node:perf_hooks');
 
 const REPO = resolve(__dirname, '..', '..');
 const ANCHOR = join(__dirname, 'anchor', 'gomoku_fastapi_server.py');

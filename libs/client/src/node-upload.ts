@@ -94,7 +94,10 @@ export async function nodePost(url: string, headers: Record<string, string>, bod
         const size = chunks.reduce((n, c) => n + c.byteLength, 0);
         const bytes = new Uint8Array(size);
         let at = 0;
-        for (const c of chunks) (bytes.set(c, at), (at += c.byteLength));
+        for (const c of chunks) {
+          bytes.set(c, at);
+          at += c.byteLength;
+        }
         resolve(new Response(bytes, { status: response.statusCode ?? 0, statusText: response.statusMessage ?? '', headers: responseHeaders }));
       });
     });

@@ -124,12 +124,16 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
   const seen = new Set();
   while (train.length < CFG.trainSize) {
     const p = randomProblem(rng);
-    if (!seen.has(p.key)) (seen.add(p.key), train.push(p));
+    if (seen.has(p.key)) continue;
+    seen.add(p.key);
+    train.push(p);
   }
   const heldOut = [];
   while (heldOut.length < CFG.heldOutSize) {
     const p = randomProblem(rng);
-    if (!seen.has(p.key)) (seen.add(p.key), heldOut.push(p));
+    if (seen.has(p.key)) continue;
+    seen.add(p.key);
+    heldOut.push(p);
   }
   const trainProbe = train.slice(0, CFG.heldOutSize);
 
@@ -211,7 +215,10 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
     const prompts = [];
     const rows = [];
     problems.forEach((p, g) => {
-      for (let k = 0; k < CFG.rolloutN; k++) (prompts.push(promptIds(p)), rows.push({ p, g }));
+      for (let k = 0; k < CFG.rolloutN; k++) {
+        prompts.push(promptIds(p));
+        rows.push({ p, g });
+      }
     });
     let t0 = process.hrtime.bigint();
     const outs = eng.sample(model, prompts, { maxNewTokens: CFG.maxNewTokens, temperature: 1, topP: 1, seed: opts.seed * 100003 + step, stopTokenIds: [EOS] });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { datasetConfigKey, isHostOnlyKey, resolveTenantConfig } from './config-policy';
+import { datasetConfigKey, isHostOnlyKey } from './config-policy';
+import { resolveTenantConfig } from './tenant-config';
 import { defineEnvironment } from './environment';
 import { isEnvironmentError } from './errors';
 

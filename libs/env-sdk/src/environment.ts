@@ -4,6 +4,7 @@ import { HOST_LIMITS, HOST_SETTINGS } from './config-policy';
 import { EnvironmentError } from './errors';
 import type { JsonObject, JsonValue, Message } from './messages';
 import type { StepInfo } from './step-info';
+import type { Split } from './split';
 
 /** The contract version this SDK implements. A host refuses definitions with another major. */
 export const API_VERSION = 1;
@@ -14,8 +15,7 @@ export const API_VERSION = 1;
  */
 export const ENVIRONMENT_BRAND = '@opentinker/environment' as const;
 
-/** The two task splits: `train` feeds rollouts, `test` feeds validation. */
-export type Split = 'train' | 'test';
+export type { Split } from './split';
 /**
  * `single`: one action ends the episode (answer a question); `multi`: the episode goes on over several
  * turns until the environment says `done` (a game, a tool loop).

@@ -1,7 +1,7 @@
 /** Stable codes of {@link EnvironmentError}; the protocol server maps them to HTTP statuses. */
 export type EnvironmentErrorCode =
   | 'ENV_INVALID_CONFIG'
-  // A tenant set a key only the host may set, or a value above the host's ceiling (config-policy.ts):
+  // A tenant set a key only the host may set, or a value above the host's ceiling (config-policy.ts, tenant-config.ts):
   | 'ENV_CONFIG_FORBIDDEN'
   | 'ENV_CONFIG_LIMIT'
   | 'ENV_INVALID_TASK'

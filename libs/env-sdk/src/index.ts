@@ -30,8 +30,10 @@ export type {
 } from './environment';
 export { RATED_RESULTS, INFO_NAME_PATTERN, SUMMARISED_INFO_KEYS, readStandardInfo, standardInfoProblem } from './step-info';
 export type { StandardInfo, StepInfo, RatedResult, StandardInfoFields } from './step-info';
-export { HOST_LIMITS, HOST_SETTINGS, resolveTenantConfig, isHostOnlyKey, datasetConfigKey } from './config-policy';
-export type { ConfigPolicy, ConfigKeyPolicy, HostConfigInput, HostLimit, HostSetting } from './config-policy';
+export { HOST_LIMITS, HOST_SETTINGS, isHostOnlyKey, datasetConfigKey } from './config-policy';
+export type { ConfigPolicy, ConfigKeyPolicy, HostLimit, HostSetting } from './config-policy';
+export { resolveTenantConfig } from './tenant-config';
+export type { HostConfigInput } from './tenant-config';
 export { createRng } from './rng';
 export type { Rng } from './rng';
 export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';

@@ -11,7 +11,10 @@
  * - `DELETE /v1/episodes/:id` → 204
  * Errors: status 4xx/5xx with {@link ProtocolError}.
  */
+// Imported for the {@link} references in the docs below.
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
 import type { EnvironmentErrorCode } from './errors';
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
 import type { StepResult } from './environment';
 import type { JsonObject, JsonValue, Message } from './messages';
 

@@ -2,16 +2,20 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '@opentinker/env-sdk';
 import type { Environment } from '@opentinker/env-sdk';
-import gomoku from '../../../environments/gomoku/src/index';
-import mathTool from '../../../environments/math-tool/src/index';
-import math from '../../../environments/math/src/index';
 import { parseJobSpec } from '../../jobs/kinds/job-kinds';
+import { loadRegistry } from '../../registry/registry-loader';
 import { readJobSpec } from './job-spec-file';
 import { FULL_SIZE, QUICK_SIZE, quickstartInferenceSpec, quickstartTrainSpec } from './quickstart-spec';
 
 // Jest runs from the repository root.
 const RECIPES = join(process.cwd(), 'recipes');
-const ENVIRONMENTS: Record<string, Environment<unknown, unknown>> = { gomoku, math, 'math-tool': mathTool } as never;
+// The built-in environments as the server finds them: by their package marker, never by an import.
+let ENVIRONMENTS: Record<string, Environment<unknown, unknown>> = {};
+beforeAll(async () => {
+  const records = await loadRegistry({ hostRoot: process.cwd(), pluginsDir: join(RECIPES, 'no-plugins') });
+  ENVIRONMENTS = Object.fromEntries(records.filter((r) => r.environment && r.id).map((r) => [r.id, r.environment]));
+  expect(Object.keys(ENVIRONMENTS).sort()).toEqual(['gomoku', 'math', 'math-tool']);
+});
 
 /** A job spec must pass the server's schema and its environment config the environment's own schema. */
 function checkSpec(raw: Record<string, unknown>) {

@@ -51,7 +51,7 @@ export async function followEventStream(url, options = {}) {
       const requestHeaders = { accept: 'text/event-stream', ...headers };
       if (lastEventId !== undefined) requestHeaders['last-event-id'] = String(lastEventId);
       res = await fetchImpl(url, { headers: requestHeaders, signal, cache: 'no-store' });
-    } catch (error) {
+    } catch {
       if (signal?.aborted) break;
       res = null;
     }

@@ -14,5 +14,5 @@ export function trimLatex(s: string): string {
 
 /** Text (a word of at least three letters, no digits or commands): compared case-insensitively. */
 export function isWords(s: string): boolean {
-  return /^[A-Za-z()'.\-]*[A-Za-z]{3,}[A-Za-z()'.\-]*$/.test(s);
+  return /^[A-Za-z()'.-]*[A-Za-z]{3,}[A-Za-z()'.-]*$/.test(s);
 }

@@ -304,7 +304,7 @@ export class Model {
   }
 
   /** A weight by Hugging Face name and layout as float32 (a copy). */
-  private readWeight(name: string, shape: readonly number[]): Float32Array {
+  private readWeight(name: string): Float32Array {
     const slot = this.slots.get(name)!;
     if (slot.native) return slot.native.toFloat32();
     return Float32Array.from(tf.tidy(() => (slot.transposed ? tf.transpose(slot.variable) : slot.variable).dataSync() as Float32Array));
@@ -323,7 +323,7 @@ export class Model {
     const out: NamedWeights = new Map();
     const specs = weightSpecs(this.config);
     if (this.valueWeight) specs.push({ name: VALUE_WEIGHT, shape: [1, this.config.hidden_size], kind: 'linear' }, { name: VALUE_BIAS, shape: [1], kind: 'bias' });
-    for (const spec of specs) out.set(spec.name, { shape: [...spec.shape], data: this.readWeight(spec.name, spec.shape) });
+    for (const spec of specs) out.set(spec.name, { shape: [...spec.shape], data: this.readWeight(spec.name) });
     return out;
   }
 
