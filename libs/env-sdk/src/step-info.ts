@@ -11,7 +11,7 @@ export type RatedResult = (typeof RATED_RESULTS)[number];
  * What an `info` key or an `info.result` value must look like to become part of a metric's name. A
  * host reads `info` from code it does not trust: longer or odd names are ignored, never reported.
  */
-export const INFO_NAME_PATTERN = /^[A-Za-z0-9_.\-]{1,64}$/;
+export const INFO_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * The `info` fields hosts read by name. All are optional; report the ones that mean something for your
