@@ -78,8 +78,7 @@ module.exports = {
     {
       name: 'environments-only-sdk',
       severity: 'error',
-      comment:
-        'An environment sees only the env SDK (plus its own files, node builtins and npm packages), so a third-party author can write one the same way.',
+      comment: 'An environment sees only the env SDK (plus its own files, node builtins and npm packages), so a third-party author can write one the same way.',
       from: { path: '^environments/([^/]+)/', pathNot: '^environments/math-tool/' },
       to: { path: '^(src|test|libs|environments)/', pathNot: ['^environments/$1/', '^libs/env-sdk/'] },
     },

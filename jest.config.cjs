@@ -43,7 +43,17 @@ const common = {
 module.exports = {
   testTimeout: 30_000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/docs/**/*.spec.ts', '<rootDir>/test/contracts/**/*.spec.ts', '<rootDir>/libs/*/src/**/*.spec.ts', '<rootDir>/environments/*/src/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: [
+        '<rootDir>/src/**/*.spec.ts',
+        '<rootDir>/test/docs/**/*.spec.ts',
+        '<rootDir>/test/contracts/**/*.spec.ts',
+        '<rootDir>/libs/*/src/**/*.spec.ts',
+        '<rootDir>/environments/*/src/**/*.spec.ts',
+      ],
+    },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
     { ...common, displayName: 'security', testMatch: ['<rootDir>/test/security/**/*.security-spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },

@@ -54,11 +54,10 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
     // The environment protocol routes validate with JSON Schema: refuse unknown keys, never drop them.
     ajv: { customOptions: { removeAdditional: false } },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot(config, { api: true, worker: options.worker }),
-    adapter,
-    { logger: options.logger ?? logLevels(config), bufferLogs: false },
-  );
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, { api: true, worker: options.worker }), adapter, {
+    logger: options.logger ?? logLevels(config),
+    bufferLogs: false,
+  });
   app.useGlobalPipes(
     new QueryValidationPipe({
       whitelist: true,
@@ -109,10 +108,7 @@ export async function ensureAdmin(app: INestApplicationContext): Promise<string 
 
 /** A worker without HTTP: `opentinker worker`. */
 export async function createWorker(options: CreateOptions): Promise<INestApplicationContext> {
-  const app = await NestFactory.createApplicationContext(
-    AppModule.forRoot(options.config, { api: false, worker: true }),
-    { logger: options.logger ?? logLevels(options.config) },
-  );
+  const app = await NestFactory.createApplicationContext(AppModule.forRoot(options.config, { api: false, worker: true }), { logger: options.logger ?? logLevels(options.config) });
   app.enableShutdownHooks();
   await app.init();
   return app;

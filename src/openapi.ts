@@ -124,31 +124,45 @@ function protocolPaths(): Record<string, unknown> {
     ...extra,
   });
   return {
-    [`${base}/v1/info`]: { get: op('Environment protocol: describe the environment', { '200': { description: 'Info', ...json(ref('EnvInfo')) } }, { parameters: [id], operationId: 'EnvProtocol_info' }) },
+    [`${base}/v1/info`]: {
+      get: op('Environment protocol: describe the environment', { '200': { description: 'Info', ...json(ref('EnvInfo')) } }, { parameters: [id], operationId: 'EnvProtocol_info' }),
+    },
     [`${base}/v1/tasks`]: {
-      get: op('Environment protocol: page through tasks', { '200': { description: 'Tasks', ...json(ref('EnvTasks')) } }, {
-        operationId: 'EnvProtocol_tasks',
-        parameters: [
-          id,
-          { name: 'split', in: 'query', schema: { type: 'string', enum: ['train', 'test'], default: 'train' } },
-          { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
-          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-        ],
-      }),
+      get: op(
+        'Environment protocol: page through tasks',
+        { '200': { description: 'Tasks', ...json(ref('EnvTasks')) } },
+        {
+          operationId: 'EnvProtocol_tasks',
+          parameters: [
+            id,
+            { name: 'split', in: 'query', schema: { type: 'string', enum: ['train', 'test'], default: 'train' } },
+            { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          ],
+        },
+      ),
     },
     [`${base}/v1/episodes`]: {
-      post: op('Environment protocol: start an episode', { '201': { description: 'First messages', ...json(ref('EnvEpisode')) } }, {
-        operationId: 'EnvProtocol_createEpisode',
-        parameters: [id],
-        requestBody: { required: true, ...json(ref('EnvCreateEpisode')) },
-      }),
+      post: op(
+        'Environment protocol: start an episode',
+        { '201': { description: 'First messages', ...json(ref('EnvEpisode')) } },
+        {
+          operationId: 'EnvProtocol_createEpisode',
+          parameters: [id],
+          requestBody: { required: true, ...json(ref('EnvCreateEpisode')) },
+        },
+      ),
     },
     [`${base}/v1/episodes/{episode_id}/step`]: {
-      post: op('Environment protocol: answer the policy’s action', { '200': { description: 'Step result', ...json(ref('EnvStepResult')) } }, {
-        operationId: 'EnvProtocol_step',
-        parameters: [id, episodeId],
-        requestBody: { required: true, ...json(ref('EnvStep')) },
-      }),
+      post: op(
+        'Environment protocol: answer the policy’s action',
+        { '200': { description: 'Step result', ...json(ref('EnvStepResult')) } },
+        {
+          operationId: 'EnvProtocol_step',
+          parameters: [id, episodeId],
+          requestBody: { required: true, ...json(ref('EnvStep')) },
+        },
+      ),
     },
     [`${base}/v1/episodes/{episode_id}`]: {
       delete: op('Environment protocol: close an episode', { '204': { description: 'Closed' } }, { operationId: 'EnvProtocol_closeEpisode', parameters: [id, episodeId] }),

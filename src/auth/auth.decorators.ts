@@ -13,7 +13,4 @@ export interface AuthenticatedRequest {
   principal?: Principal;
 }
 
-export const CurrentUser = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): Principal | undefined =>
-    ctx.switchToHttp().getRequest<AuthenticatedRequest>().principal,
-);
+export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal | undefined => ctx.switchToHttp().getRequest<AuthenticatedRequest>().principal);

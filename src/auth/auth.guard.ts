@@ -18,10 +18,7 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
-    const mode = this.reflector.getAllAndOverride<AuthMode | undefined>(AUTH_MODE, [
-      context.getHandler(),
-      context.getClass(),
-    ]);
+    const mode = this.reflector.getAllAndOverride<AuthMode | undefined>(AUTH_MODE, [context.getHandler(), context.getClass()]);
     if (mode === 'public') return true;
     const request = context.switchToHttp().getRequest<RequestLike>();
     const header = request.headers.authorization;

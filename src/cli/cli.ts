@@ -18,28 +18,25 @@ import { warnWithoutEngineAddon } from './commands/engine-notice';
 type PrepareDataset = (input: string, output: string, options: { format: string; split: string }) => Promise<{ rows: number; skipped: number }>;
 
 export async function main(argv: string[]): Promise<void> {
-  const program = new Command('opentinker')
-    .description('Agentic reinforcement learning as a self-hosted service')
-    .showHelpAfterError();
+  const program = new Command('opentinker').description('Agentic reinforcement learning as a self-hosted service').showHelpAfterError();
 
-  addServeFlags(program.command('serve').description('Start the API server (with a local worker unless --no-worker)'))
-    .action(async (opts: ServeFlags) => {
-      const config = loadConfig(process.env, serveOverrides(opts));
-      const { createApi, ensureAdmin } = await loadServer();
-      const app = await createApi({ config, worker: config.values.embedded_worker });
-      const key = await ensureAdmin(app);
-      await app.listen({ host: config.values.host, port: config.values.port });
-      const url = `http://${config.values.host}:${config.values.port}`;
-      process.stdout.write(`OpenTinker listening on ${url} (docs: ${url}/docs)\n`);
-      if (config.values.embedded_worker) warnWithoutEngineAddon();
-      process.stdout.write(`Data: ${config.home}; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
-      if (key) {
-        process.stdout.write(`\nCreated the admin user. Its API key is shown only this once:\n\n  ${key}\n\n`);
-      }
-      if (config.values.log_level === 'debug' || config.values.log_level === 'verbose') {
-        process.stdout.write(`Config: ${JSON.stringify(redactConfig(config.values))}\n`);
-      }
-    });
+  addServeFlags(program.command('serve').description('Start the API server (with a local worker unless --no-worker)')).action(async (opts: ServeFlags) => {
+    const config = loadConfig(process.env, serveOverrides(opts));
+    const { createApi, ensureAdmin } = await loadServer();
+    const app = await createApi({ config, worker: config.values.embedded_worker });
+    const key = await ensureAdmin(app);
+    await app.listen({ host: config.values.host, port: config.values.port });
+    const url = `http://${config.values.host}:${config.values.port}`;
+    process.stdout.write(`OpenTinker listening on ${url} (docs: ${url}/docs)\n`);
+    if (config.values.embedded_worker) warnWithoutEngineAddon();
+    process.stdout.write(`Data: ${config.home}; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
+    if (key) {
+      process.stdout.write(`\nCreated the admin user. Its API key is shown only this once:\n\n  ${key}\n\n`);
+    }
+    if (config.values.log_level === 'debug' || config.values.log_level === 'verbose') {
+      process.stdout.write(`Config: ${JSON.stringify(redactConfig(config.values))}\n`);
+    }
+  });
 
   program
     .command('worker')
@@ -72,7 +69,8 @@ export async function main(argv: string[]): Promise<void> {
         throw new AppError(ErrorCode.VALIDATION, `--protocol must be opentinker-v1 or opentinker, not ${opts.protocol}`, { field: '--protocol' });
       }
       const shards = positive(opts.shards, '--shards');
-      if (!Number.isInteger(shards) || shards > 256) throw new AppError(ErrorCode.VALIDATION, `--shards must be a whole number from 1 to 256, got ${opts.shards}`, { field: '--shards' });
+      if (!Number.isInteger(shards) || shards > 256)
+        throw new AppError(ErrorCode.VALIDATION, `--shards must be a whole number from 1 to 256, got ${opts.shards}`, { field: '--shards' });
       if (shards > 1 && opts.protocol !== 'opentinker') throw new AppError(ErrorCode.VALIDATION, '--shards applies to --protocol opentinker only', { field: '--shards' });
       // The same operator settings as the server's: sandbox ceilings (OPENTINKER_SANDBOX_*) cap what a
       // caller may ask of the environment; --config is the operator's own and may set host-only keys.
@@ -105,7 +103,10 @@ export async function main(argv: string[]): Promise<void> {
       const protocol = opts.protocol === 'opentinker' ? "OpenTinker's game-server protocol" : 'protocol v1';
       process.stdout.write(`Environment ${environment.id}@${environment.version} served on http://${opts.host}:${ports} (${protocol}${token ? ', token required' : ''})\n`);
       // The first app closes the shared store: the others first.
-      const stop = () => void Promise.all(apps.slice(1).map((a) => a.close())).then(() => apps[0].close()).then(() => process.exit(0));
+      const stop = () =>
+        void Promise.all(apps.slice(1).map((a) => a.close()))
+          .then(() => apps[0].close())
+          .then(() => process.exit(0));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
@@ -115,7 +116,7 @@ export async function main(argv: string[]): Promise<void> {
     .command('prepare')
     .description(
       'Convert a GSM8K- or MATH-style JSONL/parquet file into the layout an environment loads (verl/OpenTinker JSONL); ' +
-        'or fetch gsm8k (openai/gsm8k) or math (DigitalLearningGmbH/MATH-lighteval) from the Hugging Face Hub, as verl\'s preprocessing does, into <output>/train.jsonl and test.jsonl',
+        "or fetch gsm8k (openai/gsm8k) or math (DigitalLearningGmbH/MATH-lighteval) from the Hugging Face Hub, as verl's preprocessing does, into <output>/train.jsonl and test.jsonl",
     )
     .argument('<input>', 'JSONL or parquet file, or gsm8k / math (from the Hub, optionally gsm8k@<revision>)')
     .argument('[output]', 'JSONL file to write (a folder for gsm8k / math; default data/<name>)')
@@ -137,7 +138,9 @@ export async function main(argv: string[]): Promise<void> {
           written.push(`${counts.rows} rows to ${target}${counts.skipped ? ` (skipped ${counts.skipped} without a question or an answer)` : ''}`);
         }
         process.stdout.write(`From hf:datasets/${recipe.repo} at ${commit.slice(0, 12)}: wrote ${written.join(', ')}\n`);
-        process.stdout.write(`Use it: opentinker data upload ${join(dir, 'train.jsonl')} --env math, or environment.config.train_path / test_path on a worker that has the files\n`);
+        process.stdout.write(
+          `Use it: opentinker data upload ${join(dir, 'train.jsonl')} --env math, or environment.config.train_path / test_path on a worker that has the files\n`,
+        );
         return;
       }
       if (output === undefined) throw new AppError(ErrorCode.VALIDATION, 'data prepare <input> <output>: name the JSONL file to write', { field: 'output' });
@@ -172,7 +175,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    const message = error instanceof AppError ? error.message : (error as Error).stack ?? String(error);
+    const message = error instanceof AppError ? error.message : ((error as Error).stack ?? String(error));
     process.stderr.write(`opentinker: ${message}\n`);
     process.exit(1);
   }

@@ -8,11 +8,7 @@ import { InstallLayout } from './install-layout';
 import { configSchema, OTHER_VARIABLES, SETTINGS, settingEnvName, type AppConfigValues, type SettingKey } from './settings';
 
 /** Where a setting's value came from, lowest precedence first. */
-export type SettingSource =
-  | { kind: 'default' }
-  | { kind: 'file'; file: string }
-  | { kind: 'env'; name: string }
-  | { kind: 'flag' };
+export type SettingSource = { kind: 'default' } | { kind: 'file'; file: string } | { kind: 'env'; name: string } | { kind: 'flag' };
 
 /** The validated configuration, injectable by class. */
 export class AppConfig {
@@ -88,11 +84,7 @@ export interface LoadConfigOptions {
  * flags), remembering where each value came from. An `OPENTINKER_*` variable that is neither a setting
  * nor one of `OTHER_VARIABLES` is refused by name, as is an unknown key in the file.
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  overrides: Partial<Record<SettingKey, unknown>> = {},
-  options: LoadConfigOptions = {},
-): AppConfig {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<SettingKey, unknown>> = {}, options: LoadConfigOptions = {}): AppConfig {
   const raw: Record<string, unknown> = {};
   const sources: Partial<Record<SettingKey, SettingSource>> = {};
   const known = new Set<string>(Object.keys(SETTINGS));
@@ -124,11 +116,7 @@ export function loadConfig(
     const issue = parsed.error.issues[0];
     const key = issue.path.join('.') || String((issue as { keys?: string[] }).keys?.[0] ?? '');
     const where = issue.code === 'unrecognized_keys' ? (issue.keys ?? []).join(', ') : key;
-    throw new AppError(
-      ErrorCode.CONFIG_INVALID,
-      `Invalid configuration: ${where}: ${issue.message} (env ${settingEnvName(where)})`,
-      { field: where },
-    );
+    throw new AppError(ErrorCode.CONFIG_INVALID, `Invalid configuration: ${where}: ${issue.message} (env ${settingEnvName(where)})`, { field: where });
   }
   const values = { ...parsed.data, home: resolve(parsed.data.home) };
   if (values.redis_url && !values.database_url) {

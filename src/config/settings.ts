@@ -11,7 +11,16 @@ import { z } from 'zod';
  */
 
 /** Headings of docs/configuration.md, in order. */
-export const SETTING_SECTIONS = ['Server', 'Storage and queue', 'Workers and jobs', 'Tenants and uploads', 'Environments and sandboxes', 'Serving', 'Models from the Hub', 'Engine'] as const;
+export const SETTING_SECTIONS = [
+  'Server',
+  'Storage and queue',
+  'Workers and jobs',
+  'Tenants and uploads',
+  'Environments and sandboxes',
+  'Serving',
+  'Models from the Hub',
+  'Engine',
+] as const;
 export type SettingSection = (typeof SETTING_SECTIONS)[number];
 
 export interface SettingDefinition<S extends z.ZodType = z.ZodType> {
@@ -30,28 +39,29 @@ export interface SettingDefinition<S extends z.ZodType = z.ZodType> {
 
 const setting = <S extends z.ZodType>(def: SettingDefinition<S>): SettingDefinition<S> => def;
 
-const booleanish = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])]).transform(
-  (v) => v === true || v === 'true' || v === '1' || v === 'yes',
-);
+const booleanish = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])]).transform((v) => v === true || v === 'true' || v === '1' || v === 'yes');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A list: a YAML sequence, or a comma-separated string (environment variables). */
-const list = z
-  .union([z.array(z.string()), z.string()])
-  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((x) => x.trim()).filter((x) => x !== ''));
+const list = z.union([z.array(z.string()), z.string()]).transform((v) => (Array.isArray(v) ? v : v.split(',')).map((x) => x.trim()).filter((x) => x !== ''));
 
 /** An engine setting from the engine's own definition (`@opentinker/engine/settings`), checked by its validator. */
 function engineSetting<K extends EngineSettingKey>(key: K): SettingDefinition<z.ZodType<EngineSettings[K]>> {
   const def = ENGINE_SETTINGS.find((d) => d.key === key);
   if (!def) throw new Error(`the engine has no setting ${key}`);
   // `optional()` first: zod refuses a missing key for a bare transform; the engine supplies the default.
-  const schema = z.unknown().optional().pipe(z.unknown().transform((raw, ctx) => {
-    try {
-      return parseEngineSetting(key, raw);
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: (e as Error).message.replace(`${key} `, '') });
-      return z.NEVER;
-    }
-  }));
+  const schema = z
+    .unknown()
+    .optional()
+    .pipe(
+      z.unknown().transform((raw, ctx) => {
+        try {
+          return parseEngineSetting(key, raw);
+        } catch (e) {
+          ctx.addIssue({ code: 'custom', message: (e as Error).message.replace(`${key} `, '') });
+          return z.NEVER;
+        }
+      }),
+    );
   const values = def.type === 'enum' ? ` One of ${def.values.map((v) => `\`${v}\``).join(', ')}.` : ` An integer from ${def.min} to ${def.max}.`;
   return { schema: schema as unknown as z.ZodType<EngineSettings[K]>, section: 'Engine', doc: def.doc + values, defaultText: def.defaultText };
 }
@@ -101,7 +111,10 @@ export const SETTINGS = {
     doc: '`postgres://…` to use PostgreSQL instead of the embedded SQLite database (needed by workers on other machines).',
   }),
   redis_url: setting({
-    schema: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+    schema: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+      .optional(),
     section: 'Storage and queue',
     secret: 'url',
     defaultText: '— (the database is the queue)',
@@ -116,10 +129,13 @@ export const SETTINGS = {
     doc: 'Run a worker inside `serve`.',
   }),
   worker_id: setting({
-    schema: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
     section: 'Workers and jobs',
     defaultText: '`<hostname>-<random>`',
-    doc: 'This worker\'s identity (letters, digits, `.`, `_`, `-`; at most 64).',
+    doc: "This worker's identity (letters, digits, `.`, `_`, `-`; at most 64).",
   }),
   cpu_slots: setting({
     schema: int(0, 1024).default(availableParallelism()),
@@ -141,11 +157,15 @@ export const SETTINGS = {
     section: 'Workers and jobs',
     doc: 'Highest job `priority` a plain user may give (admins: up to 100).',
   }),
-  heartbeat_seconds: setting({ schema: z.coerce.number().min(0.1).max(60).default(2), section: 'Workers and jobs', doc: 'How often a worker renews the lease of each job it runs.' }),
+  heartbeat_seconds: setting({
+    schema: z.coerce.number().min(0.1).max(60).default(2),
+    section: 'Workers and jobs',
+    doc: 'How often a worker renews the lease of each job it runs.',
+  }),
   lease_seconds: setting({
     schema: z.coerce.number().min(1).max(3600).default(15),
     section: 'Workers and jobs',
-    doc: 'How long a job\'s lease lasts; a job whose worker stops renewing it is queued again.',
+    doc: "How long a job's lease lasts; a job whose worker stops renewing it is queued again.",
   }),
   cancel_grace_seconds: setting({
     schema: z.coerce.number().min(0).max(600).default(5),
@@ -158,12 +178,12 @@ export const SETTINGS = {
     defaultText: '—',
     doc:
       'Folders whose model folders tenants may name in `model.path` (absolute, comma-separated; a path must resolve, links followed, ' +
-      'inside one of them). Without it only presets and `job:<id>` checkpoints of one\'s own jobs.',
+      "inside one of them). Without it only presets and `job:<id>` checkpoints of one's own jobs.",
   }),
   runner_stacks: setting({
     schema: booleanish.default(false),
     section: 'Workers and jobs',
-    doc: 'Job runners print the stack trace of a failure in the job\'s log (which its owner reads), not only the message.',
+    doc: "Job runners print the stack trace of a failure in the job's log (which its owner reads), not only the message.",
   }),
 
   // Tenants and uploads
@@ -220,7 +240,7 @@ export const SETTINGS = {
   sandbox_memory_mb: setting({
     schema: int(16, 1_048_576).default(1024),
     section: 'Environments and sandboxes',
-    doc: 'Most memory (MiB) an environment\'s sandbox may give model-written code (the ceiling of keys an environment marks `{ limit }`, such as math-tool\'s `memory_mb`).',
+    doc: "Most memory (MiB) an environment's sandbox may give model-written code (the ceiling of keys an environment marks `{ limit }`, such as math-tool's `memory_mb`).",
   }),
   sandbox_max_processes: setting({ schema: int(1, 4096).default(16), section: 'Environments and sandboxes', doc: 'Most processes sandboxed code may run.' }),
   sandbox_cpu_seconds: setting({ schema: int(1, 86_400).default(30), section: 'Environments and sandboxes', doc: 'Most CPU seconds of one sandboxed run.' }),
@@ -236,7 +256,10 @@ export const SETTINGS = {
     doc: 'The uid sandboxed code runs as when the server runs as root.',
   }),
   sandbox_python: setting({
-    schema: z.string().regex(/^\/usr\//, 'must live under /usr').optional(),
+    schema: z
+      .string()
+      .regex(/^\/usr\//, 'must live under /usr')
+      .optional(),
     section: 'Environments and sandboxes',
     defaultText: "the environment's (`/usr/bin/python3`)",
     doc: 'The interpreter inside a Python sandbox (under `/usr`).',
@@ -265,7 +288,7 @@ export const SETTINGS = {
     schema: int(0, 1024 ** 5).default(32 * 1024 ** 3),
     section: 'Models from the Hub',
     defaultText: '`34359738368` (32 GiB)',
-    doc: "Most bytes the files fetched for one `hf:` repo may add up to (`0`: no Hub downloads, the cache only).",
+    doc: 'Most bytes the files fetched for one `hf:` repo may add up to (`0`: no Hub downloads, the cache only).',
   }),
   hub_endpoint: setting({
     schema: z.url().optional(),
@@ -287,9 +310,7 @@ export type SettingKey = keyof typeof SETTINGS;
 type SettingsShape = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };
 
 /** The schema of the whole configuration: unknown keys are refused by name. */
-export const configSchema = z.strictObject(
-  Object.fromEntries(Object.entries(SETTINGS).map(([key, def]) => [key, def.schema])) as SettingsShape,
-);
+export const configSchema = z.strictObject(Object.fromEntries(Object.entries(SETTINGS).map(([key, def]) => [key, def.schema])) as SettingsShape);
 
 export type AppConfigValues = z.infer<typeof configSchema>;
 

@@ -23,12 +23,7 @@ export class CoreModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CoreModule,
-      providers: [
-        { provide: AppConfig, useValue: config },
-        { provide: DataSource, useFactory: () => openDatabase(config) },
-        LocalBus,
-        DatabaseCloser,
-      ],
+      providers: [{ provide: AppConfig, useValue: config }, { provide: DataSource, useFactory: () => openDatabase(config) }, LocalBus, DatabaseCloser],
       exports: [AppConfig, DataSource, LocalBus],
     };
   }

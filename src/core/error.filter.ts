@@ -41,7 +41,7 @@ export function mapError(error: unknown): MappedError {
     return { body, headers };
   }
   // Nest wraps Fastify's own 4xx errors (body parsing) in an HttpException whose cause keeps the code.
-  const fastifyCode = (error as { code?: unknown })?.code ?? ((error as { cause?: { code?: unknown } })?.cause?.code);
+  const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   if (typeof fastifyCode === 'string' && FASTIFY_CODES[fastifyCode]) {
     const code = FASTIFY_CODES[fastifyCode];
     return plain(code, (error as Error).message);

@@ -7,10 +7,7 @@ export function zodToAppError(error: z.ZodError, prefix = ''): AppError {
   let path = issue.path.map(String);
   if (issue.code === 'unrecognized_keys') path = [...path, issue.keys[0]];
   const field = [prefix, ...path].filter(Boolean).join('.');
-  const message =
-    issue.code === 'unrecognized_keys'
-      ? `Unknown field ${field}`
-      : `${field || 'body'}: ${issue.message}`;
+  const message = issue.code === 'unrecognized_keys' ? `Unknown field ${field}` : `${field || 'body'}: ${issue.message}`;
   return new AppError(ErrorCode.VALIDATION, message, {
     field: field || undefined,
     details: error.issues.map((i) => ({ path: [prefix, ...i.path.map(String)].filter(Boolean).join('.'), message: i.message })),

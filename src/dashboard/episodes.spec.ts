@@ -9,9 +9,19 @@ describe('dashboard inference results', () => {
 
   it('summarises rewards, math accuracy and game results', () => {
     expect(summarise([{ reward: 1, info: { correct: true } }, { reward: 0, info: { correct: false } }, { reward: 0.5 }])).toEqual({
-      episodes: 3, rewardMean: 0.5, accuracy: 0.5, winRate: null, lossRate: null, drawRate: null,
+      episodes: 3,
+      rewardMean: 0.5,
+      accuracy: 0.5,
+      winRate: null,
+      lossRate: null,
+      drawRate: null,
     });
-    const games = summarise([{ reward: 1, result: 'win' }, { reward: -1, info: { result: 'loss' } }, { reward: 0, result: 'draw' }, { reward: 1, result: 'win' }]);
+    const games = summarise([
+      { reward: 1, result: 'win' },
+      { reward: -1, info: { result: 'loss' } },
+      { reward: 0, result: 'draw' },
+      { reward: 1, result: 'win' },
+    ]);
     expect(games).toMatchObject({ winRate: 0.5, lossRate: 0.25, drawRate: 0.25 });
     expect(summarise([])).toEqual({ episodes: 0, rewardMean: null, accuracy: null, winRate: null, lossRate: null, drawRate: null });
   });

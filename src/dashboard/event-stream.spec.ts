@@ -39,7 +39,10 @@ describe('dashboard followEventStream (with the client’s SSE parser)', () => {
 
   it('reconnects after a drop with Last-Event-ID, dropping the unfinished event', async () => {
     const events: StreamEvent[] = [];
-    const { fetch, requests } = fakeFetch([['id: 1\nevent: log\ndata: {"text":"a"}\n\nid: 2\nevent: log\ndata: {"te'], ['id: 2\nevent: log\ndata: {"text":"b"}\n\nevent: end\ndata: {}\n\n']]);
+    const { fetch, requests } = fakeFetch([
+      ['id: 1\nevent: log\ndata: {"text":"a"}\n\nid: 2\nevent: log\ndata: {"te'],
+      ['id: 2\nevent: log\ndata: {"text":"b"}\n\nevent: end\ndata: {}\n\n'],
+    ]);
     const result = await followEventStream('/v1/jobs/x/events', { fetch, retryMs: 1, onEvent: (e) => events.push(e) });
     expect(events.map((e) => e.data)).toEqual([{ text: 'a' }, { text: 'b' }, {}]);
     expect(requests.map((h) => h['last-event-id'])).toEqual([undefined, '1']);

@@ -27,12 +27,9 @@ describe('dashboard metric groups', () => {
     expect(groupOf(name)?.id).toBe(group);
   });
 
-  it.each(['step_fraction', 'elapsed_seconds', 'actor/pg_clipfrac', 'window_size', 'klass', 'timing_s/gen', 'per_step'])(
-    'gives %s a chart of its own',
-    (name) => {
-      expect(groupOf(name)).toBeNull();
-    },
-  );
+  it.each(['step_fraction', 'elapsed_seconds', 'actor/pg_clipfrac', 'window_size', 'klass', 'timing_s/gen', 'per_step'])('gives %s a chart of its own', (name) => {
+    expect(groupOf(name)).toBeNull();
+  });
 
   it('orders known groups first, then one chart per other name, and sorts names inside a chart', () => {
     const names = ['step_fraction', 'actor/ppo_kl', 'val/reward', 'critic/score/mean', 'elapsed_seconds', 'actor/entropy', 'val/reward'];

@@ -27,7 +27,18 @@ describe('dataset files: reading and checking rows', () => {
     const n = 9000;
     const answers = Array.from({ length: n }, (_, i) => (i === 2999 || i === 3000 || i === n - 1 ? null : String(i)));
     const path = join(dir, 'big.parquet');
-    writeFileSync(path, Buffer.from(parquetWriteBuffer({ columnData: [{ name: 'answer', data: answers, type: 'STRING' }, { name: 'id', data: answers.map((_, i) => BigInt(i)), type: 'INT64' }], rowGroupSize: 3000 })));
+    writeFileSync(
+      path,
+      Buffer.from(
+        parquetWriteBuffer({
+          columnData: [
+            { name: 'answer', data: answers, type: 'STRING' },
+            { name: 'id', data: answers.map((_, i) => BigInt(i)), type: 'INT64' },
+          ],
+          rowGroupSize: 3000,
+        }),
+      ),
+    );
     const report = await checkDatasetFile(path, 'parquet', needsAnswer);
     expect(report).toMatchObject({ rows: n, valid_rows: n - 3, columns: ['answer', 'id'] });
     expect(report.bad_rows.map((b) => b.row)).toEqual([3000, 3001, n]);

@@ -41,11 +41,7 @@ export class DatasetsController {
   @ApiBody({ description: 'The file', schema: { type: 'string', format: 'binary' } })
   @ApiResponse({ status: 201, type: UploadedDatasetDto })
   @ApiErrors(400, 401, 413, 415)
-  async upload(
-    @CurrentUser() caller: Principal,
-    @Query() q: UploadDatasetQuery,
-    @Req() req: FastifyRequest,
-  ): Promise<UploadedDatasetDto> {
+  async upload(@CurrentUser() caller: Principal, @Query() q: UploadDatasetQuery, @Req() req: FastifyRequest): Promise<UploadedDatasetDto> {
     const body = req.body;
     if (!(body instanceof Readable)) {
       throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Send the file as the body with content type ${DATASET_UPLOAD_TYPES.join(', ')}`);

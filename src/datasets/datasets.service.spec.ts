@@ -27,7 +27,9 @@ describe('DatasetsService.assertUsable (submit-time check of environment.dataset
     home = mkdtempSync(join(tmpdir(), 'ot-ds-svc-'));
     const dataset = { id, ownerId: 'alice', environmentId: 'math', format: 'jsonl' } as DatasetEntity;
     const repo = { findById: async (x: string) => (x === id ? dataset : null) } as unknown as DatasetsRepository;
-    const registry = { list: () => [env('math', mathCheck), env('math-tool', (row) => mathCheck(row)), env('gomoku'), env('board', () => 'needs a board')] } as unknown as EnvironmentRegistry;
+    const registry = {
+      list: () => [env('math', mathCheck), env('math-tool', (row) => mathCheck(row)), env('gomoku'), env('board', () => 'needs a board')],
+    } as unknown as EnvironmentRegistry;
     // The reader thread runs the same row check in-process here, against this test's fake environments.
     const reader = {
       sample: (path: string, format: 'jsonl', envId: string, limit: number) => {

@@ -8,7 +8,6 @@ import { JobsRepository } from '../jobs/jobs.repository';
 import { kindsWith } from '../jobs/kinds/job-kinds';
 import { DatasetsRepository } from './datasets.repository';
 
-
 /**
  * Storage one user keeps on this server: uploaded datasets (as recorded) and the checkpoints of their
  * jobs (their folders on this host; checkpoints on other workers' disks are not seen here). Plain users
@@ -24,7 +23,13 @@ export class StorageQuota {
   ) {}
 
   async used(userId: string): Promise<{ datasets: number; checkpoints: number }> {
-    const [datasets, ids] = await Promise.all([this.datasets.bytesOf(userId), this.jobs.idsOf(userId, kindsWith('checkpoints').map((k) => k.kind))]);
+    const [datasets, ids] = await Promise.all([
+      this.datasets.bytesOf(userId),
+      this.jobs.idsOf(
+        userId,
+        kindsWith('checkpoints').map((k) => k.kind),
+      ),
+    ]);
     let checkpoints = 0;
     for (const id of ids) checkpoints += await folderBytes(join(this.config.values.home, 'jobs', id, 'work', 'checkpoints'));
     return { datasets, checkpoints };

@@ -31,13 +31,7 @@ export class PrometheusService {
   readonly registry = new Registry();
   readonly requestDuration: Histogram<'method' | 'route' | 'status'>;
 
-  constructor(
-    config: AppConfig,
-    jobs: JobsRepository,
-    events: JobEventsRepository,
-    workers: WorkersRepository,
-    @Inject(JOB_QUEUE) queue: JobQueue,
-  ) {
+  constructor(config: AppConfig, jobs: JobsRepository, events: JobEventsRepository, workers: WorkersRepository, @Inject(JOB_QUEUE) queue: JobQueue) {
     collectDefaultMetrics({ register: this.registry, prefix: 'opentinker_process_' });
     this.requestDuration = new Histogram({
       name: 'opentinker_http_request_duration_seconds',
@@ -69,7 +63,10 @@ export class PrometheusService {
       if (!snapshot || Date.now() - snapshot.at > SNAPSHOT_MS) {
         const read = (async () => {
           const active = await jobs.active();
-          const points = await events.latestPoints(active.map((j) => j.id), [REWARD_SERIES, ...Object.values(THROUGHPUT_SERIES)]);
+          const points = await events.latestPoints(
+            active.map((j) => j.id),
+            [REWARD_SERIES, ...Object.values(THROUGHPUT_SERIES)],
+          );
           return active.map((j) => ({
             id: j.id,
             kind: j.kind,

@@ -237,7 +237,9 @@ export class HubCache {
             : await datasetInfo({ name: ref.repo, revision, additionalFields: ['sha'], ...hub });
         const sha = (info as { sha?: unknown }).sha;
         if (typeof sha !== 'string' || !isCommitSha(sha)) {
-          throw new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${formatHubRef(ref)}: the Hub at ${this.settings.endpoint} gave no commit sha for revision ${revision}`, { field });
+          throw new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${formatHubRef(ref)}: the Hub at ${this.settings.endpoint} gave no commit sha for revision ${revision}`, {
+            field,
+          });
         }
         return sha;
       });
@@ -294,12 +296,20 @@ export class HubCache {
     const name = formatHubRef(ref);
     {
       if (status === 401 || status === 403) {
-        return new AppError(ErrorCode.MODEL_NOT_FOUND, `${field} ${name}: the Hub refused access (HTTP ${status}); a gated or private repo needs HF_TOKEN set where the job runs${this.settings.token ? ' (the token set was refused)' : ''}`, { field });
+        return new AppError(
+          ErrorCode.MODEL_NOT_FOUND,
+          `${field} ${name}: the Hub refused access (HTTP ${status}); a gated or private repo needs HF_TOKEN set where the job runs${this.settings.token ? ' (the token set was refused)' : ''}`,
+          { field },
+        );
       }
       if (status === 404) {
         return new AppError(ErrorCode.MODEL_NOT_FOUND, `${field} ${name}: no such ${ref.type} repo or revision on ${this.settings.endpoint}`, { field });
       }
-      return new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${name}: cannot reach the Hub at ${this.settings.endpoint} (${(error as Error).message}); set HF_ENDPOINT for a mirror, or HF_HUB_OFFLINE=1 to use the cache`, { field, cause: error });
+      return new AppError(
+        ErrorCode.MODEL_UNAVAILABLE,
+        `${field} ${name}: cannot reach the Hub at ${this.settings.endpoint} (${(error as Error).message}); set HF_ENDPOINT for a mirror, or HF_HUB_OFFLINE=1 to use the cache`,
+        { field, cause: error },
+      );
     }
   }
 
@@ -307,7 +317,10 @@ export class HubCache {
     const has = (p: string) => files.some((f) => f.path === p);
     const weights = files.filter((f) => f.path.endsWith('.safetensors'));
     if (!has('config.json') || weights.length === 0) {
-      const others = listing.filter((f) => /\.(bin|pt|pth|gguf|h5|msgpack|onnx)$/.test(f.path)).map((f) => f.path).slice(0, 4);
+      const others = listing
+        .filter((f) => /\.(bin|pt|pth|gguf|h5|msgpack|onnx)$/.test(f.path))
+        .map((f) => f.path)
+        .slice(0, 4);
       throw new AppError(
         ErrorCode.MODEL_LOAD_FAILED,
         `${field} ${name} at ${commit.slice(0, 12)} is not a loadable model: it needs config.json and top-level .safetensors weights${others.length ? ` (it has ${others.join(', ')})` : ''}`,
@@ -320,7 +333,11 @@ export class HubCache {
     const total = files.reduce((a, f) => a + f.size, 0);
     const max = this.settings.maxDownloadBytes;
     if (max === 0) {
-      throw new AppError(ErrorCode.LIMIT_EXCEEDED, `${field} ${name} is not in this machine's cache and Hub downloads are off here (setting hub_max_download_bytes=0, OPENTINKER_HUB_MAX_DOWNLOAD_BYTES)`, { field });
+      throw new AppError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `${field} ${name} is not in this machine's cache and Hub downloads are off here (setting hub_max_download_bytes=0, OPENTINKER_HUB_MAX_DOWNLOAD_BYTES)`,
+        { field },
+      );
     }
     if (total > max) {
       throw new AppError(
@@ -481,7 +498,16 @@ export class HubCache {
    * One try at a blob: resumes `<blob>.incomplete`, verifies, renames. Bytes written are reported to
    * `progress` as they arrive (so those of a failed try count too).
    */
-  private async download(ref: HubRef, commit: string, file: HubFile, blob: string, field: string, log: (line: string) => void, signal: AbortSignal | undefined, progress: (bytes: number) => void): Promise<void> {
+  private async download(
+    ref: HubRef,
+    commit: string,
+    file: HubFile,
+    blob: string,
+    field: string,
+    log: (line: string) => void,
+    signal: AbortSignal | undefined,
+    progress: (bytes: number) => void,
+  ): Promise<void> {
     const name = formatHubRef(ref);
     const partial = `${blob}.incomplete`;
     let have = (await stat(partial).catch(() => null))?.size ?? 0;
@@ -490,7 +516,11 @@ export class HubCache {
       have = 0;
     }
     const fail = (why: string, cause?: unknown, retryable = true) =>
-      new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${name}: downloading ${file.path} failed: ${why}; the next pull resumes it`, { field, cause, details: { retryable, why } });
+      new AppError(ErrorCode.MODEL_UNAVAILABLE, `${field} ${name}: downloading ${file.path} failed: ${why}; the next pull resumes it`, {
+        field,
+        cause,
+        details: { retryable, why },
+      });
     if (have < file.size || file.size === 0) {
       const url = this.fileUrl(ref, commit, file.path);
       let got: Awaited<ReturnType<HubCache['get']>>;

@@ -80,13 +80,22 @@ function declaredDataFiles(readme: string, config: string): Partial<Record<Split
 }
 
 /** Fetches a recipe's train and test files into the cache; returns their local paths by split. */
-export async function fetchHubDataset(cache: HubCache, recipe: HubDatasetRecipe, revision: string | null, log: (line: string) => void): Promise<{ commit: string; files: Record<Split, string[]> }> {
+export async function fetchHubDataset(
+  cache: HubCache,
+  recipe: HubDatasetRecipe,
+  revision: string | null,
+  log: (line: string) => void,
+): Promise<{ commit: string; files: Record<Split, string[]> }> {
   const ref: HubRef = { type: 'dataset', repo: recipe.repo, revision };
   const field = 'dataset';
   const card = await cache.resolve(ref, { field, log, select: (p) => p === 'README.md' });
   const readme = card.files.length > 0 ? await readFile(join(card.dir, 'README.md'), 'utf8') : null;
   const listing = await cache.listing(ref, card.commit);
-  const wanted = splitFiles(readme, recipe.config, listing.map((f) => f.path));
+  const wanted = splitFiles(
+    readme,
+    recipe.config,
+    listing.map((f) => f.path),
+  );
   if (wanted.train.length === 0 && wanted.test.length === 0) {
     throw new AppError(ErrorCode.NOT_FOUND, `hf:datasets/${recipe.repo} at ${card.commit.slice(0, 12)} has no train or test files for config ${recipe.config}`, { field });
   }

@@ -26,7 +26,10 @@ function truthy(value: string | undefined): boolean {
  * `hub_max_download_bytes`, and huggingface_hub's own variables `HF_ENDPOINT`, `HF_TOKEN` (or the older
  * `HUGGING_FACE_HUB_TOKEN`) and `HF_HUB_OFFLINE`, so a machine set up for the Python tools works as it is.
  */
-export function hubSettings(values: Pick<AppConfigValues, 'home' | 'hub_cache_dir' | 'hub_endpoint' | 'hub_max_download_bytes'>, env: NodeJS.ProcessEnv = process.env): HubSettings {
+export function hubSettings(
+  values: Pick<AppConfigValues, 'home' | 'hub_cache_dir' | 'hub_endpoint' | 'hub_max_download_bytes'>,
+  env: NodeJS.ProcessEnv = process.env,
+): HubSettings {
   const endpoint = (values.hub_endpoint ?? (env.HF_ENDPOINT?.trim() || DEFAULT_HUB_ENDPOINT)).replace(/\/+$/, '');
   const token = env.HF_TOKEN?.trim() || env.HUGGING_FACE_HUB_TOKEN?.trim() || null;
   return {

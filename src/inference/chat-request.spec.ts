@@ -27,7 +27,13 @@ describe('chat request', () => {
       ...base,
       messages: [
         { role: 'developer', content: 'be brief' },
-        { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
         { role: 'assistant', content: null },
       ],
       temperature: 0,

@@ -36,8 +36,17 @@ export const chatCompletionRequest = z
     top_p: z.number().gt(0).max(1).nullable().optional(),
     max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
     max_completion_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
-    stop: z.union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).max(16)]).nullable().optional(),
-    seed: z.number().int().min(-(2 ** 31)).max(2 ** 32 - 1).nullable().optional(),
+    stop: z
+      .union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).max(16)])
+      .nullable()
+      .optional(),
+    seed: z
+      .number()
+      .int()
+      .min(-(2 ** 31))
+      .max(2 ** 32 - 1)
+      .nullable()
+      .optional(),
     n: z.number().int().min(1).max(8).nullable().optional(),
     logprobs: z.boolean().nullable().optional(),
     top_logprobs: z

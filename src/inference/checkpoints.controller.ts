@@ -35,12 +35,7 @@ export class CheckpointsController {
   @ApiProduces('application/x-tar')
   @ApiResponse({ status: 200, content: { 'application/x-tar': { schema: { type: 'string', format: 'binary' } } } })
   @ApiErrors(400, 401, 404)
-  async download(
-    @CurrentUser() caller: Principal,
-    @Param('id', ParseUUIDPipe) id: string,
-    @Param('step') step: string,
-    @Res() reply: FastifyReply,
-  ): Promise<void> {
+  async download(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @Param('step') step: string, @Res() reply: FastifyReply): Promise<void> {
     const { info, stream } = await this.checkpoints.open(caller, id, step);
     await reply
       .header('content-type', 'application/x-tar')

@@ -97,24 +97,28 @@ export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: Del
     r.emitted = safe;
   };
 
-  const seqs = sample(policy.model, rows.map(() => prompt), {
-    maxNewTokens: req.maxTokens ?? room,
-    temperature: req.temperature,
-    topP: req.topP,
-    seed: req.seed,
-    stopTokenIds: policy.stopTokenIds,
-    vocabLimit: policy.tokenizer.vocabSize,
-    stopCheck: needHook
-      ? (row, generated) => {
-          const r = rows[row];
-          let match = null;
-          while (r.scanned < generated.length) match = r.scanner.push(generated[r.scanned++]);
-          if (match) return true;
-          if (streaming) release(row, generated);
-          return false;
-        }
-      : undefined,
-  });
+  const seqs = sample(
+    policy.model,
+    rows.map(() => prompt),
+    {
+      maxNewTokens: req.maxTokens ?? room,
+      temperature: req.temperature,
+      topP: req.topP,
+      seed: req.seed,
+      stopTokenIds: policy.stopTokenIds,
+      vocabLimit: policy.tokenizer.vocabSize,
+      stopCheck: needHook
+        ? (row, generated) => {
+            const r = rows[row];
+            let match = null;
+            while (r.scanned < generated.length) match = r.scanner.push(generated[r.scanned++]);
+            if (match) return true;
+            if (streaming) release(row, generated);
+            return false;
+          }
+        : undefined,
+    },
+  );
 
   const choices: GeneratedChoice[] = seqs.map((seq, row) => {
     const r = rows[row];

@@ -69,7 +69,10 @@ describe('runInference', () => {
       'ok',
     );
     await runInference(r.ctx);
-    const lines = readFileSync(r.artifacts['results.jsonl'], 'utf8').trim().split('\n').map((l) => JSON.parse(l) as InferenceResultLine);
+    const lines = readFileSync(r.artifacts['results.jsonl'], 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as InferenceResultLine);
     expect(lines.map((l) => [l.task_index, l.sample])).toEqual([
       [0, 0],
       [0, 1],
@@ -117,7 +120,13 @@ describe('runInference', () => {
 
   it('stops promptly when cancelled and publishes nothing', async () => {
     const r = context(
-      { environment: { id: 'math', config: { test_size: 200, style: 'equation' } }, model: { preset: 'tiny-char', chat_template: 'plain' }, rollout: { max_new_tokens: 32 }, num_tasks: 200, batch_size: 8 },
+      {
+        environment: { id: 'math', config: { test_size: 200, style: 'equation' } },
+        model: { preset: 'tiny-char', chat_template: 'plain' },
+        rollout: { max_new_tokens: 32 },
+        num_tasks: 200,
+        batch_size: 8,
+      },
       'cancel',
     );
     // Cancel while the second batch is being sampled; time from the cancel, not from the start.

@@ -134,7 +134,10 @@ describe('ModelPool', () => {
     const devices = new DevicePool([{ id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null }]);
     devices.take(['cpu:0']); // a job holds the only slot
     make({ loadTimeoutMs: 100, devices: { acquire: (ms) => devices.acquire({ gpus: 0, cpu_slots: 1 }, ms), release: (ids) => devices.release(ids) } });
-    await expect(pool.generate('/m/a', request('x'))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_UNAVAILABLE', message: expect.stringMatching(/cannot start now: .*did not free up/) });
+    await expect(pool.generate('/m/a', request('x'))).rejects.toMatchObject({
+      code: 'OT_ERR_MODEL_UNAVAILABLE',
+      message: expect.stringMatching(/cannot start now: .*did not free up/),
+    });
     expect(pool.loaded()).toEqual([]);
   });
 

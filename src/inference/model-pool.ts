@@ -112,10 +112,15 @@ class ModelProcess {
     }));
     let loaded!: { resolve(): void; reject(e: Error): void };
     const ready = new Promise<void>((resolve, reject) => (loaded = { resolve, reject }));
-    const loadTimer = setTimeout(() => {
-      loaded.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `Loading the model ${this.dir} took longer than ${this.opts.loadTimeoutMs / 1000} s`, { field: 'model', retryAfter: 5 }));
-      this.kill();
-    }, Math.max(0, deadline - Date.now()));
+    const loadTimer = setTimeout(
+      () => {
+        loaded.reject(
+          new AppError(ErrorCode.MODEL_UNAVAILABLE, `Loading the model ${this.dir} took longer than ${this.opts.loadTimeoutMs / 1000} s`, { field: 'model', retryAfter: 5 }),
+        );
+        this.kill();
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     proc.child.on('message', (m: FromModelServer) => {
       if (m.type === 'ready') {
         clearTimeout(loadTimer);

@@ -22,7 +22,14 @@ async function handle(message: ToModelServer): Promise<void> {
     try {
       // The API resolved the name to one of the caller's checkpoints: model folders here are job folders.
       if (message.engine) configureEngine(message.engine);
-      const paths = { hostRoot: process.cwd(), pluginsDir: '', home: message.home, jobsDir: message.jobsDir, datasetsDir: join(message.home, 'datasets'), modelRoots: [message.jobsDir] };
+      const paths = {
+        hostRoot: process.cwd(),
+        pluginsDir: '',
+        home: message.home,
+        jobsDir: message.jobsDir,
+        datasetsDir: join(message.home, 'datasets'),
+        modelRoots: [message.jobsDir],
+      };
       policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) }, { trainable: false });
       send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });
     } catch (error) {

@@ -19,10 +19,29 @@ describe.each(testDatabases('job-events'))('JobEventsRepository.appendOutput (%s
     const t = 1_764_700_000_000;
     await repo.insert(
       Object.assign(new JobEntity(), {
-        id, ownerId: 'u1', kind: 'train', name: null, state: 'running', priority: 0, environmentId: null,
-        spec: { kind: 'train' }, resources: { gpus: 0, cpu_slots: 1 }, devices: ['cpu:0'], workerId: 'w1',
-        attempts: 1, maxAttempts: 1, error: null, exitCode: null, progress: null, resumeState: null,
-        cancelRequestedAt: null, leaseExpiresAt: null, createdAt: t, startedAt: t, finishedAt: null, updatedAt: t,
+        id,
+        ownerId: 'u1',
+        kind: 'train',
+        name: null,
+        state: 'running',
+        priority: 0,
+        environmentId: null,
+        spec: { kind: 'train' },
+        resources: { gpus: 0, cpu_slots: 1 },
+        devices: ['cpu:0'],
+        workerId: 'w1',
+        attempts: 1,
+        maxAttempts: 1,
+        error: null,
+        exitCode: null,
+        progress: null,
+        resumeState: null,
+        cancelRequestedAt: null,
+        leaseExpiresAt: null,
+        createdAt: t,
+        startedAt: t,
+        finishedAt: null,
+        updatedAt: t,
       }),
     );
   });
@@ -32,7 +51,10 @@ describe.each(testDatabases('job-events'))('JobEventsRepository.appendOutput (%s
   });
 
   it('saves the progress, the events in the order given and the metric points of metrics events', async () => {
-    const step1 = [{ step: 1, name: 'reward', value: 0.25 }, { step: 1, name: 'timing/step_s', value: 0.2 }];
+    const step1 = [
+      { step: 1, name: 'reward', value: 0.25 },
+      { step: 1, name: 'timing/step_s', value: 0.2 },
+    ];
     await events.appendOutput(id, {
       progress: { step: 1, total: 2, message: 'reward 0.25' },
       events: [
@@ -67,7 +89,10 @@ describe.each(testDatabases('job-events'))('JobEventsRepository.appendOutput (%s
     // Ids follow that order (SSE clients resume by id).
     const ids = stream.map((e) => Number(e.id));
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
-    expect((await events.series(id, { name: 'reward', limit: 10 })).map((p) => [p.step, p.value])).toEqual([[1, 0.25], [2, 0.5]]);
+    expect((await events.series(id, { name: 'reward', limit: 10 })).map((p) => [p.step, p.value])).toEqual([
+      [1, 0.25],
+      [2, 0.5],
+    ]);
     expect((await events.series(id, { limit: 10 })).map((p) => p.name)).toEqual(['reward', 'timing/step_s', 'reward']);
   });
 

@@ -12,10 +12,7 @@ export interface MetricPoint {
 }
 
 /** A job runner's output to record: the stream events (metric points travel in `metrics` events). */
-export type JobOutputEvent =
-  | { type: 'metrics'; data: { points: MetricPoint[] } }
-  | { type: 'progress'; data: JobProgress }
-  | { type: 'log'; data: { text: string } };
+export type JobOutputEvent = { type: 'metrics'; data: { points: MetricPoint[] } } | { type: 'progress'; data: JobProgress } | { type: 'log'; data: { text: string } };
 
 export interface JobOutput {
   /** The job's latest progress, saved on its row (null: unchanged). */
@@ -54,8 +51,16 @@ export class JobEventsRepository {
     const points = events.flatMap((e) => (e.type === 'metrics' ? e.data.points : []));
     await this.dataSource.transaction(async (m) => {
       if (progress) await m.update(JobEntity, { id: jobId }, { progress, ...NEXT_VERSION });
-      if (points.length > 0) await m.insert(JobMetricEntity, points.map((p) => ({ jobId, ...p, createdAt: now })));
-      if (events.length > 0) await m.insert(JobEventEntity, events.map((e) => ({ jobId, type: e.type, data: e.data as object, createdAt: now })));
+      if (points.length > 0)
+        await m.insert(
+          JobMetricEntity,
+          points.map((p) => ({ jobId, ...p, createdAt: now })),
+        );
+      if (events.length > 0)
+        await m.insert(
+          JobEventEntity,
+          events.map((e) => ({ jobId, type: e.type, data: e.data as object, createdAt: now })),
+        );
     });
   }
 

@@ -145,7 +145,11 @@ export class JobSpecChecksService {
     if (!registry) return;
     const loaded = registry.list().filter((r) => r.status === 'loaded' && r.environment);
     const record = loaded.find((r) => r.id === environment.id);
-    if (!record?.environment) throw unknownEnvironment(environment.id, loaded.map((r) => r.id));
+    if (!record?.environment)
+      throw unknownEnvironment(
+        environment.id,
+        loaded.map((r) => r.id),
+      );
     const env = record.environment;
     // The runner fills in the real files; here a stand-in lets the schema see that a dataset is given.
     const datasets = datasetFiles(environment, env, (id) => `dataset:${id}`);

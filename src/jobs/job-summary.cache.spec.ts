@@ -3,9 +3,27 @@ import { JobSummaryCache } from './job-summary.cache';
 import { JobSummaryDto, writeJobSummary } from './jobs.dto';
 
 const summary = (id: string, version: number, name: string): JobSummary => ({
-  id, ownerId: 'u1', kind: 'sleep', name, state: 'queued', priority: 0, environmentId: null, resources: { gpus: 0, cpu_slots: 1 },
-  devices: null, workerId: null, attempts: 0, maxAttempts: 1, error: null, exitCode: null, progress: null, cancelRequestedAt: null,
-  createdAt: 1_764_700_000_000, startedAt: null, finishedAt: null, updatedAt: 1_764_700_000_000, version,
+  id,
+  ownerId: 'u1',
+  kind: 'sleep',
+  name,
+  state: 'queued',
+  priority: 0,
+  environmentId: null,
+  resources: { gpus: 0, cpu_slots: 1 },
+  devices: null,
+  workerId: null,
+  attempts: 0,
+  maxAttempts: 1,
+  error: null,
+  exitCode: null,
+  progress: null,
+  cancelRequestedAt: null,
+  createdAt: 1_764_700_000_000,
+  startedAt: null,
+  finishedAt: null,
+  updatedAt: 1_764_700_000_000,
+  version,
 });
 
 describe('JobSummaryCache', () => {

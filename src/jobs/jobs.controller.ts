@@ -103,12 +103,7 @@ export class JobsController {
   @ApiProduces('text/plain')
   @ApiResponse({ status: 200, content: { 'text/plain': { schema: { type: 'string' } } } })
   @ApiErrors(400, 401, 404)
-  async logs(
-    @CurrentUser() caller: Principal,
-    @Param('id', ParseUUIDPipe) id: string,
-    @Query() q: LogsQuery,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<string> {
+  async logs(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @Query() q: LogsQuery, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const text = await this.jobs.logs(caller, id, q.tail);
     reply.header('content-type', 'text/plain; charset=utf-8');
     return text;
@@ -135,12 +130,7 @@ export class JobsController {
   @ApiProduces('application/octet-stream')
   @ApiResponse({ status: 200, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } })
   @ApiErrors(400, 401, 404, 409)
-  async artifact(
-    @CurrentUser() caller: Principal,
-    @Param('id', ParseUUIDPipe) id: string,
-    @Param('name') name: string,
-    @Res() reply: FastifyReply,
-  ): Promise<void> {
+  async artifact(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @Param('name') name: string, @Res() reply: FastifyReply): Promise<void> {
     const { artifact, stream } = await this.jobs.openArtifact(caller, id, name);
     const safe = artifact.name.replace(/[^A-Za-z0-9._-]/g, '_');
     await reply

@@ -39,10 +39,28 @@ function shape(s: Schema): unknown {
 }
 
 const summary = (over: Partial<JobSummary> = {}): JobSummary => ({
-  id: '4f0c8b1e-0000-4000-8000-000000000001', ownerId: '4f0c8b1e-0000-4000-8000-0000000000aa', kind: 'sleep', name: null, state: 'queued',
-  priority: 0, environmentId: null, resources: { gpus: 0, cpu_slots: 1 }, devices: null, workerId: null, attempts: 0, maxAttempts: 3,
-  error: null, exitCode: null, progress: null, cancelRequestedAt: null, createdAt: 1_764_700_000_000, startedAt: null, finishedAt: null,
-  updatedAt: 1_764_700_000_000, version: 0, ...over,
+  id: '4f0c8b1e-0000-4000-8000-000000000001',
+  ownerId: '4f0c8b1e-0000-4000-8000-0000000000aa',
+  kind: 'sleep',
+  name: null,
+  state: 'queued',
+  priority: 0,
+  environmentId: null,
+  resources: { gpus: 0, cpu_slots: 1 },
+  devices: null,
+  workerId: null,
+  attempts: 0,
+  maxAttempts: 3,
+  error: null,
+  exitCode: null,
+  progress: null,
+  cancelRequestedAt: null,
+  createdAt: 1_764_700_000_000,
+  startedAt: null,
+  finishedAt: null,
+  updatedAt: 1_764_700_000_000,
+  version: 0,
+  ...over,
 });
 
 describe('JOB_PAGE_SCHEMA', () => {
@@ -51,14 +69,24 @@ describe('JOB_PAGE_SCHEMA', () => {
     expect(Object.keys(JOB_PAGE_SCHEMA.properties.items.items.properties)).toEqual(Object.keys(JobSummaryDto.of(summary())));
   });
 
-  it('makes fast-json-stringify (the list route\'s serialiser) write exactly what JSON.stringify writes', () => {
+  it("makes fast-json-stringify (the list route's serialiser) write exactly what JSON.stringify writes", () => {
     const writePage = fastJson(JOB_PAGE_SCHEMA as never) as (page: JobPageDto) => string;
     const everything = summary({
       name: 'quote " backslash \\ newline \n tab \t unicode é 🚀 lone \ud800 control \u0001',
-      state: 'failed', priority: -3, environmentId: 'math', resources: { gpus: 2, cpu_slots: 16 }, devices: ['gpu:0', 'cpu:3'],
-      workerId: 'worker-1', attempts: 2, error: 'Error: boom\n    at x (y.js:1:2) "quoted" ' + 'long '.repeat(50), exitCode: 137,
-      progress: { step: 7, total: 10, message: 'epoch 1/3 </script>' }, cancelRequestedAt: 1_764_700_000_500,
-      startedAt: 1_764_700_000_100, finishedAt: 1_764_700_000_900, updatedAt: 1_764_700_000_900,
+      state: 'failed',
+      priority: -3,
+      environmentId: 'math',
+      resources: { gpus: 2, cpu_slots: 16 },
+      devices: ['gpu:0', 'cpu:3'],
+      workerId: 'worker-1',
+      attempts: 2,
+      error: 'Error: boom\n    at x (y.js:1:2) "quoted" ' + 'long '.repeat(50),
+      exitCode: 137,
+      progress: { step: 7, total: 10, message: 'epoch 1/3 </script>' },
+      cancelRequestedAt: 1_764_700_000_500,
+      startedAt: 1_764_700_000_100,
+      finishedAt: 1_764_700_000_900,
+      updatedAt: 1_764_700_000_900,
     });
     const pages = [
       { items: [], page: 3, limit: 50, total: 0 },

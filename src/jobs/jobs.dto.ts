@@ -10,7 +10,6 @@ import { JOB_STATES } from './job.entity';
 import type { JobEntity, JobState, JobSummary } from './job.entity';
 
 export class ListJobsQuery extends PageQuery {
-
   @ApiPropertyOptional({ description: 'Comma-separated states', example: 'queued,running' })
   @IsOptional()
   @Transform(({ value }) => (typeof value === 'string' ? value.split(',').map((s) => s.trim()) : value))

@@ -11,10 +11,29 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
 
   const job = (id: string, createdAt: number, over: Partial<JobEntity> = {}): JobEntity =>
     Object.assign(new JobEntity(), {
-      id, ownerId: 'u1', kind: 'sleep', name: null, state: 'queued', priority: 0, environmentId: null,
-      spec: { kind: 'sleep', steps: 1 }, resources: { gpus: 0, cpu_slots: 1 }, devices: null, workerId: null,
-      attempts: 0, maxAttempts: 1, error: null, exitCode: null, progress: null, resumeState: null,
-      cancelRequestedAt: null, leaseExpiresAt: null, createdAt, startedAt: null, finishedAt: null, updatedAt: createdAt,
+      id,
+      ownerId: 'u1',
+      kind: 'sleep',
+      name: null,
+      state: 'queued',
+      priority: 0,
+      environmentId: null,
+      spec: { kind: 'sleep', steps: 1 },
+      resources: { gpus: 0, cpu_slots: 1 },
+      devices: null,
+      workerId: null,
+      attempts: 0,
+      maxAttempts: 1,
+      error: null,
+      exitCode: null,
+      progress: null,
+      resumeState: null,
+      cancelRequestedAt: null,
+      leaseExpiresAt: null,
+      createdAt,
+      startedAt: null,
+      finishedAt: null,
+      updatedAt: createdAt,
       ...over,
     });
 
@@ -25,10 +44,26 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
     await repo.insert(job('00000000-0000-4000-8000-000000000001', t, { name: 'plain' }));
     await repo.insert(
       job('00000000-0000-4000-8000-000000000002', t + 1, {
-        kind: 'train', name: 'everything set', state: 'failed', priority: 5, environmentId: 'math',
-        spec: { kind: 'train', environment: { id: 'math' } }, resources: { gpus: 1, cpu_slots: 2 }, devices: ['gpu:0', 'cpu:1'],
-        workerId: 'w1', attempts: 2, maxAttempts: 3, error: 'boom', exitCode: 1, progress: { step: 3, total: 10, message: 'x' },
-        resumeState: { step: 3 }, cancelRequestedAt: t + 5, leaseExpiresAt: t + 9, startedAt: t + 2, finishedAt: t + 6, updatedAt: t + 6,
+        kind: 'train',
+        name: 'everything set',
+        state: 'failed',
+        priority: 5,
+        environmentId: 'math',
+        spec: { kind: 'train', environment: { id: 'math' } },
+        resources: { gpus: 1, cpu_slots: 2 },
+        devices: ['gpu:0', 'cpu:1'],
+        workerId: 'w1',
+        attempts: 2,
+        maxAttempts: 3,
+        error: 'boom',
+        exitCode: 1,
+        progress: { step: 3, total: 10, message: 'x' },
+        resumeState: { step: 3 },
+        cancelRequestedAt: t + 5,
+        leaseExpiresAt: t + 9,
+        startedAt: t + 2,
+        finishedAt: t + 6,
+        updatedAt: t + 6,
       }),
     );
     await repo.insert(job('00000000-0000-4000-8000-000000000003', t + 2, { ownerId: 'u2', state: 'running' }));
@@ -69,7 +104,7 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
     expect(await ids({ limit: 2, offset: 4 })).toEqual(['', 4]);
   });
 
-  it('raises the version with every update of a row, and only that row\'s', async () => {
+  it("raises the version with every update of a row, and only that row's", async () => {
     const id = '00000000-0000-4000-8000-0000000000a1';
     const other = '00000000-0000-4000-8000-000000000001';
     await repo.insert(job(id, 1_764_800_000_000));

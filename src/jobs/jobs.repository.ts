@@ -23,11 +23,27 @@ export interface JobRef {
 
 /** The columns a listing reads (spec, resume state and lease are left out), named as the entity's properties. */
 const SUMMARY_SELECT = [
-  ['id', 'id'], ['owner_id', 'ownerId'], ['kind', 'kind'], ['name', 'name'], ['state', 'state'], ['priority', 'priority'],
-  ['environment_id', 'environmentId'], ['resources', 'resources'], ['devices', 'devices'], ['worker_id', 'workerId'],
-  ['attempts', 'attempts'], ['max_attempts', 'maxAttempts'], ['error', 'error'], ['exit_code', 'exitCode'], ['progress', 'progress'],
-  ['cancel_requested_at', 'cancelRequestedAt'], ['created_at', 'createdAt'], ['started_at', 'startedAt'], ['finished_at', 'finishedAt'],
-  ['updated_at', 'updatedAt'], ['version', 'version'],
+  ['id', 'id'],
+  ['owner_id', 'ownerId'],
+  ['kind', 'kind'],
+  ['name', 'name'],
+  ['state', 'state'],
+  ['priority', 'priority'],
+  ['environment_id', 'environmentId'],
+  ['resources', 'resources'],
+  ['devices', 'devices'],
+  ['worker_id', 'workerId'],
+  ['attempts', 'attempts'],
+  ['max_attempts', 'maxAttempts'],
+  ['error', 'error'],
+  ['exit_code', 'exitCode'],
+  ['progress', 'progress'],
+  ['cancel_requested_at', 'cancelRequestedAt'],
+  ['created_at', 'createdAt'],
+  ['started_at', 'startedAt'],
+  ['finished_at', 'finishedAt'],
+  ['updated_at', 'updatedAt'],
+  ['version', 'version'],
 ]
   .map(([column, property]) => `"${column}" AS "${property}"`)
   .join(', ');
@@ -228,12 +244,7 @@ export class JobsRepository {
   }
 
   /** Final state reported by the worker that holds the job. */
-  async finish(
-    id: string,
-    workerId: string,
-    state: 'succeeded' | 'failed' | 'cancelled',
-    outcome: { error?: string | null; exitCode?: number | null } = {},
-  ): Promise<boolean> {
+  async finish(id: string, workerId: string, state: 'succeeded' | 'failed' | 'cancelled', outcome: { error?: string | null; exitCode?: number | null } = {}): Promise<boolean> {
     const now = Date.now();
     return this.transition(
       { id, state: In([...ACTIVE_STATES]), workerId },
@@ -269,13 +280,7 @@ export class JobsRepository {
   /** Ends an active job that lost its worker (same guard as {@link requeue}). */
   async abandon(job: JobEntity, state: 'failed' | 'cancelled', reason: string, leaseExpiredBy?: number): Promise<boolean> {
     const now = Date.now();
-    return this.transition(
-      this.heldBy(job, leaseExpiredBy),
-      { state, error: state === 'failed' ? reason : null, finishedAt: now, leaseExpiresAt: null },
-      state,
-      { reason },
-      now,
-    );
+    return this.transition(this.heldBy(job, leaseExpiredBy), { state, error: state === 'failed' ? reason : null, finishedAt: now, leaseExpiresAt: null }, state, { reason }, now);
   }
 
   async cancelQueued(id: string): Promise<boolean> {
@@ -285,10 +290,7 @@ export class JobsRepository {
 
   async requestCancel(id: string): Promise<boolean> {
     const now = Date.now();
-    const result = await this.jobs.update(
-      { id, state: In([...ACTIVE_STATES]), cancelRequestedAt: IsNull() },
-      { cancelRequestedAt: now, updatedAt: now, ...NEXT_VERSION },
-    );
+    const result = await this.jobs.update({ id, state: In([...ACTIVE_STATES]), cancelRequestedAt: IsNull() }, { cancelRequestedAt: now, updatedAt: now, ...NEXT_VERSION });
     return result.affected === 1;
   }
 
@@ -341,13 +343,7 @@ export class JobsRepository {
     return where;
   }
 
-  private async transition(
-    where: FindOptionsWhere<JobEntity>,
-    set: Partial<JobEntity>,
-    state: JobState,
-    detail: Record<string, unknown> | null,
-    now: number,
-  ): Promise<boolean> {
+  private async transition(where: FindOptionsWhere<JobEntity>, set: Partial<JobEntity>, state: JobState, detail: Record<string, unknown> | null, now: number): Promise<boolean> {
     return this.dataSource.transaction(async (m) => {
       const result = await m.update(JobEntity, where, { ...set, updatedAt: now, ...NEXT_VERSION } as never);
       if (result.affected !== 1) return false;

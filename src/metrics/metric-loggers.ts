@@ -44,7 +44,11 @@ const SECRET_KEY = /(^|_)(token|api_?key|secret|password|authorization)$/i;
 export function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([k]) => !SECRET_KEY.test(k)).map(([k, v]) => [k, redactSecrets(v)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .filter(([k]) => !SECRET_KEY.test(k))
+        .map(([k, v]) => [k, redactSecrets(v)]),
+    );
   }
   return value;
 }

@@ -70,7 +70,11 @@ describe('TensorBoard event files', () => {
     const records = readTfRecords(readFileSync(join(dir, file)));
     expect(records).toHaveLength(3);
     expect(decodeScalarEvent(records[0])).toBeNull();
-    expect(decodeFields(records[0]).find((f) => f.field === 3)!.raw!.toString()).toBe('brain.Event:2');
+    expect(
+      decodeFields(records[0])
+        .find((f) => f.field === 3)!
+        .raw!.toString(),
+    ).toBe('brain.Event:2');
     expect(decodeScalarEvent(records[1])).toEqual({ wallTime: 1000.5, step: 1, values: { 'actor/pg_loss': Math.fround(0.1), 'critic/score/mean': 1 } });
     expect(decodeScalarEvent(records[2])).toEqual({ wallTime: 1001, step: 2, values: { 'actor/pg_loss': -0.25 } });
   });
@@ -85,7 +89,9 @@ describe('TensorBoard event files', () => {
     second.close();
     const files = readdirSync(dir);
     expect(files).toHaveLength(1);
-    const events = readTfRecords(readFileSync(join(dir, files[0]))).map(decodeScalarEvent).filter((e) => e !== null);
+    const events = readTfRecords(readFileSync(join(dir, files[0])))
+      .map(decodeScalarEvent)
+      .filter((e) => e !== null);
     expect(events.map((e) => [e!.step, e!.values])).toEqual([
       [1, { 'reward/mean': 1 }],
       [2, { 'reward/mean': 2 }],

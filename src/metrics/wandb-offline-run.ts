@@ -105,7 +105,7 @@ export function readLevelDbLog(file: Buffer): Buffer[] {
     const type = file[pos + 6];
     const data = file.subarray(pos + HEADER, pos + HEADER + len);
     if (data.length !== len) throw new Error(`wandb log: truncated record at ${pos}`);
-    if ((crc32(data, crc32(Buffer.from([type]))) >>> 0) !== sum) throw new Error(`wandb log: bad checksum at ${pos}`);
+    if (crc32(data, crc32(Buffer.from([type]))) >>> 0 !== sum) throw new Error(`wandb log: bad checksum at ${pos}`);
     pos += HEADER + len;
     if (type === FULL) out.push(Buffer.from(data));
     else if (type === FIRST) pending = [Buffer.from(data)];
@@ -251,7 +251,11 @@ export class WandbOfflineRun {
   /** A new run in `o.dir`, or the continuation of the latest one there when `o.keep` is given. */
   static open(o: WandbRunOptions): WandbOfflineRun {
     const root = join(o.dir, 'wandb');
-    const earlier = existsSync(root) ? readdirSync(root).filter((n) => n.startsWith('offline-run-')).sort() : [];
+    const earlier = existsSync(root)
+      ? readdirSync(root)
+          .filter((n) => n.startsWith('offline-run-'))
+          .sort()
+      : [];
     let prior = null;
     if (o.keep && earlier.length > 0) prior = readPrior(join(root, earlier[earlier.length - 1]), o.keep);
     const run = new WandbOfflineRun(o, prior);

@@ -1,14 +1,5 @@
 import { configJsonSchema, isEnvironmentError, PROTOCOL_VERSION } from '@opentinker/env-sdk';
-import type {
-  CreateEpisodeRequest,
-  CreateEpisodeResponse,
-  InfoResponse,
-  JsonObject,
-  JsonValue,
-  ProtocolError,
-  StepResponse,
-  TasksResponse,
-} from '@opentinker/env-sdk';
+import type { CreateEpisodeRequest, CreateEpisodeResponse, InfoResponse, JsonObject, JsonValue, ProtocolError, StepResponse, TasksResponse } from '@opentinker/env-sdk';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import type { EpisodeStore } from './episode-store';
@@ -57,7 +48,12 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
       try {
         owners.set(request, await authorize(request.headers.authorization, request.ip));
       } catch (e) {
-        const { statusCode = 401, code = 'ENV_UNAUTHENTICATED', message = 'Unauthenticated', field } = e as { status?: number; statusCode?: number; code?: string; message?: string; field?: string };
+        const {
+          statusCode = 401,
+          code = 'ENV_UNAUTHENTICATED',
+          message = 'Unauthenticated',
+          field,
+        } = e as { status?: number; statusCode?: number; code?: string; message?: string; field?: string };
         const status = (e as { status?: number }).status ?? statusCode;
         const retryAfter = (e as { retryAfter?: number }).retryAfter;
         if (retryAfter !== undefined) reply.header('retry-after', String(Math.ceil(retryAfter)));
@@ -73,7 +69,12 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
     if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(error(ENV_ERROR_STATUS[err.code] ?? 500, err.code, err.message, err.field));
-    const e = err as { statusCode?: number; validation?: { instancePath?: string; params?: { missingProperty?: string; additionalProperty?: string } }[]; message?: string; code?: string };
+    const e = err as {
+      statusCode?: number;
+      validation?: { instancePath?: string; params?: { missingProperty?: string; additionalProperty?: string } }[];
+      message?: string;
+      code?: string;
+    };
     if (e.validation) {
       const v = e.validation[0];
       const field = [v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty].filter(Boolean).join('.');

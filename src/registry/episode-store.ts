@@ -101,7 +101,10 @@ export class EpisodeStore {
     return n;
   }
 
-  async create(req: { task?: JsonValue; split?: Split; index?: number; seed: number; config?: JsonObject }, owner = ''): Promise<{ id: string; messages: Message[]; task: unknown }> {
+  async create(
+    req: { task?: JsonValue; split?: Split; index?: number; seed: number; config?: JsonObject },
+    owner = '',
+  ): Promise<{ id: string; messages: Message[]; task: unknown }> {
     const perOwner = this.options.maxEpisodesPerOwner;
     if (perOwner !== undefined && this.openBy(owner) >= perOwner) {
       await this.expire();

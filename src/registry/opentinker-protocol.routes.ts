@@ -53,7 +53,8 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     }
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
-    if (err instanceof RequestError) return reply.code(422).send({ detail: [{ loc: ['body', err.field], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
+    if (err instanceof RequestError)
+      return reply.code(422).send({ detail: [{ loc: ['body', err.field], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
     if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
     const e = err as { statusCode?: number; message?: string };
     if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
@@ -126,7 +127,8 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   const jobOf = (request: FastifyRequest): string => {
     const q = request.query as { job_id?: unknown };
     if (q.job_id === undefined) return 'default';
-    if (typeof q.job_id !== 'string' || q.job_id.length === 0 || q.job_id.length > MAX_ID_CHARS) throw new RequestError('job_id', `job_id must be a string of 1 to ${MAX_ID_CHARS} characters`);
+    if (typeof q.job_id !== 'string' || q.job_id.length === 0 || q.job_id.length > MAX_ID_CHARS)
+      throw new RequestError('job_id', `job_id must be a string of 1 to ${MAX_ID_CHARS} characters`);
     return q.job_id;
   };
   app.get('/stats', async (request) => {
@@ -207,7 +209,8 @@ function objectField(body: Record<string, unknown>, key: string): JsonObject {
 
 function integerField(body: Record<string, unknown>, key: string): number {
   const v = body[key];
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || (key === 'index' && v < 0)) throw new RequestError(key, `${key} must be ${key === 'index' ? 'a whole number from 0' : 'an integer'}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || (key === 'index' && v < 0))
+    throw new RequestError(key, `${key} must be ${key === 'index' ? 'a whole number from 0' : 'an integer'}`);
   return v;
 }
 

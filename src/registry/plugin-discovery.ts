@@ -70,9 +70,7 @@ export function resolveEntry(dir: string, manifest: PackageManifest): string {
   };
   const exp = manifest.exports;
   const fromExports =
-    exp && typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.'))
-      ? pick((exp as Record<string, unknown>)['.'])
-      : pick(exp);
+    exp && typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.')) ? pick((exp as Record<string, unknown>)['.']) : pick(exp);
   const relative = fromExports ?? manifest.main ?? 'index.js';
   const candidates = [relative, `${relative}.js`, join(relative, 'index.js')];
   for (const candidate of candidates) {

@@ -26,9 +26,7 @@ export async function loadRegistry(paths: RegistryPaths): Promise<PluginRecord[]
     if (r.status !== 'loaded' || !r.id) continue;
     const other = byId.get(r.id);
     if (other) {
-      throw new Error(
-        `Two environment packages declare the id "${r.id}": ${other.packageName} (${other.dir}) and ${r.packageName} (${r.dir}). Remove or rename one.`,
-      );
+      throw new Error(`Two environment packages declare the id "${r.id}": ${other.packageName} (${other.dir}) and ${r.packageName} (${r.dir}). Remove or rename one.`);
     }
     byId.set(r.id, r);
   }

@@ -34,7 +34,15 @@ export async function resolveEnvironment(target: string, hostRoot: string): Prom
 export async function loadEnvironmentExport<T>(id: string, name: string, hostRoot: string): Promise<T> {
   const records = await loadRegistry({ hostRoot, pluginsDir: join(hostRoot, 'plugins') });
   const record = records.find((r) => r.id === id && r.status === 'loaded');
-  if (!record) throw new Error(`Unknown environment ${id} (known: ${records.filter((r) => r.status === 'loaded').map((r) => r.id).join(', ') || 'none'})`);
+  if (!record)
+    throw new Error(
+      `Unknown environment ${id} (known: ${
+        records
+          .filter((r) => r.status === 'loaded')
+          .map((r) => r.id)
+          .join(', ') || 'none'
+      })`,
+    );
   const manifest = JSON.parse(readFileSync(join(record.dir, 'package.json'), 'utf8'));
   const mod = (await import(pathToFileURL(resolveEntry(record.dir, manifest)).href)) as Record<string, unknown>;
   const value = mod[name] ?? (mod.default as Record<string, unknown> | undefined)?.[name];

@@ -32,7 +32,7 @@ describe('environment URL policy', () => {
     await expect(checkEnvironmentUrl('http://[::ffff:7f00:1]:80', user)).rejects.toThrow(/not an environment server/);
   });
 
-  it("refuses at connection time what a name resolves to (the check and the connection use one lookup)", async () => {
+  it('refuses at connection time what a name resolves to (the check and the connection use one lookup)', async () => {
     const server = createServer((_req, res) => res.end('{}'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;

@@ -153,7 +153,9 @@ function refused(raw: string): UrlNotAllowedError {
 }
 
 function resolveAll(hostname: string): Promise<string[]> {
-  return new Promise((resolve, reject) => dnsLookup(hostname, { all: true }, (error, addresses: LookupAddress[]) => (error ? reject(error) : resolve(addresses.map((a) => a.address)))));
+  return new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true }, (error, addresses: LookupAddress[]) => (error ? reject(error) : resolve(addresses.map((a) => a.address)))),
+  );
 }
 
 /**

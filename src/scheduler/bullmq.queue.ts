@@ -155,10 +155,7 @@ export class BullmqQueue implements JobQueue {
   private async answer<T>(what: string, work: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`Redis did not answer within ${ANSWER_MS / 1000} s (${what}; connection ${this.connection.status})`)),
-        ANSWER_MS,
-      );
+      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ANSWER_MS / 1000} s (${what}; connection ${this.connection.status})`)), ANSWER_MS);
     });
     try {
       return await Promise.race([work, timeout]);

@@ -15,12 +15,7 @@ export function parseNvidiaSmi(output: string): DeviceInfo[] {
 
 function runNvidiaSmi(): Promise<string | null> {
   return new Promise((resolve) => {
-    execFile(
-      'nvidia-smi',
-      ['--query-gpu=index,name,memory.total', '--format=csv,noheader,nounits'],
-      { timeout: 10_000 },
-      (error, stdout) => resolve(error ? null : stdout),
-    );
+    execFile('nvidia-smi', ['--query-gpu=index,name,memory.total', '--format=csv,noheader,nounits'], { timeout: 10_000 }, (error, stdout) => resolve(error ? null : stdout));
   });
 }
 

@@ -61,7 +61,11 @@ export class DevicePool {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(retry);
-        reject(new Error(`its ${r.gpus} GPU(s) and ${r.cpu_slots} CPU slot(s) did not free up within ${timeoutMs / 1000} s (${this.taken.size} of ${this.devices.length} devices are in use)`));
+        reject(
+          new Error(
+            `its ${r.gpus} GPU(s) and ${r.cpu_slots} CPU slot(s) did not free up within ${timeoutMs / 1000} s (${this.taken.size} of ${this.devices.length} devices are in use)`,
+          ),
+        );
       }, timeoutMs);
       this.waiters.add(retry);
       retry();

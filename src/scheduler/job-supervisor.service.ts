@@ -212,7 +212,8 @@ export class JobSupervisor {
     let text = log.buffer;
     log.buffer = '';
     if (log.stored + text.length > DB_LOG_LIMIT) {
-      text = text.slice(0, Math.max(0, DB_LOG_LIMIT - log.stored)) +
+      text =
+        text.slice(0, Math.max(0, DB_LOG_LIMIT - log.stored)) +
         `\n[log truncated here: the full log is ${this.redact(this.config.jobDir(entry.job.id))}/job.log on worker ${entry.workerId}]\n`;
       log.truncated = true;
     }

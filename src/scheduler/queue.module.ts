@@ -53,8 +53,7 @@ class QueueKeeper implements OnApplicationBootstrap, OnApplicationShutdown {
     {
       provide: JOB_QUEUE,
       inject: [AppConfig, JobsRepository],
-      useFactory: (config: AppConfig, jobs: JobsRepository): JobQueue =>
-        config.values.redis_url ? new BullmqQueue(config.values.redis_url, jobs) : new EmbeddedQueue(jobs),
+      useFactory: (config: AppConfig, jobs: JobsRepository): JobQueue => (config.values.redis_url ? new BullmqQueue(config.values.redis_url, jobs) : new EmbeddedQueue(jobs)),
     },
     WorkersRepository,
     LeaseReaper,

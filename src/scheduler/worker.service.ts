@@ -42,7 +42,11 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     private readonly users: UsersRepository,
     private readonly devices: DevicePoolService,
   ) {
-    this.id = config.values.worker_id ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}-${randomBytes(4).toString('hex')}`;
+    this.id =
+      config.values.worker_id ??
+      `${hostname()
+        .replace(/[^A-Za-z0-9._-]/g, '-')
+        .slice(0, 40)}-${randomBytes(4).toString('hex')}`;
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -168,7 +168,10 @@ export async function runEpisodes(policy: Policy, env: EnvironmentInstance<unkno
     // the cost). Sorting by room keeps that rare.
     for (let pass = 0; pending.length > 0 && !signal?.aborted; pass++) {
       const room = (s: EpisodeState) => policy.contextLength - s.promptIds.length - s.responseIds.length - s.turnIds.length;
-      const order = pending.map((s, i) => ({ s, i })).sort((a, b) => room(b.s) - room(a.s) || a.i - b.i).map((x) => x.s);
+      const order = pending
+        .map((s, i) => ({ s, i }))
+        .sort((a, b) => room(b.s) - room(a.s) || a.i - b.i)
+        .map((x) => x.s);
       const size = Math.max(1, opts.batchSize ?? order.length);
       for (let c = 0; c * size < order.length && !signal?.aborted; c++) {
         const chunk = order.slice(c * size, (c + 1) * size);
@@ -313,7 +316,8 @@ export function checkStep(value: unknown): StepResult {
   const observation = v.observation ?? '';
   if (typeof observation !== 'string') throw new Error('step returned an observation that is not a string');
   if (observation.length > MAX_OBSERVATION_CHARS) throw new Error(`step returned an observation over ${MAX_OBSERVATION_CHARS} characters`);
-  if (v.observationRole !== undefined && v.observationRole !== 'user' && v.observationRole !== 'tool') throw new Error(`step returned observationRole ${String(v.observationRole)}`);
+  if (v.observationRole !== undefined && v.observationRole !== 'user' && v.observationRole !== 'tool')
+    throw new Error(`step returned observationRole ${String(v.observationRole)}`);
   const info = v.info ?? {};
   if (typeof info !== 'object' || Array.isArray(info)) throw new Error('step returned info that is not an object');
   return { observation, observationRole: v.observationRole, reward: v.reward, done: v.done, info: jsonObject(info) };

@@ -3,16 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trainKind } from '../jobs/kinds/train/train.kind';
-import {
-  checkpointDir,
-  listCheckpoints,
-  mergedWeights,
-  pruneCheckpoints,
-  readOptimizer,
-  readTrainerState,
-  saveCheckpoint,
-  type TrainerState,
-} from './checkpoints';
+import { checkpointDir, listCheckpoints, mergedWeights, pruneCheckpoints, readOptimizer, readTrainerState, saveCheckpoint, type TrainerState } from './checkpoints';
 import { ensureEngineBackend } from './policy';
 import { computeAdvantages, trajectoryRow, updatePolicy, type AlgorithmSpec } from './policy-update';
 import { TaskCursor } from './task-cursor';
@@ -34,27 +25,29 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 /** One GRPO step on the batch the cursor hands out (tasks become responses deterministically). */
 function trainOn(model: Model, trainer: Trainer, tasks: number[]): void {
-  const rows = tasks.flatMap((task, g) =>
-    [0, 1].map((sample): Trajectory => {
-      const response = [20 + ((task * 7 + sample) % 200), 21 + sample];
-      return {
-        taskIndex: task,
-        group: g,
-        sample,
-        promptIds: [5, 6 + (task % 50)],
-        responseIds: response,
-        lossMask: Uint8Array.of(1, 1),
-        oldLogProbs: Float32Array.of(-5, -5),
-        turnEnds: [1],
-        turnRewards: [sample],
-        reward: sample,
-        finish: 'done',
-        messages: [],
-        info: {},
-        generatedTokens: 2,
-      };
-    }),
-  ).map(trajectoryRow);
+  const rows = tasks
+    .flatMap((task, g) =>
+      [0, 1].map((sample): Trajectory => {
+        const response = [20 + ((task * 7 + sample) % 200), 21 + sample];
+        return {
+          taskIndex: task,
+          group: g,
+          sample,
+          promptIds: [5, 6 + (task % 50)],
+          responseIds: response,
+          lossMask: Uint8Array.of(1, 1),
+          oldLogProbs: Float32Array.of(-5, -5),
+          turnEnds: [1],
+          turnRewards: [sample],
+          reward: sample,
+          finish: 'done',
+          messages: [],
+          info: {},
+          generatedTokens: 2,
+        };
+      }),
+    )
+    .map(trajectoryRow);
   computeAdvantages(rows, ALGO);
   updatePolicy(trainer, rows, { algorithm: ALGO, padId: 0, lossScaleFactor: 4 });
 }

@@ -84,7 +84,9 @@ describe('openEnvironment', () => {
       } finally {
         await handle.close();
       }
-      await expect(openEnvironment(environmentSpec.parse({ id: 'gomoku', url, token: 'secret' }), ctx)).rejects.toThrow(/^environment\.id: the server at .* serves environment math, not gomoku/);
+      await expect(openEnvironment(environmentSpec.parse({ id: 'gomoku', url, token: 'secret' }), ctx)).rejects.toThrow(
+        /^environment\.id: the server at .* serves environment math, not gomoku/,
+      );
       await expect(openEnvironment(environmentSpec.parse({ id: 'math', url, dataset: '0b6c3f4e-1d2a-4c5b-8e9f-0a1b2c3d4e5f' }), ctx)).rejects.toThrow(/^environment\.dataset: /);
     } finally {
       await app.close();

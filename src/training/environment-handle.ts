@@ -54,7 +54,10 @@ async function openLocal(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Pr
   if (!record?.environment) {
     const failed = records.find((r) => r.id === spec.id);
     if (failed) throw new Error(`environment.id: environment ${spec.id} failed to load: ${failed.error}`);
-    throw unknownEnvironment(spec.id ?? '', records.filter((r) => r.status === 'loaded').map((r) => r.id));
+    throw unknownEnvironment(
+      spec.id ?? '',
+      records.filter((r) => r.status === 'loaded').map((r) => r.id),
+    );
   }
   const definition = record.environment;
   const datasets = datasetFiles(spec, definition, (id) => datasetFile(ctx.paths.datasetsDir, id));

@@ -56,10 +56,9 @@ describe('policy update', () => {
     const model = Model.init(CONFIG, 3);
     const trainer = new Trainer(model, { lr: 1e-2, maxGradNorm: 1, weightDecay: 0 });
     try {
-      const rows = [
-        trajectory(model, { group: 0, sample: 0, response: GOOD, turnRewards: [1] }),
-        trajectory(model, { group: 0, sample: 1, response: BAD, turnRewards: [0] }),
-      ].map(trajectoryRow);
+      const rows = [trajectory(model, { group: 0, sample: 0, response: GOOD, turnRewards: [1] }), trajectory(model, { group: 0, sample: 1, response: BAD, turnRewards: [0] })].map(
+        trajectoryRow,
+      );
       const goodBefore = responseLogProb(model, GOOD);
       const badBefore = responseLogProb(model, BAD);
       computeAdvantages(rows, algorithm());
@@ -126,10 +125,12 @@ describe('policy update', () => {
     const run = (miniBatchTasks: number | undefined, microBatchSize: number | undefined) => {
       const model = Model.init(CONFIG, 5);
       const trainer = new Trainer(model, { lr: 1e-2, weightDecay: 0 });
-      const rows = [0, 1].flatMap((g) => [
-        trajectory(model, { group: g, sample: 0, response: [30 + g, 31, 32], turnRewards: [1] }),
-        trajectory(model, { group: g, sample: 1, response: [33, 34 + g], turnRewards: [0] }),
-      ]).map(trajectoryRow);
+      const rows = [0, 1]
+        .flatMap((g) => [
+          trajectory(model, { group: g, sample: 0, response: [30 + g, 31, 32], turnRewards: [1] }),
+          trajectory(model, { group: g, sample: 1, response: [33, 34 + g], turnRewards: [0] }),
+        ])
+        .map(trajectoryRow);
       computeAdvantages(rows, algorithm());
       const r = updatePolicy(trainer, rows, { algorithm: algorithm({ loss_agg_mode: 'seq-mean-token-mean' }), padId: 0, lossScaleFactor: 8, miniBatchTasks, microBatchSize });
       const weights = model.exportWeights().get('model.layers.0.self_attn.q_proj.weight')!.data;
@@ -145,7 +146,12 @@ describe('policy update', () => {
     whole.weights.forEach((w, i) => (diff = Math.max(diff, Math.abs(w - micro.weights[i]))));
     expect(diff).toBeLessThan(1e-6);
     expect(run(1, undefined).steps).toBe(2);
-    expect(miniBatches([0, 1, 0, 2, 1].map((group) => ({ group }) as UpdateRow), 2).map((m) => m.map((r) => r.group))).toEqual([[0, 0, 1, 1], [2]]);
+    expect(
+      miniBatches(
+        [0, 1, 0, 2, 1].map((group) => ({ group }) as UpdateRow),
+        2,
+      ).map((m) => m.map((r) => r.group)),
+    ).toEqual([[0, 0, 1, 1], [2]]);
   });
 
   it('drops groups whose rewards agree with filter_groups and reports the mixed fraction', () => {
@@ -168,10 +174,9 @@ describe('policy update', () => {
     const reference = model.clone({ trainable: false });
     const algo = algorithm({ adv_estimator: 'gae', kl_loss_coef: 0.01, entropy_coeff: 0.01, ppo_epochs: 2 });
     const step = () => {
-      const rows = [
-        trajectory(model, { group: 0, sample: 0, response: GOOD, turnRewards: [1] }),
-        trajectory(model, { group: 0, sample: 1, response: BAD, turnRewards: [0] }),
-      ].map(trajectoryRow);
+      const rows = [trajectory(model, { group: 0, sample: 0, response: GOOD, turnRewards: [1] }), trajectory(model, { group: 0, sample: 1, response: BAD, turnRewards: [0] })].map(
+        trajectoryRow,
+      );
       const refs = scoreRows(reference, rows, { padId: 0, micro: 1, field: 'logProbs' });
       const values = scoreRows(critic, rows, { padId: 0, micro: 2, field: 'values' });
       rows.forEach((r, i) => ((r.refLogProb = refs[i]), (r.values = values[i])));

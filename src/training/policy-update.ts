@@ -204,7 +204,10 @@ export function scoreRows(model: Model, rows: UpdateRow[], o: { padId: number; m
   const out: Float32Array[] = [];
   for (let i = 0; i < rows.length; i += o.micro) {
     const chunk = rows.slice(i, i + o.micro);
-    const batch = padBatch(chunk.map((r) => r.ids), { padId: o.padId });
+    const batch = padBatch(
+      chunk.map((r) => r.ids),
+      { padId: o.padId },
+    );
     const s = model.scoreTokens(batch, { adapter: o.adapter ?? true });
     const flat = o.field === 'values' ? s.values : s.logProbs;
     if (!flat) throw new Error('The critic model has no value head');
@@ -331,7 +334,10 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
           critic?.zeroGrad();
           return { metrics: means.toRecord(), trainedTokens, optimizerSteps, stopped: true };
         }
-        const batch = padBatch(micro.map((r) => r.ids), { padId: cfg.padId });
+        const batch = padBatch(
+          micro.map((r) => r.ids),
+          { padId: cfg.padId },
+        );
         const shape = { batch: batch.batchSize, seqLen: batch.seqLen };
         const T = batch.seqLen;
         const mask = stack(micro, T, (r) => r.mask);

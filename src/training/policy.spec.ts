@@ -10,7 +10,14 @@ import type { RunnerPaths } from '../runner/runner-protocol';
 import { loadPolicy, parseJobModelRef, resolveJobModelDir } from './policy';
 
 const home = mkdtempSync(join(tmpdir(), 'ot-policy-'));
-const paths: RunnerPaths = { hostRoot: process.cwd(), pluginsDir: join(home, 'plugins'), home, jobsDir: join(home, 'jobs'), datasetsDir: join(home, 'datasets'), modelRoots: [home] };
+const paths: RunnerPaths = {
+  hostRoot: process.cwd(),
+  pluginsDir: join(home, 'plugins'),
+  home,
+  jobsDir: join(home, 'jobs'),
+  datasetsDir: join(home, 'datasets'),
+  modelRoots: [home],
+};
 const ctx = { paths, log: () => undefined };
 
 afterAll(() => rmSync(home, { recursive: true, force: true }));

@@ -106,7 +106,9 @@ export function engineSummary(info: BackendInfo): string {
 function weightsSummary(model: Model): string {
   const { heap, native } = model.weightBytes();
   const mb = (b: number) => `${(b / 1024 ** 2).toFixed(0)} MB`;
-  return native > 0 ? `weights ${mb(native)} outside the heap (${model.trainable ? 'trainable' : 'frozen'}), ${mb(heap)} in it` : `weights ${mb(heap)} in the heap (${model.trainable ? 'trainable' : 'frozen'})`;
+  return native > 0
+    ? `weights ${mb(native)} outside the heap (${model.trainable ? 'trainable' : 'frozen'}), ${mb(heap)} in it`
+    : `weights ${mb(heap)} in the heap (${model.trainable ? 'trainable' : 'frozen'})`;
 }
 
 /** Text that no chat template produces on its own: marks where an assistant message's content sits. */

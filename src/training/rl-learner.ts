@@ -213,7 +213,13 @@ export class RlLearner {
     const { ctx, policy, spec } = this.o;
     const t0 = process.hrtime.bigint();
     const dir = await saveCheckpoint(ctx.workDir, state.step, {
-      policy: { model: policy.model, tokenizer: policy.tokenizer, chatTemplate: policy.chatTemplate.source, ...(policy.rawConfig ? { rawConfig: policy.rawConfig } : {}), baseName: policy.source },
+      policy: {
+        model: policy.model,
+        tokenizer: policy.tokenizer,
+        chatTemplate: policy.chatTemplate.source,
+        ...(policy.rawConfig ? { rawConfig: policy.rawConfig } : {}),
+        baseName: policy.source,
+      },
       optimizer: this.actor.optimizerState(),
       state,
       ...(this.critic ? { critic: { model: this.critic.model, optimizer: this.critic.trainer.optimizerState() } } : {}),

@@ -20,17 +20,22 @@ export async function runSession(ctx: RunContext<SessionSpec>): Promise<void> {
   if (spec.optim.lr_schedule === 'cosine') {
     throw new Error('optim.lr_schedule: a session has no step count to decay over; use constant (with warmup_steps)');
   }
-  await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, null), async (policy, handle) => {
-    const counter = { step: 0 };
-    const schedule = warmupConstantSchedule({ peak: spec.optim.lr, warmupSteps: spec.optim.warmup_steps });
-    const rng = new Prng(mixSeed(spec.seed, 0x7a1));
-    const learner = await RlLearner.create({ ctx, spec, policy, env: handle.env, envId: handle.meta.id, resumeDir: null, lr: () => schedule(counter.step - 1), rng });
-    try {
-      await new Session(ctx, spec, learner, handle.env.tasks, rng, counter).serve(policy);
-    } finally {
-      learner.dispose();
-    }
-  });
+  await withPolicyAndEnvironment(
+    spec,
+    ctx,
+    () => openTrainablePolicy(spec, ctx, null),
+    async (policy, handle) => {
+      const counter = { step: 0 };
+      const schedule = warmupConstantSchedule({ peak: spec.optim.lr, warmupSteps: spec.optim.warmup_steps });
+      const rng = new Prng(mixSeed(spec.seed, 0x7a1));
+      const learner = await RlLearner.create({ ctx, spec, policy, env: handle.env, envId: handle.meta.id, resumeDir: null, lr: () => schedule(counter.step - 1), rng });
+      try {
+        await new Session(ctx, spec, learner, handle.env.tasks, rng, counter).serve(policy);
+      } finally {
+        learner.dispose();
+      }
+    },
+  );
 }
 
 class Session {
@@ -55,7 +60,9 @@ class Session {
   async serve(policy: Parameters<typeof generateChat>[0]): Promise<void> {
     const { ctx } = this;
     const idleMs = this.spec.idle_timeout_seconds * 1000;
-    ctx.log(`session ready: ${policy.source} (train split ${this.trainSize ?? 'endless'}, test ${this.testSize ?? 'endless'}); closes after ${this.spec.idle_timeout_seconds} s without a call`);
+    ctx.log(
+      `session ready: ${policy.source} (train split ${this.trainSize ?? 'endless'}, test ${this.testSize ?? 'endless'}); closes after ${this.spec.idle_timeout_seconds} s without a call`,
+    );
     ctx.progress(0, null, 'ready');
     for (;;) {
       const call = await ctx.calls.next(idleMs);

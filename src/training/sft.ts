@@ -33,7 +33,9 @@ export function renderTarget(template: string, task: unknown, key = 'sft.target'
     if (typeof value === 'string') return value;
     if (typeof value === 'number' || typeof value === 'boolean') return String(value);
     const owner = fromInfo ? "the previous step's info" : 'the task';
-    throw new Error(`${key}: ${owner} has no text field ${fromInfo ? path.slice('info.'.length) : path}${value === undefined ? '' : ` (it is ${value === null ? 'null' : typeof value})`}`);
+    throw new Error(
+      `${key}: ${owner} has no text field ${fromInfo ? path.slice('info.'.length) : path}${value === undefined ? '' : ` (it is ${value === null ? 'null' : typeof value})`}`,
+    );
   });
 }
 

@@ -77,15 +77,19 @@ const CASES: Array<[string, Record<string, unknown>]> = [
 ];
 
 describe('a 1-step train job with each estimator and loss mode added for verl b178a3c', () => {
-  test.each(CASES)('%s', async (name, algorithm) => {
-    const { metrics, logs } = await run(name, algorithm);
-    const step = metrics.find((m) => 'actor/pg_loss' in m);
-    expect(step).toBeDefined();
-    expect(Number.isFinite(step!['actor/pg_loss'])).toBe(true);
-    expect(Number.isFinite(step!['actor/grad_norm'])).toBe(true);
-    if ('kl_loss_coef' in algorithm) expect(Number.isFinite(step!['actor/kl_loss'])).toBe(true);
-    expect(logs.join('\n')).toMatch(new RegExp(`; ${(algorithm.adv_estimator as string | undefined) ?? 'grpo'}, 1 steps`));
-  }, 60_000);
+  test.each(CASES)(
+    '%s',
+    async (name, algorithm) => {
+      const { metrics, logs } = await run(name, algorithm);
+      const step = metrics.find((m) => 'actor/pg_loss' in m);
+      expect(step).toBeDefined();
+      expect(Number.isFinite(step!['actor/pg_loss'])).toBe(true);
+      expect(Number.isFinite(step!['actor/grad_norm'])).toBe(true);
+      if ('kl_loss_coef' in algorithm) expect(Number.isFinite(step!['actor/kl_loss'])).toBe(true);
+      expect(logs.join('\n')).toMatch(new RegExp(`; ${(algorithm.adv_estimator as string | undefined) ?? 'grpo'}, 1 steps`));
+    },
+    60_000,
+  );
 });
 
 describe('scoreSumPiSquared', () => {
@@ -111,7 +115,7 @@ describe('train spec', () => {
     expect(() => spec({ kl_loss_type: 'k3+' })).toThrow(expect.objectContaining({ field: 'algorithm.kl_loss_type' }));
   });
 
-  test('sapo temperatures default to verl\'s', () => {
+  test("sapo temperatures default to verl's", () => {
     expect(spec({ loss_mode: 'sapo' }).algorithm).toMatchObject({ loss_mode: 'sapo', tau_pos: 1, tau_neg: 1.05 });
   });
 });

@@ -38,14 +38,19 @@ export async function runTrain(jobCtx: RunContext<TrainSpec>): Promise<void> {
   let exitCode = 1;
   try {
     const resume = await findResume(ctx);
-    await withPolicyAndEnvironment(spec, ctx, () => openTrainablePolicy(spec, ctx, resume?.dir ?? null), async (policy, handle) => {
-      const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
-      try {
-        await run.run();
-      } finally {
-        run.dispose();
-      }
-    });
+    await withPolicyAndEnvironment(
+      spec,
+      ctx,
+      () => openTrainablePolicy(spec, ctx, resume?.dir ?? null),
+      async (policy, handle) => {
+        const run = new TrainRun(ctx, spec, policy, handle.env, handle.meta.id, resume);
+        try {
+          await run.run();
+        } finally {
+          run.dispose();
+        }
+      },
+    );
     if (!ctx.signal.aborted) exitCode = 0;
   } finally {
     await loggers.close(exitCode).catch((error: Error) => jobCtx.log(`metric loggers: could not finish their files: ${error.message}`));
@@ -102,7 +107,8 @@ class TrainRun {
 
   async run(): Promise<void> {
     const { spec, ctx } = this;
-    const totalSteps = this.resume?.state.total_steps ?? plannedSteps({ totalSteps: spec.total_steps, numEpochs: spec.num_epochs, batchSize: spec.batch_size, trainSize: this.trainSize });
+    const totalSteps =
+      this.resume?.state.total_steps ?? plannedSteps({ totalSteps: spec.total_steps, numEpochs: spec.num_epochs, batchSize: spec.batch_size, trainSize: this.trainSize });
     this.log(
       `train: ${this.policy.source}${spec.model.lora ? ` + LoRA r${spec.model.lora.rank}` : ''} on ${this.envId} ` +
         `(train split ${this.trainSize ?? 'endless'}, test ${this.testSize ?? 'endless'}); ${spec.algorithm.adv_estimator}, ` +
@@ -145,7 +151,16 @@ class TrainRun {
 
     const cursor = new TaskCursor(this.trainSize, spec.seed, cursorStart, cursorState);
     const save = (n: number, metrics: Record<string, number>) =>
-      learner.save({ step: n, total_steps: totalSteps, cursor: cursor.state, cursor_start: cursorStart, rng: rng.getState(), metrics, sft_steps: sftSteps, created: new Date().toISOString() });
+      learner.save({
+        step: n,
+        total_steps: totalSteps,
+        cursor: cursor.state,
+        cursor_start: cursorStart,
+        rng: rng.getState(),
+        metrics,
+        sft_steps: sftSteps,
+        created: new Date().toISOString(),
+      });
 
     if (!this.resume && sftSteps > 0) await save(0, {});
     if (!this.resume && spec.val_before_train) {
@@ -232,7 +247,9 @@ class TrainRun {
     let lossSum = 0;
     let lossN = 0;
     const t0 = process.hrtime.bigint();
-    const what = s.turns ? `turns ${JSON.stringify(s.turns)}${s.turns_repeat_last ? ', the last repeating until the episode ends' : ''} (replayed through the environment)` : `target ${JSON.stringify(s.target)}`;
+    const what = s.turns
+      ? `turns ${JSON.stringify(s.turns)}${s.turns_repeat_last ? ', the last repeating until the episode ends' : ''} (replayed through the environment)`
+      : `target ${JSON.stringify(s.target)}`;
     this.log(`sft: ${s.steps} steps × ${s.batch_size} examples (${fixed > 0 ? `${fixed} fixed tasks` : 'fresh tasks'}), lr ${s.lr}, ${what}`);
     try {
       for (let i = 1; i <= s.steps; i++) {
@@ -255,7 +272,8 @@ class TrainRun {
           // Fresh tasks are seen once; only the fixed set is worth keeping.
           if (fixed === 0) examples.delete(index);
         }
-        if (batch.length === 0) throw new Error(`sft: no example fits the context of ${this.policy.contextLength} tokens (prompt + ${s.turns ? 'scripted conversation' : 'target'})`);
+        if (batch.length === 0)
+          throw new Error(`sft: no example fits the context of ${this.policy.contextLength} tokens (prompt + ${s.turns ? 'scripted conversation' : 'target'})`);
         const { batch: tokens, coefficients } = sftBatch(batch, this.padId);
         const r = trainer.trainStep(tokens, coefficients);
         lossSum += r.loss;
@@ -274,7 +292,8 @@ class TrainRun {
     } finally {
       trainer.dispose();
     }
-    if (tooLong > 0) this.log(`sft: skipped ${tooLong} task(s) whose prompt + ${s.turns ? 'scripted conversation' : 'target'} exceed the context of ${this.policy.contextLength} tokens`);
+    if (tooLong > 0)
+      this.log(`sft: skipped ${tooLong} task(s) whose prompt + ${s.turns ? 'scripted conversation' : 'target'} exceed the context of ${this.policy.contextLength} tokens`);
     return fixed > 0 ? fixed : s.steps * s.batch_size;
   }
 
@@ -320,7 +339,9 @@ class TrainRun {
     this.ctx.metrics(step, metrics);
     this.log(
       `validation at step ${step}: reward ${s.rewardMean.toFixed(3)}${s.accuracy !== null ? ` accuracy ${pct(s.accuracy)}` : ''}` +
-        Object.entries(resultRates(s)).map(([rate, x]) => ` ${rate.replace(/_rate$/, '')} ${pct(x)}`).join('') +
+        Object.entries(resultRates(s))
+          .map(([rate, x]) => ` ${rate.replace(/_rate$/, '')} ${pct(x)}`)
+          .join('') +
         ` (${n} tasks, ${metrics['timing/val_s'].toFixed(1)} s)`,
     );
     return true;

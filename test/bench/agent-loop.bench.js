@@ -36,7 +36,11 @@ async function main() {
   const paths = { hostRoot: root, pluginsDir: join(root, 'plugins'), home, jobsDir: join(home, 'jobs'), datasetsDir: join(home, 'datasets') };
   const log = () => undefined;
   const policy = await loadPolicy(modelSpec.parse({ preset: 'tiny-char', chat_template: 'plain' }), { paths, log });
-  const handle = await openEnvironment(environmentSpec.parse({ id: 'math', config: { style: 'equation', difficulty: 3 } }), { paths, workDir: join(home, 'agent-loop-bench'), log });
+  const handle = await openEnvironment(environmentSpec.parse({ id: 'math', config: { style: 'equation', difficulty: 3 } }), {
+    paths,
+    workDir: join(home, 'agent-loop-bench'),
+    log,
+  });
   const rollout = rolloutSpec.parse({ max_new_tokens: o.tokens });
   const tasks = async (b) => Promise.all(Array.from({ length: o.batch }, (_, i) => handle.env.tasks.get('train', b * o.batch + i)));
 

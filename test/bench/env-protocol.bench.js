@@ -90,22 +90,52 @@ function parseArgs(argv) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => (inline !== undefined ? inline : argv[++i]);
     switch (flag) {
-      case '--only': opts.only = value().split(',').map((s) => s.trim()).filter(Boolean); break;
-      case '--duration': opts.duration = Number(value()); break;
-      case '--warmup': opts.warmup = Number(value()); break;
-      case '--clients': opts.clients = Number(value()); break;
-      case '--python': opts.python = value(); break;
-      case '--anchor-loop': opts.anchorLoop = value(); break;
-      case '--anchor-http': opts.anchorHttp = value(); break;
-      case '--out': opts.out = resolve(value()); break;
-      case '--no-out': opts.write = false; break;
-      case '--cpu-prof': opts.cpuProf = resolve(value()); break;
+      case '--only':
+        opts.only = value()
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        break;
+      case '--duration':
+        opts.duration = Number(value());
+        break;
+      case '--warmup':
+        opts.warmup = Number(value());
+        break;
+      case '--clients':
+        opts.clients = Number(value());
+        break;
+      case '--python':
+        opts.python = value();
+        break;
+      case '--anchor-loop':
+        opts.anchorLoop = value();
+        break;
+      case '--anchor-http':
+        opts.anchorHttp = value();
+        break;
+      case '--out':
+        opts.out = resolve(value());
+        break;
+      case '--no-out':
+        opts.write = false;
+        break;
+      case '--cpu-prof':
+        opts.cpuProf = resolve(value());
+        break;
       case '--list':
         for (const s of SCENARIOS) process.stdout.write(`${s.name.padEnd(24)} ${s.label}\n`);
         process.exit(0);
         break;
-      case '-h': case '--help':
-        process.stdout.write(readFileSync(__filename, 'utf8').split('\n').slice(3, 18).map((l) => l.replace(/^ \*\/?\s?/, '')).join('\n') + '\n');
+      case '-h':
+      case '--help':
+        process.stdout.write(
+          readFileSync(__filename, 'utf8')
+            .split('\n')
+            .slice(3, 18)
+            .map((l) => l.replace(/^ \*\/?\s?/, ''))
+            .join('\n') + '\n',
+        );
         process.exit(0);
         break;
       default:
@@ -220,7 +250,10 @@ class Conn {
       const c = line.indexOf(':');
       if (c < 0) continue;
       const k = line.slice(0, c).toLowerCase();
-      const v = line.slice(c + 1).trim().toLowerCase();
+      const v = line
+        .slice(c + 1)
+        .trim()
+        .toLowerCase();
       if (k === 'content-length') length = Number(v);
       else if (k === 'transfer-encoding' && v.includes('chunked')) chunked = true;
       else if (k === 'connection' && v === 'close') close = true;
@@ -450,13 +483,31 @@ async function startServer(scenario, opts, dir) {
     command = process.execPath;
     args = [
       ...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`, `--cpu-prof-name=${scenario.name}.cpuprofile`] : []),
-      join(REPO, 'bin', 'opentinker.js'), 'env', 'serve', pkg, '--port', String(port), '--config', JSON.stringify(scenario.config),
+      join(REPO, 'bin', 'opentinker.js'),
+      'env',
+      'serve',
+      pkg,
+      '--port',
+      String(port),
+      '--config',
+      JSON.stringify(scenario.config),
     ];
   } else {
     command = opts.python;
     args = [
-      ANCHOR, '--port', String(port), '--board_size', String(BOARD), '--max_total_steps', String(MAX_TURNS),
-      '--opponent-random-prob', String(scenario.randomProb), '--loop', scenario.loop ?? opts.anchorLoop, '--http', scenario.http ?? opts.anchorHttp,
+      ANCHOR,
+      '--port',
+      String(port),
+      '--board_size',
+      String(BOARD),
+      '--max_total_steps',
+      String(MAX_TURNS),
+      '--opponent-random-prob',
+      String(scenario.randomProb),
+      '--loop',
+      scenario.loop ?? opts.anchorLoop,
+      '--http',
+      scenario.http ?? opts.anchorHttp,
     ];
   }
   const env = {};
@@ -484,7 +535,10 @@ async function startServer(scenario, opts, dir) {
     port,
     pid: child.pid,
     info,
-    banner: output().split('\n').find((l) => l.startsWith('ANCHOR READY') || l.startsWith('Environment ')) || '',
+    banner:
+      output()
+        .split('\n')
+        .find((l) => l.startsWith('ANCHOR READY') || l.startsWith('Environment ')) || '',
     async stop() {
       if (exited) return;
       const done = new Promise((r) => child.once('exit', r));
@@ -568,7 +622,11 @@ function checks(rows) {
     const r = by[s.name];
     if (!r || !s.targets) continue;
     out.push({ check: `${s.name}: steps/s >= ${TARGETS.gomoku_steps_per_s}`, value: r.steps_per_s, pass: r.steps_per_s >= TARGETS.gomoku_steps_per_s });
-    out.push({ check: `${s.name}: step p99 < ${TARGETS.gomoku_step_p99_ms} ms`, value: r.step_latency_ms.p99, pass: r.step_latency_ms.p99 !== null && r.step_latency_ms.p99 < TARGETS.gomoku_step_p99_ms });
+    out.push({
+      check: `${s.name}: step p99 < ${TARGETS.gomoku_step_p99_ms} ms`,
+      value: r.step_latency_ms.p99,
+      pass: r.step_latency_ms.p99 !== null && r.step_latency_ms.p99 < TARGETS.gomoku_step_p99_ms,
+    });
     out.push({ check: `${s.name}: no errors`, value: r.errors, pass: r.errors === 0 });
     const a = by[s.anchor];
     if (a && a.steps_per_s > 0) {
@@ -583,7 +641,11 @@ function checks(rows) {
   }
   const m = by['ours-math'];
   if (m) {
-    out.push({ check: `ours-math: step p99 < ${TARGETS.gomoku_step_p99_ms} ms`, value: m.step_latency_ms.p99, pass: m.step_latency_ms.p99 !== null && m.step_latency_ms.p99 < TARGETS.gomoku_step_p99_ms });
+    out.push({
+      check: `ours-math: step p99 < ${TARGETS.gomoku_step_p99_ms} ms`,
+      value: m.step_latency_ms.p99,
+      pass: m.step_latency_ms.p99 !== null && m.step_latency_ms.p99 < TARGETS.gomoku_step_p99_ms,
+    });
     out.push({ check: 'ours-math: no errors, rewards as expected', value: m.errors + m.reward_mismatches, pass: m.errors === 0 && m.reward_mismatches === 0 });
   }
   return out;
@@ -591,18 +653,20 @@ function checks(rows) {
 
 function table(rows) {
   const head = ['scenario', 'steps/s', 'episodes/s', 'steps/ep', 'step p50 ms', 'step p99 ms', 'errors', 'server cores', 'steps/server-cpu-s', 'other cores'];
-  const body = rows.map((r) => [
-    r.scenario,
-    r.steps_per_s,
-    r.episodes_per_s,
-    r.mean_steps_per_episode,
-    r.step_latency_ms.p50,
-    r.step_latency_ms.p99,
-    r.errors,
-    r.cpu.server_cores,
-    r.steps_per_server_cpu_s,
-    r.cpu.other_cores,
-  ].map(String));
+  const body = rows.map((r) =>
+    [
+      r.scenario,
+      r.steps_per_s,
+      r.episodes_per_s,
+      r.mean_steps_per_episode,
+      r.step_latency_ms.p50,
+      r.step_latency_ms.p99,
+      r.errors,
+      r.cpu.server_cores,
+      r.steps_per_server_cpu_s,
+      r.cpu.other_cores,
+    ].map(String),
+  );
   const w = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => '| ' + cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(' | ') + ' |';
   return [line(head), '|' + w.map((x, i) => (i === 0 ? '-'.repeat(x + 2) : '-'.repeat(x + 1) + ':')).join('|') + '|', ...body.map(line)].join('\n');
@@ -610,7 +674,9 @@ function table(rows) {
 
 function pythonVersions(python) {
   return new Promise((res) => {
-    const c = spawn(python, ['-c', 'import sys,fastapi,pydantic,uvicorn;print(sys.version.split()[0],fastapi.__version__,pydantic.VERSION,uvicorn.__version__)'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const c = spawn(python, ['-c', 'import sys,fastapi,pydantic,uvicorn;print(sys.version.split()[0],fastapi.__version__,pydantic.VERSION,uvicorn.__version__)'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let o = '';
     c.stdout.on('data', (d) => (o += d));
     c.on('error', () => res(null));
@@ -641,7 +707,8 @@ async function main() {
   }
   const py = scenarios.some((s) => s.server === 'anchor') ? await pythonVersions(opts.python) : null;
   if (scenarios.some((s) => s.server === 'anchor') && !py) {
-    for (const s of scenarios.filter((x) => x.server === 'anchor')) skipped.push({ scenario: s.name, why: `${opts.python} lacks fastapi/uvicorn (apt-get install python3-fastapi python3-uvicorn)` });
+    for (const s of scenarios.filter((x) => x.server === 'anchor'))
+      skipped.push({ scenario: s.name, why: `${opts.python} lacks fastapi/uvicorn (apt-get install python3-fastapi python3-uvicorn)` });
     scenarios = scenarios.filter((x) => x.server !== 'anchor');
   }
   for (const s of skipped) log(`skipped ${s.scenario}: ${s.why}`);
@@ -671,7 +738,15 @@ async function main() {
       loadavg_after: loadNow(),
     },
     anchor_stack: py,
-    settings: { clients: opts.clients, duration_s: opts.duration, warmup_s: opts.warmup, anchor_loop: opts.anchorLoop, anchor_http: opts.anchorHttp, board_size: BOARD, max_turns: MAX_TURNS },
+    settings: {
+      clients: opts.clients,
+      duration_s: opts.duration,
+      warmup_s: opts.warmup,
+      anchor_loop: opts.anchorLoop,
+      anchor_http: opts.anchorHttp,
+      board_size: BOARD,
+      max_turns: MAX_TURNS,
+    },
     targets: TARGETS,
     skipped,
     rows,

@@ -50,19 +50,53 @@ function parseArgs(argv) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => (inline !== undefined ? inline : argv[++i]);
     switch (flag) {
-      case '--db': opts.db = value().split(',').map((s) => s.trim()).filter(Boolean); break;
-      case '--duration': opts.duration = Number(value()); break;
-      case '--warmup': opts.warmup = Number(value()); break;
-      case '--connections': opts.connections = Number(value()); break;
-      case '--jobs': opts.jobs = Number(value()); break;
-      case '--root': opts.root = resolve(value()); break;
-      case '--out': opts.out = resolve(value()); break;
-      case '--bare': opts.bare = true; break;
-      case '--cpu-prof': opts.cpuProf = resolve(value()); break;
-      case '--pg-url': opts.pgUrl = value(); break;
-      case '--set': { const [k, ...v] = value().split('='); opts.settings[`OPENTINKER_${k.toUpperCase()}`] = v.join('='); break; }
-      case '-h': case '--help':
-        process.stdout.write(readFileSync(__filename, 'utf8').split('\n').slice(3, 14).map((l) => l.replace(/^ \*\/?\s?/, '')).join('\n') + '\n');
+      case '--db':
+        opts.db = value()
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        break;
+      case '--duration':
+        opts.duration = Number(value());
+        break;
+      case '--warmup':
+        opts.warmup = Number(value());
+        break;
+      case '--connections':
+        opts.connections = Number(value());
+        break;
+      case '--jobs':
+        opts.jobs = Number(value());
+        break;
+      case '--root':
+        opts.root = resolve(value());
+        break;
+      case '--out':
+        opts.out = resolve(value());
+        break;
+      case '--bare':
+        opts.bare = true;
+        break;
+      case '--cpu-prof':
+        opts.cpuProf = resolve(value());
+        break;
+      case '--pg-url':
+        opts.pgUrl = value();
+        break;
+      case '--set': {
+        const [k, ...v] = value().split('=');
+        opts.settings[`OPENTINKER_${k.toUpperCase()}`] = v.join('=');
+        break;
+      }
+      case '-h':
+      case '--help':
+        process.stdout.write(
+          readFileSync(__filename, 'utf8')
+            .split('\n')
+            .slice(3, 14)
+            .map((l) => l.replace(/^ \*\/?\s?/, ''))
+            .join('\n') + '\n',
+        );
         process.exit(0);
         break;
       default:
@@ -278,8 +312,10 @@ async function measureGet(name, server, path, headers, o) {
   const row = summarize(name, result, { cpu, loadavg_after: loadNow() });
   // Requests per second of server CPU time: less sensitive than req/s to other processes taking the core.
   row.requests_per_server_cpu_second = cpu.server_cores > 0 ? Math.round(row.rps / cpu.server_cores) : null;
-  log(`  ${name}: ${row.rps} req/s, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, ` +
-    `errors ${row.errors}, non-2xx ${row.non2xx}; cores: server ${row.cpu.server_cores}, bench ${row.cpu.bench_cores}, other ${row.cpu.other_cores}`);
+  log(
+    `  ${name}: ${row.rps} req/s, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, ` +
+      `errors ${row.errors}, non-2xx ${row.non2xx}; cores: server ${row.cpu.server_cores}, bench ${row.cpu.bench_cores}, other ${row.cpu.other_cores}`,
+  );
   return row;
 }
 
@@ -347,7 +383,9 @@ async function submissionCheck(name, server, key, amount, connections, tag) {
     responses: responses.length,
     status_201: created.length,
     other_statuses: Object.fromEntries(
-      Object.entries(result.statusCodeStats).filter(([s]) => s !== '201').map(([s, v]) => [s, v.count]),
+      Object.entries(result.statusCodeStats)
+        .filter(([s]) => s !== '201')
+        .map(([s, v]) => [s, v.count]),
     ),
     errors: result.errors + result.timeouts,
     distinct_ids_returned: returned.size,
@@ -378,9 +416,11 @@ async function submissionCheck(name, server, key, amount, connections, tag) {
     check.listing_duplicates === 0 &&
     check.listing_matches_total;
   const row = summarize(name, result, { cpu: cpuDelta(cpuA, cpuB), loadavg_after: loadNow(), check }, seconds);
-  log(`  ${name}: ${row.requests} requests in ${row.duration_s} s (${row.rps} req/s), p99 ${row.latency_ms.p99} ms; ` +
-    `201: ${check.status_201}/${amount}, new in db: ${check.new_jobs_in_db}, lost ${check.lost}, duplicated ${check.duplicate_ids_returned}, ` +
-    `unexpected ${check.unexpected_in_db} -> ${check.pass ? 'ok' : 'MISMATCH'}`);
+  log(
+    `  ${name}: ${row.requests} requests in ${row.duration_s} s (${row.rps} req/s), p99 ${row.latency_ms.p99} ms; ` +
+      `201: ${check.status_201}/${amount}, new in db: ${check.new_jobs_in_db}, lost ${check.lost}, duplicated ${check.duplicate_ids_returned}, ` +
+      `unexpected ${check.unexpected_in_db} -> ${check.pass ? 'ok' : 'MISMATCH'}`,
+  );
   return row;
 }
 
@@ -495,7 +535,10 @@ function verdicts(run) {
   add('GET /v1/jobs req/s', `>= ${TARGETS.list.rps}`, list.rps, list.rps >= TARGETS.list.rps);
   add('GET /v1/jobs p99', `< ${TARGETS.list.p99} ms`, `${list.latency_ms.p99} ms`, list.latency_ms.p99 < TARGETS.list.p99);
   add('GET /v1/jobs errors', '0 errors, 0 non-2xx', `${list.errors + list.timeouts} errors, ${list.non2xx} non-2xx`, list.errors + list.timeouts + list.non2xx === 0);
-  for (const [name, row] of [['submissions (cold, seed)', run.seed], ['submissions (warm)', submit]]) {
+  for (const [name, row] of [
+    ['submissions (cold, seed)', run.seed],
+    ['submissions (warm)', submit],
+  ]) {
     const c = row.check;
     add(
       `${name}: ${c.requested} from ${row.connections} clients`,
@@ -514,7 +557,9 @@ function gitCommit(root) {
     const ref = head.slice(5);
     const file = join(root, '.git', ref);
     if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-    const packed = readFileSync(join(root, '.git', 'packed-refs'), 'utf8').split('\n').find((l) => l.endsWith(' ' + ref));
+    const packed = readFileSync(join(root, '.git', 'packed-refs'), 'utf8')
+      .split('\n')
+      .find((l) => l.endsWith(' ' + ref));
     return packed ? packed.split(' ')[0] : null;
   } catch {
     return null;

@@ -48,10 +48,16 @@ child.on('close', (code) => {
   const summary = JSON.parse(stdout.trim().split('\n').pop());
   const pct = (v) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)}%`);
   const s = summary.seconds;
-  console.log(`held-out accuracy (${summary.eval_tasks} problems), greedy: SFT only ${pct(summary.accuracy_sft)} → SFT + GRPO ${pct(summary.accuracy_rl)} (${summary.gain_points >= 0 ? '+' : ''}${summary.gain_points} points)`);
-  console.log(`held-out accuracy, sampled at T=1: SFT only ${pct(summary.sampled_accuracy_sft)} → SFT + GRPO ${pct(summary.sampled_accuracy_rl)} (${summary.sampled_gain_points >= 0 ? '+' : ''}${summary.sampled_gain_points} points)`);
-  console.log(`seconds: server ${s.server}, SFT ${s.sft} (${summary.size.sftSteps} steps, ${summary.sft_steps_per_minute} steps/min), ` +
-    `GRPO ${s.rl} (${summary.size.rlSteps} steps, ${summary.rl_steps_per_minute} steps/min), evaluation ${s.eval}, total ${s.total} (process ${wall.toFixed(1)})`);
+  console.log(
+    `held-out accuracy (${summary.eval_tasks} problems), greedy: SFT only ${pct(summary.accuracy_sft)} → SFT + GRPO ${pct(summary.accuracy_rl)} (${summary.gain_points >= 0 ? '+' : ''}${summary.gain_points} points)`,
+  );
+  console.log(
+    `held-out accuracy, sampled at T=1: SFT only ${pct(summary.sampled_accuracy_sft)} → SFT + GRPO ${pct(summary.sampled_accuracy_rl)} (${summary.sampled_gain_points >= 0 ? '+' : ''}${summary.sampled_gain_points} points)`,
+  );
+  console.log(
+    `seconds: server ${s.server}, SFT ${s.sft} (${summary.size.sftSteps} steps, ${summary.sft_steps_per_minute} steps/min), ` +
+      `GRPO ${s.rl} (${summary.size.rlSteps} steps, ${summary.rl_steps_per_minute} steps/min), evaluation ${s.eval}, total ${s.total} (process ${wall.toFixed(1)})`,
+  );
   const result = {
     date: new Date().toISOString(),
     args,

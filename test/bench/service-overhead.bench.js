@@ -150,15 +150,34 @@ async function directChild(home) {
   mkdirSync(workDir, { recursive: true });
   const paths = { hostRoot: root, pluginsDir: join(root, 'plugins'), home, jobsDir: join(home, 'jobs'), datasetsDir: join(home, 'datasets') };
   const ctx = {
-    jobId: 'bench', spec: full, attempt: 1, resumeState: null, workDir, paths, signal: new AbortController().signal,
-    log: () => undefined, progress: () => undefined, metrics: () => undefined, checkpoint: () => undefined, artifact: () => undefined,
+    jobId: 'bench',
+    spec: full,
+    attempt: 1,
+    resumeState: null,
+    workDir,
+    paths,
+    signal: new AbortController().signal,
+    log: () => undefined,
+    progress: () => undefined,
+    metrics: () => undefined,
+    checkpoint: () => undefined,
+    artifact: () => undefined,
     calls: { next: async () => null, reply: () => undefined },
   };
   const t0 = process.hrtime.bigint();
   await ensureEngineBackend();
   const policy = await openTrainablePolicy(full, ctx, null);
   const handle = await openEnvironment(full.environment, { paths, workDir, log: () => undefined, timeoutMs: 30_000 });
-  const learner = await RlLearner.create({ ctx, spec: full, policy, env: handle.env, envId: 'math', resumeDir: null, lr: () => full.optim.lr, rng: new Prng(mixSeed(full.seed, 0x7a1)) });
+  const learner = await RlLearner.create({
+    ctx,
+    spec: full,
+    policy,
+    env: handle.env,
+    envId: 'math',
+    resumeDir: null,
+    lr: () => full.optim.lr,
+    rng: new Prng(mixSeed(full.seed, 0x7a1)),
+  });
   const cursor = new TaskCursor(handle.env.tasks.size('train'), full.seed);
   const stepSeconds = [];
   const rows = [];
@@ -172,7 +191,16 @@ async function directChild(home) {
   // What the job does after its last step: a validation and the final checkpoint.
   const testTasks = await Promise.all(Array.from({ length: full.val_batch_size }, async (_, index) => ({ index, task: await handle.env.tasks.get('test', index) })));
   await learner.validate(o.steps, testTasks, 'the final validation');
-  await learner.save({ step: o.steps, total_steps: o.steps, cursor: cursor.state, cursor_start: 0, rng: new Prng(1).getState(), metrics: {}, sft_steps: 0, created: new Date().toISOString() });
+  await learner.save({
+    step: o.steps,
+    total_steps: o.steps,
+    cursor: cursor.state,
+    cursor_start: 0,
+    rng: new Prng(1).getState(),
+    metrics: {},
+    sft_steps: 0,
+    created: new Date().toISOString(),
+  });
   const total = secs(t0);
   learner.dispose();
   await handle.close();
@@ -206,14 +234,17 @@ async function service(home) {
   const { createApi, ensureAdmin } = dist('app.js');
   const { loadConfig } = dist('config/app-config.js');
   const key = 'otk_bench_admin_key_0123456789abcdef';
-  const config = loadConfig({}, {
-    home: join(home, 'server'),
-    admin_key: key,
-    cpu_slots: 1,
-    gpus: 'none',
-    log_level: 'error',
-    engine_threads: process.env.OPENTINKER_ENGINE_THREADS,
-  });
+  const config = loadConfig(
+    {},
+    {
+      home: join(home, 'server'),
+      admin_key: key,
+      cpu_slots: 1,
+      gpus: 'none',
+      log_level: 'error',
+      engine_threads: process.env.OPENTINKER_ENGINE_THREADS,
+    },
+  );
   profileRunners();
   const app = await createApi({ config, worker: true, logger: ['error'] });
   await ensureAdmin(app);
@@ -255,7 +286,7 @@ async function service(home) {
     const [a, b] = [marks[0], marks[marks.length - 1]];
     const n = b.step - a.step;
     const main = threadDelta(a.threads, b.threads).main;
-    serverPerStep = { steps: n, cpu_ms: round(((b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system) / 1000) / n, 2), main_thread_ms: round((main * 1000) / n, 2) };
+    serverPerStep = { steps: n, cpu_ms: round((b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system) / 1000 / n, 2), main_thread_ms: round((main * 1000) / n, 2) };
   }
   const cpu = { ...cpuDelta(before, cpuSnapshot(), secs(t0)), server_threads_s: threadDelta(threadsBefore, threadCpu()) };
   if (state.state !== 'succeeded') throw new Error(`the job ${state.state}: ${state.error}`);
@@ -279,7 +310,9 @@ async function main() {
   const started = new Date();
   console.log(
     `${o.runs} × (direct, service) with ${o.steps} RL steps × ${o.batch} tasks × ${o.rolloutN} samples (tiny-char, math equations), ` +
-      `engine threads ${process.env.OPENTINKER_ENGINE_THREADS}, polling every ${o.pollMs} ms${o.follow ? ', following the event stream' : ''}; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
+      `engine threads ${process.env.OPENTINKER_ENGINE_THREADS}, polling every ${o.pollMs} ms${o.follow ? ', following the event stream' : ''}; load ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
   );
   const runs = [];
   for (let i = 0; i < o.runs; i++) {
@@ -309,7 +342,9 @@ async function main() {
     pair.same_rows_every_step = JSON.stringify(pair.direct.rows) === JSON.stringify(pair.service.rows);
     pair.overhead_per_step = round(pair.service.mean_s_per_step / pair.direct.mean_s_per_step - 1);
     pair.overhead_end_to_end = round(pair.service.total_s / pair.direct.total_s - 1);
-    console.log(`run ${i + 1} overhead: ${(pair.overhead_per_step * 100).toFixed(1)} % per step, ${(pair.overhead_end_to_end * 100).toFixed(1)} % end to end; same rows trained: ${pair.same_rows_every_step}`);
+    console.log(
+      `run ${i + 1} overhead: ${(pair.overhead_per_step * 100).toFixed(1)} % per step, ${(pair.overhead_end_to_end * 100).toFixed(1)} % end to end; same rows trained: ${pair.same_rows_every_step}`,
+    );
     runs.push(pair);
   }
   if (o.only) return; // a profiling run (--only direct|service): nothing to compare

@@ -72,11 +72,7 @@ describe('the link checker', () => {
 
   it('reports missing files, missing headings and links leaving the repository', () => {
     const problems = brokenLinks(root, 'docs/guide.md').map((p) => `${p.link}: ${p.reason}`);
-    expect(problems).toEqual([
-      'gone.md: no such file',
-      '../README.md#nothing: no heading #nothing in README.md',
-      '../../elsewhere.md: points outside the repository',
-    ]);
+    expect(problems).toEqual(['gone.md: no such file', '../README.md#nothing: no heading #nothing in README.md', '../../elsewhere.md: points outside the repository']);
     expect(brokenLinks(root, 'README.md').map((p) => p.link)).toEqual(['docs/missing.png']);
   });
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { startTestApp, TestApp, waitForState } from '../support/test-app';
 import { BIN, runCli, type CliRun } from '../support/cli-process';
 
-
 /**
  * The client commands of the real `opentinker` binary (built by `npm run build`) against a server this
  * test starts on a real port. HOME is a temporary folder, so credentials never touch the real one.
@@ -120,7 +119,10 @@ describe('opentinker client commands', () => {
     expect(lines[lines.length - 1]).toMatch(/^ {2}artifacts {2}result\.json \(\d+ B\)$/);
 
     const json = await cli(['jobs', 'watch', id.slice(0, 8), '--json']);
-    const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events[events.length - 2]).toEqual({ type: 'end', data: { state: 'succeeded' } });
     expect(events[events.length - 1]).toMatchObject({ type: 'summary', job: { id, state: 'succeeded' } });
 

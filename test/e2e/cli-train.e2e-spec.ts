@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { startTestApp, TestApp } from '../support/test-app';
 import { runCli, type CliRun } from '../support/cli-process';
 
-
 /**
  * `opentinker train` / `infer` of the real binary (built by `npm run build`) against a server without a
  * worker: what is submitted, from the seed's key=value overrides, and how bad tokens are refused.
@@ -84,14 +83,24 @@ describe('opentinker train / infer', () => {
 
   it("takes the seed's README training command as written, no key refused: a game server, its data as tasks", async () => {
     mkdirSync(join(home, 'data', 'math_agentloop'), { recursive: true });
-    const row = (q: string, a: string) => JSON.stringify({ prompt: [{ role: 'user', content: q }], extra_info: { interaction_kwargs: { name: 'math', query: q, ground_truth: a } } });
+    const row = (q: string, a: string) =>
+      JSON.stringify({ prompt: [{ role: 'user', content: q }], extra_info: { interaction_kwargs: { name: 'math', query: q, ground_truth: a } } });
     writeFileSync(join(home, 'data', 'math_agentloop', 'train.jsonl'), `${row('1+1?', '2')}\n${row('2+3?', '5')}\n`);
     writeFileSync(join(home, 'data', 'math_agentloop', 'test.jsonl'), `${row('4+4?', '8')}\n`);
     const run = await cli([
-      'train', 'math',
-      'tokenizer_path=Qwen/Qwen2.5-1.5B', 'batch_size=16', 'val_batch_size=64', 'num_epochs=5', 'save_freq=1000', 'test_freq=5',
-      'data_path=data/math_agentloop/train.jsonl', 'val_data_path=data/math_agentloop/test.jsonl',
-      `scheduler_url=${url}`, 'interaction.config.env_port=8088', 'interaction.config.env_host=127.0.0.1',
+      'train',
+      'math',
+      'tokenizer_path=Qwen/Qwen2.5-1.5B',
+      'batch_size=16',
+      'val_batch_size=64',
+      'num_epochs=5',
+      'save_freq=1000',
+      'test_freq=5',
+      'data_path=data/math_agentloop/train.jsonl',
+      'val_data_path=data/math_agentloop/test.jsonl',
+      `scheduler_url=${url}`,
+      'interaction.config.env_port=8088',
+      'interaction.config.env_host=127.0.0.1',
       '--no-watch',
     ]);
     expect(run.stderr).toBe('');
@@ -101,14 +110,36 @@ describe('opentinker train / infer', () => {
     expect((await t.request('GET', `/v1/jobs/${id}`)).body.spec).toMatchObject({
       model: { path: 'hf:Qwen/Qwen2.5-1.5B' },
       environment: {
-        id: 'math', url: 'http://127.0.0.1:8088', protocol: 'opentinker',
-        tasks: { train: [{ query: '1+1?', ground_truth: '2' }, { query: '2+3?', ground_truth: '5' }], test: [{ query: '4+4?', ground_truth: '8' }] },
+        id: 'math',
+        url: 'http://127.0.0.1:8088',
+        protocol: 'opentinker',
+        tasks: {
+          train: [
+            { query: '1+1?', ground_truth: '2' },
+            { query: '2+3?', ground_truth: '5' },
+          ],
+          test: [{ query: '4+4?', ground_truth: '8' }],
+        },
       },
-      batch_size: 16, val_batch_size: 64, num_epochs: 5, save_freq: 1000, test_freq: 5,
+      batch_size: 16,
+      val_batch_size: 64,
+      num_epochs: 5,
+      save_freq: 1000,
+      test_freq: 5,
     });
     await t.request('POST', `/v1/jobs/${id}/cancel`);
     // The inference command as written follows the job to write output_path: with --no-watch it says what to use.
-    const infer = await cli(['infer', 'math', 'model_path=job:4f0c', 'data_path=data/math_agentloop/test.jsonl', 'output_path=./tmp/results.jsonl', 'max_samples=5', 'env_endpoint=http://127.0.0.1:8088', `scheduler_url=${url}`, '--no-watch']);
+    const infer = await cli([
+      'infer',
+      'math',
+      'model_path=job:4f0c',
+      'data_path=data/math_agentloop/test.jsonl',
+      'output_path=./tmp/results.jsonl',
+      'max_samples=5',
+      'env_endpoint=http://127.0.0.1:8088',
+      `scheduler_url=${url}`,
+      '--no-watch',
+    ]);
     expect(infer.code).toBe(2);
     expect(infer.stderr).toContain('output_path needs the command to follow the job');
   });
@@ -157,8 +188,17 @@ describe('opentinker train / infer, watched', () => {
   it('trains, then evaluates the checkpoint, each followed to a summary with its key metrics', async () => {
     const env = ['environment.config.style=equation', 'environment.config.difficulty=1', 'environment.config.test_size=4', 'model.chat_template=plain', 'rollout.max_new_tokens=3'];
     const train = await cli([
-      'train', 'math', 'model.preset=tiny-char', ...env,
-      'sft.steps=2', 'sft.examples=8', 'sft.batch_size=4', 'total_steps=1', 'batch_size=2', 'rollout_n=2', 'val_batch_size=4',
+      'train',
+      'math',
+      'model.preset=tiny-char',
+      ...env,
+      'sft.steps=2',
+      'sft.examples=8',
+      'sft.batch_size=4',
+      'total_steps=1',
+      'batch_size=2',
+      'rollout_n=2',
+      'val_batch_size=4',
     ]);
     expect(train.stderr).toBe('');
     expect(train.code).toBe(0);

@@ -30,7 +30,10 @@ describe('the opentinker binary', () => {
     const { stdout } = await run(process.execPath, [BIN, 'data', 'prepare', input, output, '--format', 'gsm8k']);
     expect(stdout).toContain('Wrote 2 rows');
     expect(stdout).toContain('skipped 1');
-    const rows = readFileSync(output, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rows = readFileSync(output, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(rows[0]).toMatchObject({ data_source: 'openai/gsm8k', reward_model: { style: 'rule', ground_truth: '7' } });
     expect(rows[0].prompt[0]).toMatchObject({ role: 'user' });
     expect(rows[1].reward_model.ground_truth).toBe('2400');

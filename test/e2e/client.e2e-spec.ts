@@ -70,7 +70,7 @@ describe('@opentinker/client', () => {
     expect((await alice.jobs.list({ state: ['queued'] })).items.map((j) => j.id)).not.toContain(job.id);
   });
 
-  it('maps the server\'s errors to OpenTinkerError with code, field and status', async () => {
+  it("maps the server's errors to OpenTinkerError with code, field and status", async () => {
     const invalid = await alice.jobs.submit({ kind: 'sleep', resources: { tpus: 1 } } as never).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(OpenTinkerError);
     expect(invalid).toMatchObject({ code: 'OT_ERR_VALIDATION', status: 400, field: 'resources.tpus' });
@@ -137,7 +137,7 @@ describe('@opentinker/client', () => {
     await expect(alice.jobs.cancel(finished.id)).rejects.toMatchObject({ code: 'OT_ERR_JOB_NOT_CANCELLABLE', status: 409 });
   });
 
-  it('resumes a job\'s event stream cut mid-event by the network, losing and repeating nothing', async () => {
+  it("resumes a job's event stream cut mid-event by the network, losing and repeating nothing", async () => {
     const proxy = await cuttingProxy(new URL(baseUrl).port, 700);
     try {
       const viaProxy = new OpenTinkerClient({ baseUrl: `http://127.0.0.1:${proxy.port}`, apiKey: t.adminKey });

@@ -112,9 +112,11 @@ describe('datasets (e2e)', () => {
       method: 'POST',
       url: '/v1/datasets?environment=math&name=streamed',
       headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/jsonl' },
-      payload: Readable.from((function* () {
-        for (let i = 0; i < 200; i++) yield Buffer.from(line);
-      })()),
+      payload: Readable.from(
+        (function* () {
+          for (let i = 0; i < 200; i++) yield Buffer.from(line);
+        })(),
+      ),
     });
     expect(res.statusCode).toBe(413);
     expect(res.json().code).toBe('OT_ERR_DATASET_TOO_LARGE');
@@ -154,7 +156,13 @@ describe('datasets (e2e)', () => {
       columnData: [
         { name: 'data_source', data: ['openai/gsm8k', 'openai/gsm8k'] },
         { name: 'prompt', data: ['What is 2+2?', 'What is 3+4?'] },
-        { name: 'reward_model', data: [{ style: 'rule', ground_truth: '4' }, { style: 'rule', ground_truth: null }] },
+        {
+          name: 'reward_model',
+          data: [
+            { style: 'rule', ground_truth: '4' },
+            { style: 'rule', ground_truth: null },
+          ],
+        },
       ],
     });
     const res = await upload(Buffer.from(file), 'environment=math&name=pq', { type: 'application/vnd.apache.parquet' });
@@ -163,9 +171,7 @@ describe('datasets (e2e)', () => {
     expect(res.body.report.bad_rows).toEqual([{ row: 2, reason: expect.stringMatching(/^no ground truth/) }]);
     expect(existsSync(join(datasetsDir(), res.body.dataset.id, 'data.parquet'))).toBe(true);
     const preview = await t.request('GET', `/v1/datasets/${res.body.dataset.id}/preview?limit=1`, { key: alice });
-    expect(preview.body.rows).toEqual([
-      { row: 1, value: { data_source: 'openai/gsm8k', prompt: 'What is 2+2?', reward_model: { style: 'rule', ground_truth: '4' } } },
-    ]);
+    expect(preview.body.rows).toEqual([{ row: 1, value: { data_source: 'openai/gsm8k', prompt: 'What is 2+2?', reward_model: { style: 'rule', ground_truth: '4' } } }]);
   });
 
   it('previews the first rows of a JSONL file, bad lines with their reason', async () => {
@@ -203,8 +209,7 @@ describe('datasets (e2e)', () => {
   it('refuses at submit a job naming a dataset that is not the caller’s, not there, or checked for other rows', async () => {
     const mine = (await upload(jsonl([verlRow(1)]), 'environment=math&name=for-jobs')).body.dataset.id;
     const free = (await upload(jsonl([{ board: 1 }]), 'environment=gomoku&name=free')).body.dataset.id;
-    const submit = (key: string, environment: object) =>
-      t.request('POST', '/v1/jobs', { key, body: { kind: 'inference', environment, model: { preset: 'tiny-test' } } });
+    const submit = (key: string, environment: object) => t.request('POST', '/v1/jobs', { key, body: { kind: 'inference', environment, model: { preset: 'tiny-test' } } });
     const notBobs = await submit(bob, { id: 'math', dataset: mine });
     expect(notBobs.status).toBe(400);
     expect(notBobs.body).toMatchObject({ code: 'OT_ERR_VALIDATION', field: 'environment.dataset' });

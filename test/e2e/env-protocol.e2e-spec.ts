@@ -32,7 +32,15 @@ describe('HTTP environment protocol (opentinker env serve)', () => {
   it('describes itself and pages tasks', async () => {
     expect(await call('GET', '/health')).toMatchObject({ status: 200, body: { status: 'ok' } });
     const info = await call('GET', '/v1/info');
-    expect(info.body).toMatchObject({ id: 'counter', version: '1.2.0', protocol_version: '1', turn_mode: 'multi', task_source: 'generator', config: { target: 3 }, tasks: { train: null, test: 5 } });
+    expect(info.body).toMatchObject({
+      id: 'counter',
+      version: '1.2.0',
+      protocol_version: '1',
+      turn_mode: 'multi',
+      task_source: 'generator',
+      config: { target: 3 },
+      tasks: { train: null, test: 5 },
+    });
     expect(info.body.config_schema.additionalProperties).toBe(false);
     const tasks = await call('GET', '/v1/tasks?split=test&offset=3&limit=10');
     expect(tasks.body).toEqual({ split: 'test', offset: 3, total: 5, tasks: [{ start: 0 }, { start: 1 }] });
@@ -45,7 +53,13 @@ describe('HTTP environment protocol (opentinker env serve)', () => {
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ messages: [{ role: 'user', content: 'Count from 1. Say 2.' }], task: { start: 1 } });
     const id = created.body.episode_id;
-    expect((await call('POST', `/v1/episodes/${id}/step`, { action: '2' })).body).toEqual({ observation: 'Say 3.', observation_role: 'user', reward: 1, done: false, info: { right: true } });
+    expect((await call('POST', `/v1/episodes/${id}/step`, { action: '2' })).body).toEqual({
+      observation: 'Say 3.',
+      observation_role: 'user',
+      reward: 1,
+      done: false,
+      info: { right: true },
+    });
     expect((await call('POST', `/v1/episodes/${id}/step`, { action: '3' })).body).toMatchObject({ reward: 1, done: true });
     const after = await call('POST', `/v1/episodes/${id}/step`, { action: '4' });
     expect([after.status, after.body.code]).toEqual([409, 'ENV_STEP_AFTER_DONE']);
@@ -151,7 +165,7 @@ describe('protocol server guards', () => {
     const base = await app.listen({ host: '127.0.0.1', port: 0 });
     try {
       const post = (path: string, body: unknown) => fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      const id = ((await (await post("/v1/episodes", { seed: 1 })).json()) as any).episode_id;
+      const id = ((await (await post('/v1/episodes', { seed: 1 })).json()) as any).episode_id;
       stepDelay = 1000;
       const timedOut = await post(`/v1/episodes/${id}/step`, { action: 'x' });
       expect(timedOut.status).toBe(504);

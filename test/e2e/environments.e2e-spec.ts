@@ -18,7 +18,15 @@ describe('environment discovery and the environments API', () => {
     const res = await t.request('GET', '/v1/environments');
     expect(res.status).toBe(200);
     const byDir = Object.fromEntries(res.body.filter((e: any) => !e.first_party).map((e: any) => [e.package, e]));
-    expect(byDir['opentinker-env-counter']).toMatchObject({ id: 'counter', version: '1.2.0', status: 'loaded', source: 'plugins-dir', turn_mode: 'multi', task_source: 'generator', error: null });
+    expect(byDir['opentinker-env-counter']).toMatchObject({
+      id: 'counter',
+      version: '1.2.0',
+      status: 'loaded',
+      source: 'plugins-dir',
+      turn_mode: 'multi',
+      task_source: 'generator',
+      error: null,
+    });
     expect(byDir['@acme/opentinker-env-coin']).toMatchObject({ id: 'coin', status: 'loaded', turn_mode: 'single' });
     expect(byDir['opentinker-env-future']).toMatchObject({ status: 'failed', error: 'requires @opentinker/env-sdk ^2.0.0, but this server has 1.0.0' });
     expect(byDir['opentinker-env-explodes'].error).toContain('kaboom at import time');

@@ -28,37 +28,44 @@ describe('inference jobs through the HTTP API', () => {
     await t.close();
   });
 
-  it('runs a preset on math tasks and serves its results as JSON lines', async () => {
-    const submitted = await t.request('POST', '/v1/jobs', { body: inferenceSpec() });
-    expect(submitted.status).toBe(201);
-    const id = submitted.body.id as string;
-    const done = await waitForState(t, id, ['succeeded', 'failed', 'cancelled'], 90_000);
-    expect(done.error ?? null).toBeNull();
-    expect(done.state).toBe('succeeded');
-    expect(done.progress).toMatchObject({ step: 6, total: 6 });
+  it(
+    'runs a preset on math tasks and serves its results as JSON lines',
+    async () => {
+      const submitted = await t.request('POST', '/v1/jobs', { body: inferenceSpec() });
+      expect(submitted.status).toBe(201);
+      const id = submitted.body.id as string;
+      const done = await waitForState(t, id, ['succeeded', 'failed', 'cancelled'], 90_000);
+      expect(done.error ?? null).toBeNull();
+      expect(done.state).toBe('succeeded');
+      expect(done.progress).toMatchObject({ step: 6, total: 6 });
 
-    const res = await t.request('GET', `/v1/jobs/${id}/results`);
-    expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
-    const lines = res.text.trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines).toHaveLength(6);
-    for (const line of lines) {
-      expect(Object.keys(line)).toEqual(expect.arrayContaining(['task_index', 'sample', 'task', 'messages', 'response', 'reward', 'finish', 'info', 'ground_truth', 'tokens']));
-      expect(line.messages.at(-1)).toEqual({ role: 'assistant', content: line.response });
-      expect(line.info).toHaveProperty('correct');
-      expect(line.tokens.generated).toBeGreaterThan(0);
-    }
-    expect(lines.map((l) => `${l.task_index}/${l.sample}`)).toEqual(['0/0', '0/1', '1/0', '1/1', '2/0', '2/1']);
+      const res = await t.request('GET', `/v1/jobs/${id}/results`);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
+      const lines = res.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines).toHaveLength(6);
+      for (const line of lines) {
+        expect(Object.keys(line)).toEqual(expect.arrayContaining(['task_index', 'sample', 'task', 'messages', 'response', 'reward', 'finish', 'info', 'ground_truth', 'tokens']));
+        expect(line.messages.at(-1)).toEqual({ role: 'assistant', content: line.response });
+        expect(line.info).toHaveProperty('correct');
+        expect(line.tokens.generated).toBeGreaterThan(0);
+      }
+      expect(lines.map((l) => `${l.task_index}/${l.sample}`)).toEqual(['0/0', '0/1', '1/0', '1/1', '2/0', '2/1']);
 
-    const metrics = (await t.request('GET', `/v1/jobs/${id}/metrics?name=reward%2Fmean`)).body as Array<{ step: number; value: number }>;
-    expect(metrics.map((p) => p.step)).toEqual([4, 6]);
-    expect(metrics[1].value).toBeCloseTo(lines.reduce((a, l) => a + l.reward, 0) / 6, 6);
-    const artifacts = ((await t.request('GET', `/v1/jobs/${id}/artifacts`)).body as Array<{ name: string }>).map((a) => a.name).sort();
-    expect(artifacts).toEqual(['results.jsonl', 'summary.json']);
+      const metrics = (await t.request('GET', `/v1/jobs/${id}/metrics?name=reward%2Fmean`)).body as Array<{ step: number; value: number }>;
+      expect(metrics.map((p) => p.step)).toEqual([4, 6]);
+      expect(metrics[1].value).toBeCloseTo(lines.reduce((a, l) => a + l.reward, 0) / 6, 6);
+      const artifacts = ((await t.request('GET', `/v1/jobs/${id}/artifacts`)).body as Array<{ name: string }>).map((a) => a.name).sort();
+      expect(artifacts).toEqual(['results.jsonl', 'summary.json']);
 
-    // Only the owner sees them.
-    expect((await t.request('GET', `/v1/jobs/${id}/results`, { key: bob })).body).toMatchObject({ code: 'OT_ERR_NOT_FOUND' });
-  }, SLOW);
+      // Only the owner sees them.
+      expect((await t.request('GET', `/v1/jobs/${id}/results`, { key: bob })).body).toMatchObject({ code: 'OT_ERR_NOT_FOUND' });
+    },
+    SLOW,
+  );
 
   it('refuses bad specs at submission with the field at fault', async () => {
     const refused = async (overrides: Record<string, unknown>, field: string, message: RegExp, key?: string) => {
@@ -84,12 +91,16 @@ describe('inference jobs through the HTTP API', () => {
     expect(res.body).toMatchObject({ code: 'OT_ERR_RESULTS_NOT_FOUND', field: 'id' });
   });
 
-  it('fails fast, with the reason in the job error and log, for an environment that cannot start', async () => {
-    const res = await t.request('POST', '/v1/jobs', { body: inferenceSpec({ environment: { id: 'math', config: { source: 'dataset' } } }) });
-    expect(res.status).toBe(201);
-    const done = await waitForState(t, res.body.id, ['succeeded', 'failed', 'cancelled'], 60_000);
-    expect(done.state).toBe('failed');
-    expect(done.error).toMatch(/^environment\.config\.train_path: environment math could not start: source .dataset. needs train_path/);
-    expect((await t.request('GET', `/v1/jobs/${res.body.id}/logs`)).text).toMatch(/environment math could not start/);
-  }, SLOW);
+  it(
+    'fails fast, with the reason in the job error and log, for an environment that cannot start',
+    async () => {
+      const res = await t.request('POST', '/v1/jobs', { body: inferenceSpec({ environment: { id: 'math', config: { source: 'dataset' } } }) });
+      expect(res.status).toBe(201);
+      const done = await waitForState(t, res.body.id, ['succeeded', 'failed', 'cancelled'], 60_000);
+      expect(done.state).toBe('failed');
+      expect(done.error).toMatch(/^environment\.config\.train_path: environment math could not start: source .dataset. needs train_path/);
+      expect((await t.request('GET', `/v1/jobs/${res.body.id}/logs`)).text).toMatch(/environment math could not start/);
+    },
+    SLOW,
+  );
 });

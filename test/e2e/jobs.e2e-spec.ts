@@ -19,8 +19,14 @@ describe('jobs API', () => {
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ kind: 'sleep', name: 'demo', state: 'queued', attempts: 0 });
     expect(created.body.spec).toEqual({
-      kind: 'sleep', name: 'demo', priority: 0, resources: { gpus: 0, cpu_slots: 1 }, max_attempts: 3,
-      steps: 3, step_seconds: 0.05, message: 'tick',
+      kind: 'sleep',
+      name: 'demo',
+      priority: 0,
+      resources: { gpus: 0, cpu_slots: 1 },
+      max_attempts: 3,
+      steps: 3,
+      step_seconds: 0.05,
+      message: 'tick',
     });
     const id = created.body.id;
     const done = await waitForState(t, id, ['succeeded', 'failed']);
@@ -55,7 +61,11 @@ describe('jobs API', () => {
     expect((await t.request('GET', `/v1/jobs/${id}/logs?tail=1`, { key: alice })).text).toBe('done\n');
 
     const metrics = await t.request('GET', `/v1/jobs/${id}/metrics?name=step_fraction`, { key: alice });
-    expect(metrics.body.map((m: any) => [m.step, m.value])).toEqual([[1, 1 / 3], [2, 2 / 3], [3, 1]]);
+    expect(metrics.body.map((m: any) => [m.step, m.value])).toEqual([
+      [1, 1 / 3],
+      [2, 2 / 3],
+      [3, 1],
+    ]);
     expect((await t.request('GET', `/v1/jobs/${id}/metrics?name=step_fraction&after_step=2`, { key: alice })).body).toHaveLength(1);
 
     const artifacts = await t.request('GET', `/v1/jobs/${id}/artifacts`, { key: alice });

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, type CliRun } from '../support/cli-process';
 
-
 /**
  * `opentinker quickstart --quick` of the real binary (built by `npm run build`): every phase of the
  * quickstart (in-process server, SFT, GRPO, inference with the SFT-only and final checkpoints) in a

@@ -57,18 +57,21 @@ describe('scheduling', () => {
       const [alice] = await users(t, 'alice');
       // A GPU worker the cluster has known (stopped now): a GPU job is accepted, and waits for it.
       const now = Date.now();
-      await t.app.get(DataSource).getRepository(WorkerEntity).insert({
-        id: 'gpu-box',
-        hostname: 'gpu-box',
-        pid: 1,
-        devices: [
-          { id: 'gpu:0', kind: 'gpu', name: 'GPU', memoryMb: 81_920 },
-          { id: 'cpu:0', kind: 'cpu', name: 'CPU slot', memoryMb: null },
-        ],
-        startedAt: now,
-        lastSeenAt: now,
-        stoppedAt: now,
-      });
+      await t.app
+        .get(DataSource)
+        .getRepository(WorkerEntity)
+        .insert({
+          id: 'gpu-box',
+          hostname: 'gpu-box',
+          pid: 1,
+          devices: [
+            { id: 'gpu:0', kind: 'gpu', name: 'GPU', memoryMb: 81_920 },
+            { id: 'cpu:0', kind: 'cpu', name: 'CPU slot', memoryMb: null },
+          ],
+          startedAt: now,
+          lastSeenAt: now,
+          stoppedAt: now,
+        });
       const small = await submit(t, alice, { name: 'small', steps: 3, step_seconds: 0.15 });
       await waitForState(t, small, ['running']);
       const gpuJob = await submit(t, alice, { name: 'needs-gpu', resources: { gpus: 1 } });

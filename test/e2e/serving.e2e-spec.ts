@@ -114,7 +114,9 @@ describe('serving checkpoints (e2e)', () => {
       body: { model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 6, temperature: 0.8, seed: 5, n: 2, logprobs: true },
     });
     expect(again.status).toBe(200);
-    expect(again.body.choices.map((c: { message: { content: string } }) => c.message.content)).toEqual(body.choices.map((c: { message: { content: string } }) => c.message.content));
+    expect(again.body.choices.map((c: { message: { content: string } }) => c.message.content)).toEqual(
+      body.choices.map((c: { message: { content: string } }) => c.message.content),
+    );
   });
 
   it('streams chunks that add up to the same answer, then [DONE]', async () => {
@@ -151,7 +153,10 @@ describe('serving checkpoints (e2e)', () => {
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'OT_ERR_VALIDATION', error: { type: 'invalid_request_error', code: 'OT_ERR_VALIDATION' } });
     expect(bad.body.error.param).toBe(bad.body.field);
-    const top = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: jobId, messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 3 } });
+    const top = await t.request('POST', '/v1/chat/completions', {
+      key: alice,
+      body: { model: jobId, messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 3 },
+    });
     expect(top.status).toBe(400);
     expect(top.body.error.param).toBe('top_logprobs');
     const long = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: jobId, messages: [{ role: 'user', content: 'x' }], max_tokens: 500 } });

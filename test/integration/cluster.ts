@@ -158,20 +158,26 @@ export class Cluster {
 
   /** Waits for one of `states`; fails at once if the job ends in another final state. */
   waitState(id: string, states: string[], timeoutMs = 20_000): Promise<any> {
-    return this.until(`job ${id} to reach ${states.join('|')}`, async () => {
-      const job = await this.job(id);
-      if (FINAL.includes(job.state) && !states.includes(job.state)) {
-        throw new Error(`job ${id} (${job.name}) ended ${job.state} (error: ${job.error}) while waiting for ${states.join('|')}\n${this.diagnostics()}`);
-      }
-      return states.includes(job.state) ? job : undefined;
-    }, timeoutMs);
+    return this.until(
+      `job ${id} to reach ${states.join('|')}`,
+      async () => {
+        const job = await this.job(id);
+        if (FINAL.includes(job.state) && !states.includes(job.state)) {
+          throw new Error(`job ${id} (${job.name}) ended ${job.state} (error: ${job.error}) while waiting for ${states.join('|')}\n${this.diagnostics()}`);
+        }
+        return states.includes(job.state) ? job : undefined;
+      },
+      timeoutMs,
+    );
   }
 
   /** The `state` events of a finished job, from its event stream. */
   async stateEvents(id: string): Promise<any[]> {
     const res = await this.t.request('GET', `/v1/jobs/${id}/events`);
     expect(res.status).toBe(200);
-    return parseSse(res.text).filter((e) => e.event === 'state').map((e) => e.data);
+    return parseSse(res.text)
+      .filter((e) => e.event === 'state')
+      .map((e) => e.data);
   }
 
   async logs(id: string): Promise<string> {
@@ -217,9 +223,7 @@ export class Cluster {
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const w: WorkerProcess = { id, home, child, output, exited };
     this.workers.set(id, w);
     return w;
@@ -227,10 +231,14 @@ export class Cluster {
 
   /** Waits until the worker process says it runs and the API lists it among the live workers. */
   async ready(w: WorkerProcess): Promise<WorkerProcess> {
-    await this.until(`worker ${w.id} to start`, async () => {
-      if (!running(w)) throw new Error(`worker ${w.id} exited during start:\n${tail(w)}`);
-      return w.output.join('').includes('OpenTinker worker running') && (await this.liveWorkerIds()).includes(w.id);
-    }, 30_000);
+    await this.until(
+      `worker ${w.id} to start`,
+      async () => {
+        if (!running(w)) throw new Error(`worker ${w.id} exited during start:\n${tail(w)}`);
+        return w.output.join('').includes('OpenTinker worker running') && (await this.liveWorkerIds()).includes(w.id);
+      },
+      30_000,
+    );
     return w;
   }
 
@@ -257,9 +265,7 @@ export class Cluster {
   /** Kills every worker process still running (their job runners exit when their worker goes). */
   async killAll(): Promise<void> {
     for (const w of this.workers.values()) if (running(w)) w.child.kill('SIGKILL');
-    await Promise.all(
-      [...this.workers.values()].map((w) => Promise.race([w.exited, new Promise((r) => setTimeout(r, 5_000).unref())])),
-    );
+    await Promise.all([...this.workers.values()].map((w) => Promise.race([w.exited, new Promise((r) => setTimeout(r, 5_000).unref())])));
   }
 
   removeHomes(): void {

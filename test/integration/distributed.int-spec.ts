@@ -91,24 +91,32 @@ describe('distributed mode (BullMQ on Redis, PostgreSQL, two worker processes)',
     // A job that no running worker can fit (3 CPU slots; a stopped worker the cluster knows has 4) goes
     // back as delayed again and again, blocking nobody.
     const now = Date.now();
-    await t.app.get(DataSource).getRepository(WorkerEntity).insert({
-      id: 'big-box',
-      hostname: 'big-box',
-      pid: 1,
-      devices: [0, 1, 2, 3].map((i) => ({ id: `cpu:${i}`, kind: 'cpu' as const, name: 'CPU slot', memoryMb: null })),
-      startedAt: now,
-      lastSeenAt: now,
-      stoppedAt: now,
-    });
+    await t.app
+      .get(DataSource)
+      .getRepository(WorkerEntity)
+      .insert({
+        id: 'big-box',
+        hostname: 'big-box',
+        pid: 1,
+        devices: [0, 1, 2, 3].map((i) => ({ id: `cpu:${i}`, kind: 'cpu' as const, name: 'CPU slot', memoryMb: null })),
+        startedAt: now,
+        lastSeenAt: now,
+        stoppedAt: now,
+      });
     const unfit = await submit(carol, { name: 'unfit', steps: 1, step_seconds: 0, resources: { gpus: 0, cpu_slots: 3 } });
     await until('the unfit job to be put back as delayed', async () => (await queue.getJobState(unfit.id)) === 'delayed', 10_000, 50);
 
     const submitted: any[] = [];
     for (let i = 0; i < 12; i++) submitted.push(await submit(i % 2 ? bob : alice, { name: `fan-${i}`, steps: 2, step_seconds: 0.15 }));
-    const done = await until('12 jobs to finish', async () => {
-      const jobs = await Promise.all(submitted.map((j) => getJob(j.id)));
-      return jobs.every((j) => FINAL.includes(j.state)) && jobs;
-    }, 45_000, 250);
+    const done = await until(
+      '12 jobs to finish',
+      async () => {
+        const jobs = await Promise.all(submitted.map((j) => getJob(j.id)));
+        return jobs.every((j) => FINAL.includes(j.state)) && jobs;
+      },
+      45_000,
+      250,
+    );
 
     for (const job of done) {
       expect([job.name, job.state, job.attempts, job.exit_code]).toEqual([job.name, 'succeeded', 1, 0]);
@@ -268,10 +276,7 @@ describe('distributed mode (BullMQ on Redis, PostgreSQL, two worker processes)',
       const exit = await stopWorker(stopped, 'SIGTERM');
       expect(exit.code === 0 || exit.signal === 'SIGTERM').toBe(true);
       expect(await liveWorkerIds()).toEqual([W1]);
-      const blockers = [
-        await submit(carol, { name: 'busy-0', steps: 1, step_seconds: 4 }),
-        await submit(carol, { name: 'busy-1', steps: 1, step_seconds: 4 }),
-      ];
+      const blockers = [await submit(carol, { name: 'busy-0', steps: 1, step_seconds: 4 }), await submit(carol, { name: 'busy-1', steps: 1, step_seconds: 4 })];
       await until('worker 1 to be full', async () => {
         const jobs = await Promise.all(blockers.map((j) => getJob(j.id)));
         return jobs.every((j) => j.state === 'running' && j.worker_id === W1);

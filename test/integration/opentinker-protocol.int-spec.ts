@@ -110,48 +110,56 @@ describe("OpenTinker's game-server protocol", () => {
   const series = async (id: string, name: string) =>
     (await t.request('GET', `/v1/jobs/${id}/metrics?name=${encodeURIComponent(name)}`)).body as Array<{ step: number; value: number }>;
 
-  it('trains against a 2-shard Python game server: rewards and the server\'s game statistics recorded, episodes on both shards', async () => {
-    const { base } = await gameServer(2);
-    const res = await t.request('POST', '/v1/jobs', { body: trainSpec(base, 2, 2) });
-    expect(res.status).toBe(201);
-    const id = res.body.id as string;
-    const done = await waitForState(t, id, FINAL, 60_000);
-    expect(done.error ?? null).toBeNull();
-    expect(done.state).toBe('succeeded');
+  it(
+    "trains against a 2-shard Python game server: rewards and the server's game statistics recorded, episodes on both shards",
+    async () => {
+      const { base } = await gameServer(2);
+      const res = await t.request('POST', '/v1/jobs', { body: trainSpec(base, 2, 2) });
+      expect(res.status).toBe(201);
+      const id = res.body.id as string;
+      const done = await waitForState(t, id, FINAL, 60_000);
+      expect(done.error ?? null).toBeNull();
+      expect(done.state).toBe('succeeded');
 
-    const rewards = await series(id, 'reward/mean');
-    expect(rewards.map((p) => p.step)).toEqual([1, 2]);
-    for (const p of rewards) expect(Number.isFinite(p.value)).toBe(true);
-    // The server's /stats/step, read after each batch (upstream's game/ and val_game/ prefixes).
-    const started = await series(id, 'game/total_samples');
-    expect(started).toEqual([expect.objectContaining({ step: 1, value: 4 }), expect.objectContaining({ step: 2, value: 4 })]); // 2 tasks x 2 samples
-    // A game ends at its 2nd guess; one whose turn sampled no token never stepped.
-    for (const p of await series(id, 'game/games_in_step')) expect(p.value).toBeGreaterThanOrEqual(1);
-    expect((await series(id, 'game/win_rate')).length).toBe(2);
-    expect((await series(id, 'val_game/total_samples')).map((p) => p.value)).toEqual([2, 2]);
+      const rewards = await series(id, 'reward/mean');
+      expect(rewards.map((p) => p.step)).toEqual([1, 2]);
+      for (const p of rewards) expect(Number.isFinite(p.value)).toBe(true);
+      // The server's /stats/step, read after each batch (upstream's game/ and val_game/ prefixes).
+      const started = await series(id, 'game/total_samples');
+      expect(started).toEqual([expect.objectContaining({ step: 1, value: 4 }), expect.objectContaining({ step: 2, value: 4 })]); // 2 tasks x 2 samples
+      // A game ends at its 2nd guess; one whose turn sampled no token never stepped.
+      for (const p of await series(id, 'game/games_in_step')) expect(p.value).toBeGreaterThanOrEqual(1);
+      expect((await series(id, 'game/win_rate')).length).toBe(2);
+      expect((await series(id, 'val_game/total_samples')).map((p) => p.value)).toEqual([2, 2]);
 
-    // Every shard played some of the job's games (stats are per job_id: the job's id).
-    for (const port of [base, base + 1]) {
-      const stats = (await (await fetch(`http://127.0.0.1:${port}/stats?job_id=${id}`)).json()) as { total_games: number };
-      expect(stats.total_games).toBeGreaterThan(0);
-    }
-    const logs = (await t.request('GET', `/v1/jobs/${id}/logs`)).text;
-    expect(logs).toMatch(/OpenTinker game-server protocol/);
-    expect(logs).toMatch(/2 shards/);
-  }, SLOW);
+      // Every shard played some of the job's games (stats are per job_id: the job's id).
+      for (const port of [base, base + 1]) {
+        const stats = (await (await fetch(`http://127.0.0.1:${port}/stats?job_id=${id}`)).json()) as { total_games: number };
+        expect(stats.total_games).toBeGreaterThan(0);
+      }
+      const logs = (await t.request('GET', `/v1/jobs/${id}/logs`)).text;
+      expect(logs).toMatch(/OpenTinker game-server protocol/);
+      expect(logs).toMatch(/2 shards/);
+    },
+    SLOW,
+  );
 
-  it('fails the job with the environment\'s error, not a hang, when the server dies mid-episode', async () => {
-    const { base, child } = await gameServer(1, ['--die-after-steps', '3']);
-    const res = await t.request('POST', '/v1/jobs', { body: trainSpec(base, 1, 3) });
-    expect(res.status).toBe(201);
-    const t0 = Date.now();
-    const done = await waitForState(t, res.body.id, FINAL, 45_000);
-    expect(done.state).toBe('failed');
-    expect(Date.now() - t0).toBeLessThan(45_000);
-    expect(String(done.error)).toMatch(/failed every episode/);
-    expect(String(done.error)).toMatch(/Lost the connection to environment server|is unreachable/);
-    expect(child.exitCode ?? (await new Promise((r) => child.once('exit', r)))).not.toBe(0);
-  }, SLOW);
+  it(
+    "fails the job with the environment's error, not a hang, when the server dies mid-episode",
+    async () => {
+      const { base, child } = await gameServer(1, ['--die-after-steps', '3']);
+      const res = await t.request('POST', '/v1/jobs', { body: trainSpec(base, 1, 3) });
+      expect(res.status).toBe(201);
+      const t0 = Date.now();
+      const done = await waitForState(t, res.body.id, FINAL, 45_000);
+      expect(done.state).toBe('failed');
+      expect(Date.now() - t0).toBeLessThan(45_000);
+      expect(String(done.error)).toMatch(/failed every episode/);
+      expect(String(done.error)).toMatch(/Lost the connection to environment server|is unreachable/);
+      expect(child.exitCode ?? (await new Promise((r) => child.once('exit', r)))).not.toBe(0);
+    },
+    SLOW,
+  );
 
   it('refuses a sharded URL without a port at submission, naming the field', async () => {
     const res = await t.request('POST', '/v1/jobs', { body: { ...trainSpec(80, 2, 1), environment: { url: 'http://127.0.0.1/', protocol: 'opentinker', shards: 2 } } });
@@ -162,47 +170,61 @@ describe("OpenTinker's game-server protocol", () => {
 });
 
 describe('opentinker env serve --protocol opentinker, called like OpenTinker does', () => {
-  it('answers reset/step/finalize/stats from a Python client routing by crc32 over 2 shards', async () => {
-    const base = await consecutivePorts(2);
-    const served = start(process.execPath, [BIN, 'env', 'serve', 'math', '--protocol', 'opentinker', '--port', String(base), '--shards', '2']);
-    await waitFor(async () => served.output().includes(' served on '), 20_000, 100).catch(() => {
-      throw new Error(`env serve did not start: ${served.output()}`);
-    });
-    expect(served.output()).toContain(`served on http://127.0.0.1:${base}-${base + 1} (OpenTinker's game-server protocol)`);
+  it(
+    'answers reset/step/finalize/stats from a Python client routing by crc32 over 2 shards',
+    async () => {
+      const base = await consecutivePorts(2);
+      const served = start(process.execPath, [BIN, 'env', 'serve', 'math', '--protocol', 'opentinker', '--port', String(base), '--shards', '2']);
+      await waitFor(async () => served.output().includes(' served on '), 20_000, 100).catch(() => {
+        throw new Error(`env serve did not start: ${served.output()}`);
+      });
+      expect(served.output()).toContain(`served on http://127.0.0.1:${base}-${base + 1} (OpenTinker's game-server protocol)`);
 
-    const episodes = [
-      // No kwargs: the next task of the environment's train split.
-      { env_kwargs: {}, actions: ['\\boxed{-1}'] },
-      // A task given as the env kwargs of a dataset row (prompt + ground_truth).
-      { env_kwargs: { prompt: [{ role: 'user', content: 'What is 2+3?' }], ground_truth: '5' }, actions: ['The answer is \\boxed{5}'] },
-      { env_kwargs: { prompt: [{ role: 'user', content: 'What is 2+2?' }], ground_truth: '4' }, actions: ['\\boxed{5}'] },
-    ];
-    const { stdout } = await promisify(execFile)(PYTHON, [join(FIXTURES, 'opentinker_client_calls.py'), `http://127.0.0.1:${base}`, '2', JSON.stringify(episodes)], { timeout: 30_000 });
-    const out = JSON.parse(stdout);
+      const episodes = [
+        // No kwargs: the next task of the environment's train split.
+        { env_kwargs: {}, actions: ['\\boxed{-1}'] },
+        // A task given as the env kwargs of a dataset row (prompt + ground_truth).
+        { env_kwargs: { prompt: [{ role: 'user', content: 'What is 2+3?' }], ground_truth: '5' }, actions: ['The answer is \\boxed{5}'] },
+        { env_kwargs: { prompt: [{ role: 'user', content: 'What is 2+2?' }], ground_truth: '4' }, actions: ['\\boxed{5}'] },
+      ];
+      const { stdout } = await promisify(execFile)(PYTHON, [join(FIXTURES, 'opentinker_client_calls.py'), `http://127.0.0.1:${base}`, '2', JSON.stringify(episodes)], {
+        timeout: 30_000,
+      });
+      const out = JSON.parse(stdout);
 
-    expect(out.health).toEqual([
-      { status: 200, body: { status: 'healthy' } },
-      { status: 200, body: { status: 'healthy' } },
-    ]);
-    expect(out.reset_all.status).toBe(200);
-    expect(out.reset_step).toMatchObject({ status: 200, body: { step: 1, message: 'Step stats reset', job_id: 'python-client-job' } });
+      expect(out.health).toEqual([
+        { status: 200, body: { status: 'healthy' } },
+        { status: 200, body: { status: 'healthy' } },
+      ]);
+      expect(out.reset_all.status).toBe(200);
+      expect(out.reset_step).toMatchObject({ status: 200, body: { step: 1, message: 'Step stats reset', job_id: 'python-client-job' } });
 
-    const [generated, right, wrong] = out.episodes;
-    expect(generated.reset).toMatchObject({ status: 200, body: { observation: expect.stringContaining('\\boxed{}'), system_prompt: null } });
-    expect(generated.steps[0]).toMatchObject({ status: 200, body: { reward: 0, done: true, info: { correct: false } } });
-    expect(right.reset).toMatchObject({ status: 200, body: { observation: 'What is 2+3?', game_state: { task: { ground_truth: '5' } } } });
-    expect(right.steps).toEqual([{ status: 200, body: { observation: '', reward: 1, done: true, info: expect.objectContaining({ correct: true }) } }]);
-    expect(wrong.steps[0]).toMatchObject({ status: 200, body: { reward: 0, done: true } });
-    for (const e of out.episodes) expect(e.finalize).toEqual({ status: 200, body: { message: `Instance ${e.instance_id} removed` } });
-    // Instances were routed to both ports or one, as crc32 picked: every call of one instance to one port.
-    expect(new Set(out.episodes.map((e: { endpoint: string }) => e.endpoint)).size).toBeGreaterThanOrEqual(1);
+      const [generated, right, wrong] = out.episodes;
+      expect(generated.reset).toMatchObject({ status: 200, body: { observation: expect.stringContaining('\\boxed{}'), system_prompt: null } });
+      expect(generated.steps[0]).toMatchObject({ status: 200, body: { reward: 0, done: true, info: { correct: false } } });
+      expect(right.reset).toMatchObject({ status: 200, body: { observation: 'What is 2+3?', game_state: { task: { ground_truth: '5' } } } });
+      expect(right.steps).toEqual([{ status: 200, body: { observation: '', reward: 1, done: true, info: expect.objectContaining({ correct: true }) } }]);
+      expect(wrong.steps[0]).toMatchObject({ status: 200, body: { reward: 0, done: true } });
+      for (const e of out.episodes) expect(e.finalize).toEqual({ status: 200, body: { message: `Instance ${e.instance_id} removed` } });
+      // Instances were routed to both ports or one, as crc32 picked: every call of one instance to one port.
+      expect(new Set(out.episodes.map((e: { endpoint: string }) => e.endpoint)).size).toBeGreaterThanOrEqual(1);
 
-    expect(out.unknown_step).toMatchObject({ status: 404, body: { detail: 'Instance never-reset not found. Call /reset first.' } });
-    // The shards share one state: either shard reports the job's whole batch.
-    for (const s of out.step_stats) {
-      expect(s.body).toMatchObject({ step: 1, total_samples: 3, games_in_step: 3, incomplete_samples: 0, completion_rate: 1, total_interactions: 3, job_id: 'python-client-job' });
-      expect(s.body.mean_final_reward).toBeCloseTo(1 / 3);
-    }
-    expect(out.all_stats.body).toMatchObject({ total_games: 3, games_in_step: 3 });
-  }, SLOW);
+      expect(out.unknown_step).toMatchObject({ status: 404, body: { detail: 'Instance never-reset not found. Call /reset first.' } });
+      // The shards share one state: either shard reports the job's whole batch.
+      for (const s of out.step_stats) {
+        expect(s.body).toMatchObject({
+          step: 1,
+          total_samples: 3,
+          games_in_step: 3,
+          incomplete_samples: 0,
+          completion_rate: 1,
+          total_interactions: 3,
+          job_id: 'python-client-job',
+        });
+        expect(s.body.mean_final_reward).toBeCloseTo(1 / 3);
+      }
+      expect(out.all_stats.body).toMatchObject({ total_games: 3, games_in_step: 3 });
+    },
+    SLOW,
+  );
 });

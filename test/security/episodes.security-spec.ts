@@ -8,7 +8,7 @@ describe('security: episodes belong to the tenant that created them', () => {
   });
   afterAll(() => s.t.close());
 
-  it("7. another tenant cannot step or delete an episode, and sees it as not found", async () => {
+  it('7. another tenant cannot step or delete an episode, and sees it as not found', async () => {
     const a = episodeCall(s.t, s.alice, 'math');
     const b = episodeCall(s.t, s.bob, 'math');
     const created = await a('POST', '/v1/episodes', { seed: 1, split: 'test', index: 0 });

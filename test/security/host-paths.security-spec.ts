@@ -35,9 +35,16 @@ describe('security: no host path from a tenant reaches the file system', () => {
     });
     expect(upload.status).toBe(201);
     const alicesFile = join(s.t.home, 'datasets', upload.body.dataset.id, 'data.jsonl');
-    for (const [key, path] of [['test_path', '/etc/passwd'], ['train_path', alicesFile], ['test_path', '/root/.bashrc']]) {
+    for (const [key, path] of [
+      ['test_path', '/etc/passwd'],
+      ['train_path', alicesFile],
+      ['test_path', '/root/.bashrc'],
+    ]) {
       for (const kind of ['train', 'inference']) {
-        const spec = kind === 'train' ? train({ id: 'math', config: { source: 'dataset', [key]: path } }) : { kind, environment: { id: 'math', config: { [key]: path } }, model: { preset: 'tiny-char' } };
+        const spec =
+          kind === 'train'
+            ? train({ id: 'math', config: { source: 'dataset', [key]: path } })
+            : { kind, environment: { id: 'math', config: { [key]: path } }, model: { preset: 'tiny-char' } };
         const res = await job(s.bob, spec);
         expect([res.status, res.body.code, res.body.field]).toEqual([400, 'OT_ERR_HOST_ONLY', `environment.config.${key}`]);
         expect(res.text).not.toContain('secret question');

@@ -41,7 +41,15 @@ describe('security: remote environments are an allow-list, and their errors map 
   it("6. refuses a plain user's loopback, private, link-local and metadata URLs, with one message whatever listens there", async () => {
     const closed = await unusedPort();
     const messages = new Set<string>();
-    for (const url of [`http://127.0.0.1:${httpPort}`, `http://127.0.0.1:${closed}`, `http://localhost:${httpPort}`, 'http://169.254.169.254/latest/meta-data', 'http://10.0.0.1:8088', 'http://[::1]:80', 'http://[::ffff:127.0.0.1]:22']) {
+    for (const url of [
+      `http://127.0.0.1:${httpPort}`,
+      `http://127.0.0.1:${closed}`,
+      `http://localhost:${httpPort}`,
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.1:8088',
+      'http://[::1]:80',
+      'http://[::ffff:127.0.0.1]:22',
+    ]) {
       const res = await s.t.request('POST', '/v1/jobs', { key: s.bob, body: trainSpec({ id: 'math', url, token: 'bobs-token' }) });
       expect([url, res.status, res.body.code, res.body.field]).toEqual([url, 400, 'OT_ERR_URL_NOT_ALLOWED', 'environment.url']);
       messages.add(res.body.message.replace(/environment\.url \S+ /, 'environment.url HOST '));

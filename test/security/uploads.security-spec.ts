@@ -24,7 +24,12 @@ describe('security: uploads never block the API or blow its memory', () => {
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
-    const res = await t.app.inject({ method: 'POST', url: '/v1/datasets?environment=math&name=hostile', headers: { authorization: `Bearer ${key}`, 'content-type': type }, payload: body });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/datasets?environment=math&name=hostile',
+      headers: { authorization: `Bearer ${key}`, 'content-type': type },
+      payload: body,
+    });
     probing = false;
     await probe;
     return { status: res.statusCode, body: JSON.parse(res.body), slowest };

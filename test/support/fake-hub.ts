@@ -141,7 +141,16 @@ export async function startFakeHub(repos: FakeRepo[]): Promise<FakeHub> {
       if (!commit) return notFound(res, 'RevisionNotFound');
       res.writeHead(200, { 'content-type': 'application/json' });
       if (api[3] === 'revision') {
-        res.end(JSON.stringify({ _id: 'x', id: api[2], sha: commit.sha, private: false, siblings: [...commit.files.keys()].map((rfilename) => ({ rfilename })), lastModified: '2026-12-01T00:00:00.000Z' }));
+        res.end(
+          JSON.stringify({
+            _id: 'x',
+            id: api[2],
+            sha: commit.sha,
+            private: false,
+            siblings: [...commit.files.keys()].map((rfilename) => ({ rfilename })),
+            lastModified: '2026-12-01T00:00:00.000Z',
+          }),
+        );
       } else {
         res.end(
           JSON.stringify(

@@ -29,9 +29,7 @@ export interface TestResponse {
   headers: Record<string, unknown>;
 }
 
-export async function startTestApp(
-  opts: { worker?: boolean; config?: Partial<Record<keyof AppConfigValues, unknown>>; home?: string } = {},
-): Promise<TestApp> {
+export async function startTestApp(opts: { worker?: boolean; config?: Partial<Record<keyof AppConfigValues, unknown>>; home?: string } = {}): Promise<TestApp> {
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'opentinker-test-'));
   const adminKey = 'otk_test_admin_key_0123456789abcdef';
   const config = loadConfig({}, { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, ...opts.config });

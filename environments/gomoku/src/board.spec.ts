@@ -10,21 +10,106 @@ function setUp(board: Board, player: Player, stones: Array<[number, number]>): B
 
 describe('Board: lines of five at the edges and corners (9×9)', () => {
   const cases: Array<[string, Array<[number, number]>]> = [
-    ['horizontal along the top edge from the top-left corner', [[0, 0], [0, 1], [0, 2], [0, 3], [0, 4]]],
-    ['horizontal along the bottom edge into the bottom-right corner', [[8, 4], [8, 5], [8, 6], [8, 7], [8, 8]]],
-    ['vertical along the left edge into the bottom-left corner', [[4, 0], [5, 0], [6, 0], [7, 0], [8, 0]]],
-    ['vertical along the right edge from the top-right corner', [[0, 8], [1, 8], [2, 8], [3, 8], [4, 8]]],
-    ['diagonal ↘ from the top-left corner', [[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]]],
-    ['diagonal ↘ into the bottom-right corner', [[4, 4], [5, 5], [6, 6], [7, 7], [8, 8]]],
-    ['anti-diagonal ↙ from the top-right corner', [[0, 8], [1, 7], [2, 6], [3, 5], [4, 4]]],
-    ['anti-diagonal ↙ into the bottom-left corner', [[4, 4], [5, 3], [6, 2], [7, 1], [8, 0]]],
-    ['diagonal ↘ along an edge-touching short diagonal', [[4, 0], [5, 1], [6, 2], [7, 3], [8, 4]]],
+    [
+      'horizontal along the top edge from the top-left corner',
+      [
+        [0, 0],
+        [0, 1],
+        [0, 2],
+        [0, 3],
+        [0, 4],
+      ],
+    ],
+    [
+      'horizontal along the bottom edge into the bottom-right corner',
+      [
+        [8, 4],
+        [8, 5],
+        [8, 6],
+        [8, 7],
+        [8, 8],
+      ],
+    ],
+    [
+      'vertical along the left edge into the bottom-left corner',
+      [
+        [4, 0],
+        [5, 0],
+        [6, 0],
+        [7, 0],
+        [8, 0],
+      ],
+    ],
+    [
+      'vertical along the right edge from the top-right corner',
+      [
+        [0, 8],
+        [1, 8],
+        [2, 8],
+        [3, 8],
+        [4, 8],
+      ],
+    ],
+    [
+      'diagonal ↘ from the top-left corner',
+      [
+        [0, 0],
+        [1, 1],
+        [2, 2],
+        [3, 3],
+        [4, 4],
+      ],
+    ],
+    [
+      'diagonal ↘ into the bottom-right corner',
+      [
+        [4, 4],
+        [5, 5],
+        [6, 6],
+        [7, 7],
+        [8, 8],
+      ],
+    ],
+    [
+      'anti-diagonal ↙ from the top-right corner',
+      [
+        [0, 8],
+        [1, 7],
+        [2, 6],
+        [3, 5],
+        [4, 4],
+      ],
+    ],
+    [
+      'anti-diagonal ↙ into the bottom-left corner',
+      [
+        [4, 4],
+        [5, 3],
+        [6, 2],
+        [7, 1],
+        [8, 0],
+      ],
+    ],
+    [
+      'diagonal ↘ along an edge-touching short diagonal',
+      [
+        [4, 0],
+        [5, 1],
+        [6, 2],
+        [7, 3],
+        [8, 4],
+      ],
+    ],
   ];
 
   it.each(cases)('%s wins, whichever stone of the line was played last', (_name, line) => {
     for (let last = 0; last < line.length; last++) {
       const board = new Board(rules());
-      setUp(board, X, line.filter((_, k) => k !== last));
+      setUp(
+        board,
+        X,
+        line.filter((_, k) => k !== last),
+      );
       const cell = board.index(...line[last]);
       expect(board.wins(cell, X)).toBe(true); // look-ahead on the empty cell
       board.place(cell, X);
@@ -44,28 +129,60 @@ describe('Board: lines of five at the edges and corners (9×9)', () => {
 
   it('does not wrap lines around the board edge', () => {
     // (0,6),(0,7),(0,8) then (1,0),(1,1): consecutive flat indices, not a line.
-    const board = setUp(new Board(rules()), X, [[0, 6], [0, 7], [0, 8], [1, 0], [1, 1]]);
+    const board = setUp(new Board(rules()), X, [
+      [0, 6],
+      [0, 7],
+      [0, 8],
+      [1, 0],
+      [1, 1],
+    ]);
     expect(board.findWinner()).toBeNull();
     // Anti-diagonal that would wrap: (0,1),(1,0),(2,8)...
-    const wrap = setUp(new Board(rules()), X, [[0, 1], [1, 0], [1, 8], [2, 7], [3, 6]]);
+    const wrap = setUp(new Board(rules()), X, [
+      [0, 1],
+      [1, 0],
+      [1, 8],
+      [2, 7],
+      [3, 6],
+    ]);
     expect(wrap.findWinner()).toBeNull();
   });
 
   it('mixed colours break a line', () => {
-    const board = setUp(new Board(rules()), X, [[2, 0], [2, 1], [2, 3], [2, 4], [2, 5]]);
+    const board = setUp(new Board(rules()), X, [
+      [2, 0],
+      [2, 1],
+      [2, 3],
+      [2, 4],
+      [2, 5],
+    ]);
     board.place(board.index(2, 2), O);
     expect(board.findWinner()).toBeNull();
   });
 });
 
 describe('Board: overlines', () => {
-  const six: Array<[number, number]> = [[3, 0], [3, 1], [3, 2], [3, 3], [3, 4], [3, 5]];
+  const six: Array<[number, number]> = [
+    [3, 0],
+    [3, 1],
+    [3, 2],
+    [3, 3],
+    [3, 4],
+    [3, 5],
+  ];
 
   it('allow_overline true (freestyle): six in a row wins, in every direction', () => {
     const board = setUp(new Board(rules(9, 5, true)), X, six);
     expect(board.wins(board.index(3, 5), X)).toBe(true);
     expect(board.wins(board.index(3, 2), X)).toBe(true);
-    const diag = setUp(new Board(rules(9, 5, true)), O, [[0, 0], [1, 1], [2, 2], [4, 4], [5, 5], [6, 6]]);
+    const diag = setUp(new Board(rules(9, 5, true)), O, [
+      [0, 0],
+      [1, 1],
+      [2, 2],
+      [4, 4],
+      [5, 5],
+      [6, 6],
+    ]);
     expect(diag.wins(diag.index(3, 3), O)).toBe(true); // filling the gap makes seven
   });
 
@@ -75,17 +192,35 @@ describe('Board: overlines', () => {
     expect(board.wins(board.index(3, 0), X)).toBe(false);
     expect(board.findWinner()).toBeNull();
     // XXXX_X: filling the gap makes six → no win; XXXX_ . : the end makes exactly five → win.
-    const gap = setUp(new Board(rules(9, 5, false)), X, [[5, 0], [5, 1], [5, 2], [5, 3], [5, 5]]);
+    const gap = setUp(new Board(rules(9, 5, false)), X, [
+      [5, 0],
+      [5, 1],
+      [5, 2],
+      [5, 3],
+      [5, 5],
+    ]);
     expect(gap.wins(gap.index(5, 4), X)).toBe(false);
-    const open = setUp(new Board(rules(9, 5, false)), X, [[6, 1], [6, 2], [6, 3], [6, 4]]);
+    const open = setUp(new Board(rules(9, 5, false)), X, [
+      [6, 1],
+      [6, 2],
+      [6, 3],
+      [6, 4],
+    ]);
     expect(open.wins(open.index(6, 0), X)).toBe(true);
     expect(open.wins(open.index(6, 5), X)).toBe(true);
   });
 
   it('allow_overline false: a stone making six one way and exactly five another way still wins', () => {
     const board = setUp(new Board(rules(9, 5, false)), X, [
-      [4, 0], [4, 1], [4, 2], [4, 4], [4, 5], // row 4 with a gap at (4,3): six when filled
-      [0, 3], [1, 3], [2, 3], [3, 3], // column 3 above the gap: five when filled
+      [4, 0],
+      [4, 1],
+      [4, 2],
+      [4, 4],
+      [4, 5], // row 4 with a gap at (4,3): six when filled
+      [0, 3],
+      [1, 3],
+      [2, 3],
+      [3, 3], // column 3 above the gap: five when filled
     ]);
     expect(board.lineThrough(board.index(4, 3), X, 0, 1)).toBe(6);
     expect(board.lineThrough(board.index(4, 3), X, 1, 0)).toBe(5);
@@ -93,7 +228,12 @@ describe('Board: overlines', () => {
   });
 
   it('a win length equal to the board size needs the whole row (5×5)', () => {
-    const board = setUp(new Board(rules(5, 5, false)), O, [[0, 0], [1, 1], [2, 2], [3, 3]]);
+    const board = setUp(new Board(rules(5, 5, false)), O, [
+      [0, 0],
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
     expect(board.wins(board.index(4, 4), O)).toBe(true);
   });
 });
@@ -101,7 +241,17 @@ describe('Board: overlines', () => {
 describe('Board: draws and bookkeeping', () => {
   it('a scripted 3×3 game (win length 3) fills the board with no winner', () => {
     const board = new Board(rules(3, 3, true));
-    const script: Array<[number, number]> = [[0, 0], [1, 1], [0, 2], [0, 1], [2, 1], [1, 2], [1, 0], [2, 0], [2, 2]];
+    const script: Array<[number, number]> = [
+      [0, 0],
+      [1, 1],
+      [0, 2],
+      [0, 1],
+      [2, 1],
+      [1, 2],
+      [1, 0],
+      [2, 0],
+      [2, 2],
+    ];
     let player: Player = X;
     for (const [r, c] of script) {
       const cell = board.index(r, c);

@@ -29,10 +29,7 @@ export const gomokuConfigSchema = z
   .object({
     board_size: z.number().int().min(5).max(19).default(9).describe('Width and height of the board'),
     win_length: z.number().int().min(3).max(19).default(5).describe('Stones in a row needed to win (at most board_size)'),
-    allow_overline: z
-      .boolean()
-      .default(true)
-      .describe('Whether a line longer than win_length wins (true: freestyle); false: only exactly win_length wins'),
+    allow_overline: z.boolean().default(true).describe('Whether a line longer than win_length wins (true: freestyle); false: only exactly win_length wins'),
     opponent: z.enum(['random', 'greedy']).default('random').describe('random: any empty cell; greedy: wins, else blocks, else the best-scoring cell'),
     model_first: z.boolean().default(true).describe('Whether the model (X) moves first'),
     max_invalid_moves: z
@@ -42,13 +39,7 @@ export const gomokuConfigSchema = z
       .max(1000)
       .default(3)
       .describe('Invalid moves allowed in an episode; the one that reaches this count ends the game (result "invalid")'),
-    max_turns: z
-      .number()
-      .int()
-      .min(1)
-      .nullable()
-      .default(null)
-      .describe('Model replies (valid or not) before the game ends with a timeout; null means board_size²'),
+    max_turns: z.number().int().min(1).nullable().default(null).describe('Model replies (valid or not) before the game ends with a timeout; null means board_size²'),
     test_size: z.number().int().min(1).max(1_000_000).default(64).describe('Number of tasks in the test split'),
     random_opening_moves: z
       .number()
@@ -80,7 +71,7 @@ export const gomokuConfigSchema = z
     task_hints: z
       .boolean()
       .default(false)
-      .describe("Give each task a hint: the greedy heuristic's move for X in the opening position, as \"row,col\" (a target for an SFT warm-up: <move>{hint}</move>)"),
+      .describe('Give each task a hint: the greedy heuristic\'s move for X in the opening position, as "row,col" (a target for an SFT warm-up: <move>{hint}</move>)'),
     rewards: rewardsSchema.prefault({}).describe('Rewards; missing keys keep their defaults'),
   })
   .strict()
@@ -89,7 +80,11 @@ export const gomokuConfigSchema = z
       ctx.addIssue({ code: 'custom', path: ['win_length'], message: `must be at most board_size (${config.board_size})` });
     }
     if (config.random_opening_moves * 4 > config.board_size * config.board_size) {
-      ctx.addIssue({ code: 'custom', path: ['random_opening_moves'], message: `must be at most a quarter of the board (${Math.floor((config.board_size * config.board_size) / 4)})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['random_opening_moves'],
+        message: `must be at most a quarter of the board (${Math.floor((config.board_size * config.board_size) / 4)})`,
+      });
     }
     if (config.random_opening_moves_min !== null && config.random_opening_moves_min > config.random_opening_moves) {
       ctx.addIssue({ code: 'custom', path: ['random_opening_moves_min'], message: `must be at most random_opening_moves (${config.random_opening_moves})` });

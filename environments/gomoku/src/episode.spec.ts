@@ -13,11 +13,51 @@ const info = (r: StepResult) => r.info as GomokuInfo & { hint?: string };
 const move = (r: number, c: number) => `<move>${r},${c}</move>`;
 
 /** X four in a row on row 0 (cols 0..3), O scattered on row 8: X to move. */
-const X_FOUR: GomokuTask = { index: 0, opening: [[0, 0], [8, 8], [0, 1], [8, 6], [0, 2], [8, 4], [0, 3], [8, 2]] };
+const X_FOUR: GomokuTask = {
+  index: 0,
+  opening: [
+    [0, 0],
+    [8, 8],
+    [0, 1],
+    [8, 6],
+    [0, 2],
+    [8, 4],
+    [0, 3],
+    [8, 2],
+  ],
+};
 /** O four in a row on row 8 (cols 0..3), X scattered: X to move, O wins next unless blocked. */
-const O_FOUR: GomokuTask = { index: 0, opening: [[0, 8], [8, 0], [0, 6], [8, 1], [0, 4], [8, 2], [2, 2], [8, 3]] };
+const O_FOUR: GomokuTask = {
+  index: 0,
+  opening: [
+    [0, 8],
+    [8, 0],
+    [0, 6],
+    [8, 1],
+    [0, 4],
+    [8, 2],
+    [2, 2],
+    [8, 3],
+  ],
+};
 /** 5×5 opening where every row, column and diagonal holds both colours: the game must be drawn. */
-const DEAD_5X5: GomokuTask = { index: 0, opening: [[0, 3], [2, 4], [1, 2], [1, 0], [3, 4], [3, 3], [1, 1], [4, 1], [4, 0], [0, 2], [2, 1], [1, 3]] };
+const DEAD_5X5: GomokuTask = {
+  index: 0,
+  opening: [
+    [0, 3],
+    [2, 4],
+    [1, 2],
+    [1, 0],
+    [3, 4],
+    [3, 3],
+    [1, 1],
+    [4, 1],
+    [4, 0],
+    [0, 2],
+    [2, 1],
+    [1, 3],
+  ],
+};
 
 describe('first messages', () => {
   it('a system prompt with the rules and the 0-based convention, then the empty board', () => {
@@ -44,7 +84,17 @@ describe('first messages', () => {
   });
 
   it('openings are played in turn order from the first mover', () => {
-    const { messages } = start({}, { index: 0, opening: [[0, 0], [1, 1], [2, 2]] });
+    const { messages } = start(
+      {},
+      {
+        index: 0,
+        opening: [
+          [0, 0],
+          [1, 1],
+          [2, 2],
+        ],
+      },
+    );
     expect(messages[1].content).toContain('opening of 3 stones');
     // X, O, X placed; O to move, so the opponent has answered already.
     expect(messages[1].content).toContain('0  X  .');
@@ -60,8 +110,17 @@ describe('results and rewards', () => {
     const r = episode.step('Completing the row: <move>0,4</move>');
     expect(r).toMatchObject({ reward: 10, done: true, observation: '' });
     expect(info(r)).toEqual({
-      winner: 'x', result: 'win', moves: 1, model_moves: 1, opponent_moves: 0, opening_moves: 8,
-      invalid_moves: 0, turns: 1, move: [0, 4], opponent_move: null, error: null,
+      winner: 'x',
+      result: 'win',
+      moves: 1,
+      model_moves: 1,
+      opponent_moves: 0,
+      opening_moves: 8,
+      invalid_moves: 0,
+      turns: 1,
+      move: [0, 4],
+      opponent_move: null,
+      error: null,
     });
     expect(() => episode.step(move(1, 1))).toThrow(expect.objectContaining({ code: 'ENV_STEP_AFTER_DONE' }));
   });
@@ -111,8 +170,16 @@ describe('results and rewards', () => {
         for (let turn = 0; turn < 20 && !r?.done; turn++) {
           // First empty cell of the rendered board.
           const rows = text.split('\n').filter((l) => /^\d /.test(l));
-          const row = rows.findIndex((l) => l.slice(2).match(/.{1,3}/g)!.some((c) => c.trim() === '.'));
-          const col = rows[row].slice(2).match(/.{1,3}/g)!.findIndex((c) => c.trim() === '.');
+          const row = rows.findIndex((l) =>
+            l
+              .slice(2)
+              .match(/.{1,3}/g)!
+              .some((c) => c.trim() === '.'),
+          );
+          const col = rows[row]
+            .slice(2)
+            .match(/.{1,3}/g)!
+            .findIndex((c) => c.trim() === '.');
           r = episode.step(move(row, col));
           text = r.observation;
         }
@@ -126,7 +193,21 @@ describe('results and rewards', () => {
 
 describe('overlines through the episode', () => {
   // X: row 0 cols 0..3 and col 5; playing (0,4) makes six.
-  const SIX: GomokuTask = { index: 0, opening: [[0, 0], [8, 8], [0, 1], [8, 6], [0, 2], [8, 4], [0, 3], [8, 2], [0, 5], [6, 0]] };
+  const SIX: GomokuTask = {
+    index: 0,
+    opening: [
+      [0, 0],
+      [8, 8],
+      [0, 1],
+      [8, 6],
+      [0, 2],
+      [8, 4],
+      [0, 3],
+      [8, 2],
+      [0, 5],
+      [6, 0],
+    ],
+  };
 
   it('allow_overline true: six in a row wins', () => {
     expect(start({ allow_overline: true }, SIX).episode.step(move(0, 4))).toMatchObject({ done: true, reward: 10 });
@@ -156,7 +237,16 @@ describe('invalid moves', () => {
 
   it.each(cases)('%s: −1, an error observation saying what is wrong, the same board, asked again', (_name, action, error, says) => {
     // X at (3,3), O at (4,4) from the opening; X to move.
-    const { episode } = start({}, { index: 0, opening: [[3, 3], [4, 4]] });
+    const { episode } = start(
+      {},
+      {
+        index: 0,
+        opening: [
+          [3, 3],
+          [4, 4],
+        ],
+      },
+    );
     const r = episode.step(action);
     expect(r.reward).toBe(-1);
     expect(r.done).toBe(false);
@@ -291,11 +381,39 @@ describe('determinism and lifecycle', () => {
       { opening: 'e5' },
       { opening: [[9, 0]] },
       { opening: [[1]] },
-      { opening: [[1, 1], [1, 1]] },
+      {
+        opening: [
+          [1, 1],
+          [1, 1],
+        ],
+      },
       // O (first mover) completes a line inside the opening.
-      { opening: [[0, 0], [8, 8], [0, 1], [8, 7], [0, 2], [8, 6], [0, 3], [7, 0], [0, 4]] },
+      {
+        opening: [
+          [0, 0],
+          [8, 8],
+          [0, 1],
+          [8, 7],
+          [0, 2],
+          [8, 6],
+          [0, 3],
+          [7, 0],
+          [0, 4],
+        ],
+      },
       // O gets four and then would win with its first move.
-      { opening: [[0, 0], [8, 8], [0, 1], [8, 6], [0, 2], [8, 4], [0, 3], [8, 2]] },
+      {
+        opening: [
+          [0, 0],
+          [8, 8],
+          [0, 1],
+          [8, 6],
+          [0, 2],
+          [8, 4],
+          [0, 3],
+          [8, 2],
+        ],
+      },
     ];
     for (const task of bad) {
       expect(() => episode.reset(task as GomokuTask, 1)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK' }));
@@ -309,7 +427,13 @@ describe("prompt_style: 'compact'", () => {
   const compact: GomokuConfigInput = { prompt_style: 'compact', board_size: 5, win_length: 4 };
 
   it('opens with one user message: the bare board and the short request, no system message', () => {
-    const { messages } = start(compact, { index: 0, opening: [[2, 2], [0, 4]] });
+    const { messages } = start(compact, {
+      index: 0,
+      opening: [
+        [2, 2],
+        [0, 4],
+      ],
+    });
     expect(messages).toEqual([{ role: 'user', content: '....O\n.....\n..X..\n.....\n.....\nX:' }]);
   });
 
@@ -327,7 +451,16 @@ describe("prompt_style: 'compact'", () => {
   });
 
   it('an invalid move says why in a word, and the board and request stay last', async () => {
-    const { episode } = start({ ...compact, max_invalid_moves: 2 }, { index: 0, opening: [[2, 2], [0, 4]] });
+    const { episode } = start(
+      { ...compact, max_invalid_moves: 2 },
+      {
+        index: 0,
+        opening: [
+          [2, 2],
+          [0, 4],
+        ],
+      },
+    );
     const occupied = await episode.step(move(2, 2));
     expect(occupied.observation).toBe('invalid (occupied)\n....O\n.....\n..X..\n.....\n.....\nX:');
     expect(occupied.reward).toBe(-1);
@@ -372,7 +505,18 @@ describe("task_hints: each step's info.hint", () => {
 
   it('the hint takes a win when there is one', async () => {
     // X (2,1),(2,2); X plays (2,3): three with both ends open; the greedy opponent blocks one end.
-    const { episode } = start({ ...hinted, opponent: 'greedy' }, { index: 0, opening: [[2, 1], [4, 4], [2, 2], [4, 0]] });
+    const { episode } = start(
+      { ...hinted, opponent: 'greedy' },
+      {
+        index: 0,
+        opening: [
+          [2, 1],
+          [4, 4],
+          [2, 2],
+          [4, 0],
+        ],
+      },
+    );
     const r = await episode.step('2,3');
     expect(r.done).toBe(false);
     expect(['2,0', '2,4']).toContain(info(r).hint);
@@ -381,7 +525,16 @@ describe("task_hints: each step's info.hint", () => {
   });
 
   it('an invalid move that does not end the game gets a hint too; without task_hints there is none, and the opponent plays the same either way', async () => {
-    const { episode } = start({ ...hinted, max_invalid_moves: 2 }, { index: 0, opening: [[2, 2], [0, 4]] });
+    const { episode } = start(
+      { ...hinted, max_invalid_moves: 2 },
+      {
+        index: 0,
+        opening: [
+          [2, 2],
+          [0, 4],
+        ],
+      },
+    );
     const r = await episode.step('2,2');
     expect(info(r)).toMatchObject({ error: 'occupied' });
     expect(info(r).hint).toMatch(/^[0-4],[0-4]$/);

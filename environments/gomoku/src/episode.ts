@@ -255,4 +255,3 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     return `Invalid move: ${why} ${warning}\n\n${renderBoard(board, this.lastOpponent < 0 ? null : this.lastOpponent)}\n\n${MOVE_REQUEST}`;
   }
 }
-

@@ -42,7 +42,14 @@ describe('gomoku definition', () => {
       'You played (0, 0).',
       '',
       '    0  1  2  3  4  5  6  7  8  9 10 11 12 13 14',
-      ...Array.from({ length: 15 }, (_, r) => `${String(r).padStart(2)} ` + Array.from({ length: 15 }, (_, c) => (r < 11 || (r === 11 && c < 12) ? ' X ' : ' . ')).join('').trimEnd()),
+      ...Array.from(
+        { length: 15 },
+        (_, r) =>
+          `${String(r).padStart(2)} ` +
+          Array.from({ length: 15 }, (_, c) => (r < 11 || (r === 11 && c < 12) ? ' X ' : ' . '))
+            .join('')
+            .trimEnd(),
+      ),
     ].join('\n');
     expect(boardReadingPolicy([{ role: 'user', content: board }], 0)).toContain('<move>11,12</move>');
   });

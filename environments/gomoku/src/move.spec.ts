@@ -86,7 +86,7 @@ describe('parseMove (0-based row,col in the last <move> tag)', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
   });
 
-  it("bare: the reply may be just row,col; a tag still wins, and other text is still a missing tag", () => {
+  it('bare: the reply may be just row,col; a tag still wins, and other text is still a missing tag', () => {
     expect(parseMove(' 2,3\n', 5, 'bare')).toEqual({ ok: true, row: 2, col: 3 });
     expect(parseMove('2,3', 5)).toEqual({ ok: false, error: 'missing_tag' });
     expect(parseMove('1,1 <move>4,0</move>', 5, 'bare')).toEqual({ ok: true, row: 4, col: 0 });

@@ -18,47 +18,165 @@ function movesOverSeeds(b: Board, player: Player): Set<string> {
 
 describe('greedy opponent', () => {
   it('takes a win in one (horizontal, and the gap of O O _ O O)', () => {
-    const a = board({ o: [[2, 1], [2, 2], [2, 3], [2, 4]], x: [[2, 0], [5, 5], [6, 6], [7, 7]] });
+    const a = board({
+      o: [
+        [2, 1],
+        [2, 2],
+        [2, 3],
+        [2, 4],
+      ],
+      x: [
+        [2, 0],
+        [5, 5],
+        [6, 6],
+        [7, 7],
+      ],
+    });
     expect(movesOverSeeds(a, O)).toEqual(new Set(['2,5']));
-    const b = board({ o: [[0, 0], [1, 1], [3, 3], [4, 4]], x: [[8, 0], [8, 1], [8, 2]] });
+    const b = board({
+      o: [
+        [0, 0],
+        [1, 1],
+        [3, 3],
+        [4, 4],
+      ],
+      x: [
+        [8, 0],
+        [8, 1],
+        [8, 2],
+      ],
+    });
     expect(movesOverSeeds(b, O)).toEqual(new Set(['2,2']));
   });
 
   it('prefers its own win over blocking the other side', () => {
-    const b = board({ o: [[0, 0], [0, 1], [0, 2], [0, 3]], x: [[5, 1], [5, 2], [5, 3], [5, 4]] });
+    const b = board({
+      o: [
+        [0, 0],
+        [0, 1],
+        [0, 2],
+        [0, 3],
+      ],
+      x: [
+        [5, 1],
+        [5, 2],
+        [5, 3],
+        [5, 4],
+      ],
+    });
     expect(movesOverSeeds(b, O)).toEqual(new Set(['0,4']));
   });
 
   it('blocks a closed four at its only open end', () => {
     // O X X X X _ on row 4: X wins at (4,5) unless blocked.
-    const b = board({ x: [[4, 1], [4, 2], [4, 3], [4, 4]], o: [[4, 0], [0, 8]] });
+    const b = board({
+      x: [
+        [4, 1],
+        [4, 2],
+        [4, 3],
+        [4, 4],
+      ],
+      o: [
+        [4, 0],
+        [0, 8],
+      ],
+    });
     expect(movesOverSeeds(b, O)).toEqual(new Set(['4,5']));
   });
 
   it('blocks a split four (X X _ X X) in its gap, on a diagonal', () => {
-    const b = board({ x: [[1, 7], [2, 6], [4, 4], [5, 3]], o: [[8, 8]] });
+    const b = board({
+      x: [
+        [1, 7],
+        [2, 6],
+        [4, 4],
+        [5, 3],
+      ],
+      o: [[8, 8]],
+    });
     expect(movesOverSeeds(b, O)).toEqual(new Set(['3,5']));
   });
 
   it('blocks an open four at one of its two ends (whichever, from the seed)', () => {
     // _ X X X X _ vertically in column 4, rows 2..5: ends (1,4) and (6,4).
-    const b = board({ x: [[2, 4], [3, 4], [4, 4], [5, 4]], o: [[0, 0], [8, 8], [0, 8]] });
+    const b = board({
+      x: [
+        [2, 4],
+        [3, 4],
+        [4, 4],
+        [5, 4],
+      ],
+      o: [
+        [0, 0],
+        [8, 8],
+        [0, 8],
+      ],
+    });
     const seen = movesOverSeeds(b, O);
     for (const move of seen) expect(['1,4', '6,4']).toContain(move);
   });
 
   it('blocks an open three before it becomes an open four', () => {
     // _ _ X X X _ _ on row 4: the heuristic puts O next to the three.
-    const b = board({ x: [[4, 3], [4, 4], [4, 5]], o: [[0, 0], [0, 8]] });
+    const b = board({
+      x: [
+        [4, 3],
+        [4, 4],
+        [4, 5],
+      ],
+      o: [
+        [0, 0],
+        [0, 8],
+      ],
+    });
     for (const move of movesOverSeeds(b, O)) expect(['4,2', '4,6']).toContain(move);
   });
 
   it('with overlines disallowed, does not "block" a gap that would only make six', () => {
     // X X X X _ X: filling the gap makes six, which does not win; nothing to block, so it plays on
     // heuristics, and must still block the real threat elsewhere if there is one.
-    const quiet = board({ x: [[7, 0], [7, 1], [7, 2], [7, 3], [7, 5]], o: [[0, 0], [1, 1], [6, 4]] }, 9, false);
+    const quiet = board(
+      {
+        x: [
+          [7, 0],
+          [7, 1],
+          [7, 2],
+          [7, 3],
+          [7, 5],
+        ],
+        o: [
+          [0, 0],
+          [1, 1],
+          [6, 4],
+        ],
+      },
+      9,
+      false,
+    );
     expect(quiet.wins(quiet.index(7, 4), X)).toBe(false);
-    const threat = board({ x: [[7, 0], [7, 1], [7, 2], [7, 3], [7, 5], [2, 8], [3, 8], [4, 8], [5, 8]], o: [[0, 0], [1, 1], [6, 4], [1, 8]] }, 9, false);
+    const threat = board(
+      {
+        x: [
+          [7, 0],
+          [7, 1],
+          [7, 2],
+          [7, 3],
+          [7, 5],
+          [2, 8],
+          [3, 8],
+          [4, 8],
+          [5, 8],
+        ],
+        o: [
+          [0, 0],
+          [1, 1],
+          [6, 4],
+          [1, 8],
+        ],
+      },
+      9,
+      false,
+    );
     expect(movesOverSeeds(threat, O)).toEqual(new Set(['6,8']));
   });
 
@@ -110,7 +228,13 @@ describe('random opponent', () => {
     expect(new Set(order).size).toBe(25);
     const again = new Board({ size: 5, winLength: 5, allowOverline: true });
     const rng2 = createRng(9);
-    expect(order.map(() => { const c = randomMove(again, rng2); again.place(c, O); return c; })).toEqual(order);
+    expect(
+      order.map(() => {
+        const c = randomMove(again, rng2);
+        again.place(c, O);
+        return c;
+      }),
+    ).toEqual(order);
     expect(() => opponentMove('random', b, O, rng)).toThrow(RangeError);
     expect(() => opponentMove('greedy', b, O, rng)).toThrow(RangeError);
   });

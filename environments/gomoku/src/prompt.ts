@@ -16,9 +16,7 @@ export const COMPACT_MOVE_REQUEST = 'X:';
 export function systemPrompt(config: GomokuConfig): string {
   const n = config.board_size;
   const k = config.win_length;
-  const overline = config.allow_overline
-    ? `A line longer than ${k} also wins.`
-    : `Only a line of exactly ${k} wins: a line of ${k + 1} or more stones does not count.`;
+  const overline = config.allow_overline ? `A line longer than ${k} also wins.` : `Only a line of exactly ${k} wins: a line of ${k + 1} or more stones does not count.`;
   const invalid =
     config.max_invalid_moves === 1
       ? 'An invalid move (no tag, unreadable, off the board, or on a taken cell) ends the game with a penalty.'

@@ -65,7 +65,13 @@ describe('renderBoard', () => {
       expect(line.startsWith(String(r).padStart(String(n - 1).length) + ' ')).toBe(true);
       const at = line.search(/[XO]/);
       expect(header[at]).toBe(String(r % 10)); // units digit of the column index
-      expect(header.slice(0, at + 1).trimStart().split(/\s+/).pop()).toBe(String(r)); // the whole index ends there
+      expect(
+        header
+          .slice(0, at + 1)
+          .trimStart()
+          .split(/\s+/)
+          .pop(),
+      ).toBe(String(r)); // the whole index ends there
       expect(line).toBe(line.trimEnd());
     }
     expect(lines[n].endsWith(`[${(n - 1) % 2 ? 'O' : 'X'}]`)).toBe(true);

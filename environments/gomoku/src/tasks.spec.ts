@@ -60,12 +60,34 @@ describe('tasks', () => {
     const config = cfg();
     expect(readTask(null, config)).toEqual({ index: 0, opening: [] });
     expect(readTask({}, config)).toEqual({ index: 0, opening: [] });
-    expect(readTask({ index: 3, opening: [[1, 2], [8, 8]], note: 'extra keys are ignored' }, config)).toEqual({ index: 3, opening: [11, 80] });
+    expect(
+      readTask(
+        {
+          index: 3,
+          opening: [
+            [1, 2],
+            [8, 8],
+          ],
+          note: 'extra keys are ignored',
+        },
+        config,
+      ),
+    ).toEqual({ index: 3, opening: [11, 80] });
   });
 
   it('readTask names what is wrong', () => {
     const config = cfg();
-    expect(() => readTask({ opening: [[0, 0], [9, 9]] }, config)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK', field: 'task.opening.1' }));
+    expect(() =>
+      readTask(
+        {
+          opening: [
+            [0, 0],
+            [9, 9],
+          ],
+        },
+        config,
+      ),
+    ).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK', field: 'task.opening.1' }));
     expect(() => readTask({ index: 'a' }, config)).toThrow(expect.objectContaining({ field: 'task.index' }));
     const half = Array.from({ length: 41 }, (_, k) => [Math.floor(k / 9), k % 9]);
     expect(() => readTask({ opening: half }, config)).toThrow(expect.objectContaining({ field: 'task.opening' }));

@@ -22,7 +22,7 @@ describe('parseReply', () => {
     ['a box in a thought is not an answer', '<think>it is \\boxed{5}</think> Let me check.', { code: null, blocks: 0, answer: null }],
     ['a box in a quote is not an answer', '> \\boxed{5}', { code: null, blocks: 0, answer: null }],
     ['the answer after a thought', '<think>\\boxed{4}?</think> \\boxed{5}', { code: null, blocks: 0, answer: '5' }],
-    ['an Answer: line is not this environment\'s format', 'Answer: 5', { code: null, blocks: 0, answer: null }],
+    ["an Answer: line is not this environment's format", 'Answer: 5', { code: null, blocks: 0, answer: null }],
     ['a trailing LaTeX space is not part of the answer', '\\boxed{\\frac{1}{2}\\ }', { code: null, blocks: 0, answer: '\\frac{1}{2}' }],
   ];
   it.each(cases)('%s', (_name, text, expected) => {

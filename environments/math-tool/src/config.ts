@@ -25,13 +25,7 @@ export const toolConfigShape = {
   scratch_mb: z.number().int().min(1).max(65_536).default(DEFAULT_LIMITS.scratchMb).describe('Size of the writable /tmp of a run, MiB (default 64)'),
   max_concurrent_runs: z.number().int().min(1).max(64).default(2).describe('Sandboxed runs at once per environment instance; more wait (default 2)'),
   python_path: z.string().min(1).default('/usr/bin/python3').describe("Interpreter inside the sandbox; must live under /usr (default Debian's /usr/bin/python3)"),
-  sandbox_uid: z
-    .number()
-    .int()
-    .min(1)
-    .max(4_294_967_294)
-    .default(65534)
-    .describe('Unprivileged uid runs use when the server is root (default 65534, nobody)'),
+  sandbox_uid: z.number().int().min(1).max(4_294_967_294).default(65534).describe('Unprivileged uid runs use when the server is root (default 65534, nobody)'),
   system_prompt: z.string().optional().describe('System message before each problem; unset: the built-in tool instructions; empty: none'),
   mixed_numbers: z.boolean().default(false).describe('Grade `2 1/2` as a mixed number (2.5) instead of a product'),
 };

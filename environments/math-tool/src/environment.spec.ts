@@ -112,7 +112,9 @@ describe('math-tool episodes with hostile code (real sandbox)', () => {
     await expectContinues(`print(open(${JSON.stringify(repoFile)}).read())`, (o) => expect(o).toMatch(/FileNotFoundError/));
     await expectContinues('import os\nprint(os.listdir("/"))', (o) => expect(o).not.toMatch(/'etc'|'home'|'root'|'work'/));
     // A socket to 127.0.0.1.
-    await expectContinues('import socket\nsocket.create_connection(("127.0.0.1", 6379), timeout=2)', (o) => expect(o).toMatch(/\n(ConnectionRefusedError|OSError|TimeoutError): [^\n]*\n$/));
+    await expectContinues('import socket\nsocket.create_connection(("127.0.0.1", 6379), timeout=2)', (o) =>
+      expect(o).toMatch(/\n(ConnectionRefusedError|OSError|TimeoutError): [^\n]*\n$/),
+    );
     // 100 MB of output: truncated with a marker.
     await expectContinues('import sys\nfor _ in range(100):\n    sys.stdout.write("y" * 1048575 + "\\n")', (o, info) => {
       expect(o).toMatch(

@@ -18,8 +18,7 @@ import { PythonSandbox } from './sandbox/sandbox';
 const mathTool = defineEnvironment<MathToolConfig, MathTask>({
   id: 'math-tool',
   version: '1.0.0',
-  description:
-    'Multi-turn math with a Python tool: ```python blocks run in a bubblewrap sandbox and their output comes back; a \\boxed{} answer ends the episode, graded 1/0',
+  description: 'Multi-turn math with a Python tool: ```python blocks run in a bubblewrap sandbox and their output comes back; a \\boxed{} answer ends the episode, graded 1/0',
   turnMode: 'multi',
   taskSource: 'dataset',
   configSchema: mathToolConfigSchema,

@@ -11,8 +11,7 @@ export const NO_OUTPUT = '(no output)';
 
 /** The reply to a reply with neither a Python block nor a `\boxed{}` answer. */
 export const NOTHING_TO_DO =
-  'Your reply has no ```python code block to run and no final answer. ' +
-  'Write Python in a ```python block to run it, or give your final answer as \\boxed{...}.';
+  'Your reply has no ```python code block to run and no final answer. ' + 'Write Python in a ```python block to run it, or give your final answer as \\boxed{...}.';
 
 /**
  * The observation for a run: its output (stdout and stderr merged), then one marker line per thing

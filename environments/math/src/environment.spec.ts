@@ -158,9 +158,12 @@ describe('math environment', () => {
       episodeOn({ train_path: fixture, test_path: fixture, grader: 'verl', ...extra }, { prompt: [{ role: 'user', content: 'q' }], ...task });
 
     it("rewards what verl's scorer for the data source returns", async () => {
-      const step = async (task: Partial<MathTask>, response: string, extra?: Record<string, unknown>) => (await (await verl(task, extra)).episode.step(response));
+      const step = async (task: Partial<MathTask>, response: string, extra?: Record<string, unknown>) => await (await verl(task, extra)).episode.step(response);
       // gsm8k: 1.0, 0.0 for a wrong number, 0 when nothing is extracted ("#### " needs one space).
-      expect(await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, '#### 72')).toMatchObject({ reward: 1, info: { correct: true, scorer: 'gsm8k', grader: 'verl', extracted: '72' } });
+      expect(await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, '#### 72')).toMatchObject({
+        reward: 1,
+        info: { correct: true, scorer: 'gsm8k', grader: 'verl', extracted: '72' },
+      });
       expect(await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, '####72')).toMatchObject({ reward: 0, info: { correct: false, extracted: null } });
       expect((await step({ data_source: 'openai/gsm8k', ground_truth: '72' }, 'so 72', { verl_gsm8k_method: 'flexible' })).reward).toBe(1);
       // math_reward: string equality after strip_string, so 1,000 is not 1000.

@@ -58,10 +58,7 @@ export class MathEpisode implements Episode<MathTask> {
   private state: 'new' | 'open' | 'done' | 'closed' = 'new';
 
   constructor(
-    private readonly config: Pick<
-      MathEnvironmentConfig,
-      'system_prompt' | 'format_penalty' | 'mixed_numbers' | 'grader' | 'verl_gsm8k_method' | 'verl_strict_box_verify'
-    >,
+    private readonly config: Pick<MathEnvironmentConfig, 'system_prompt' | 'format_penalty' | 'mixed_numbers' | 'grader' | 'verl_gsm8k_method' | 'verl_strict_box_verify'>,
   ) {}
 
   reset(task: MathTask, _seed: number): Message[] {

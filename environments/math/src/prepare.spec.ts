@@ -10,7 +10,10 @@ const dir = mkdtempSync(join(tmpdir(), 'env-math-prepare-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const GSM8K_ROWS = [
-  { question: 'Natalia sold clips to 48 friends in April and half as many in May. How many clips in total?', answer: 'In May she sold 48/2 = <<48/2=24>>24.\nIn total 48+24 = <<48+24=72>>72.\n#### 72' },
+  {
+    question: 'Natalia sold clips to 48 friends in April and half as many in May. How many clips in total?',
+    answer: 'In May she sold 48/2 = <<48/2=24>>24.\nIn total 48+24 = <<48+24=72>>72.\n#### 72',
+  },
   { question: 'A house costs $1,200 more than a car worth $800. What does the house cost?', answer: '800 + 1200 = 2000\n#### 2,000' },
   { question: 'Broken row without an answer marker', answer: 'no marker here' },
 ];
@@ -20,7 +23,11 @@ const MATH_ROWS = [
   { problem: 'No box in the solution.', level: 'Level 1', type: 'Algebra', solution: 'It is 3.' },
 ];
 
-const readJsonl = (path: string) => readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const readJsonl = (path: string) =>
+  readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 describe('prepareDataset', () => {
   it('converts GSM8K JSONL into verl rows with #### ground truths (commas dropped)', async () => {

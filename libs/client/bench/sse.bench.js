@@ -8,7 +8,13 @@ const { SseParser, OpenTinkerClient } = require('../dist/index.js');
 
 const N = Number(process.argv[2] ?? 200_000);
 const frame = (i) =>
-  `id: ${i}\nevent: metrics\ndata: ${JSON.stringify({ points: [{ step: i, name: 'reward', value: Math.sin(i) }, { step: i, name: 'kl', value: 0.001 * i }], time: '2026-01-01T00:00:00.000Z' })}\n\n`;
+  `id: ${i}\nevent: metrics\ndata: ${JSON.stringify({
+    points: [
+      { step: i, name: 'reward', value: Math.sin(i) },
+      { step: i, name: 'kl', value: 0.001 * i },
+    ],
+    time: '2026-01-01T00:00:00.000Z',
+  })}\n\n`;
 const text = Array.from({ length: N }, (_, i) => frame(i + 1)).join('') + 'event: end\ndata: {"state":"succeeded"}\n\n';
 const bytes = new TextEncoder().encode(text);
 const CHUNK = 16 * 1024;
@@ -42,9 +48,14 @@ async function watchJob() {
 
 (async () => {
   const mb = bytes.length / 1024 / 1024;
-  for (const [name, run] of [['SseParser.push', parserOnly], ['watchJob (typed events)', watchJob]]) {
+  for (const [name, run] of [
+    ['SseParser.push', parserOnly],
+    ['watchJob (typed events)', watchJob],
+  ]) {
     await run(); // warm-up
     const { n, ms } = await run();
-    console.log(`${name.padEnd(24)} ${n} events, ${mb.toFixed(1)} MiB in ${ms.toFixed(0)} ms: ${Math.round((n / ms) * 1000).toLocaleString('en')} events/s, ${((mb / ms) * 1000).toFixed(0)} MiB/s`);
+    console.log(
+      `${name.padEnd(24)} ${n} events, ${mb.toFixed(1)} MiB in ${ms.toFixed(0)} ms: ${Math.round((n / ms) * 1000).toLocaleString('en')} events/s, ${((mb / ms) * 1000).toFixed(0)} MiB/s`,
+    );
   }
 })();

@@ -6,8 +6,7 @@ import type { JobEvent } from './types';
 
 type Reply = { status: number; body?: unknown } | { frames: string[]; hang?: boolean } | 'down';
 
-const frame = (id: number, type = 'progress', data: object = { step: id, total: 10, message: null, time: 't' }) =>
-  `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+const frame = (id: number, type = 'progress', data: object = { step: id, total: 10, message: null, time: 't' }) => `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 const END = 'event: end\ndata: {"state":"succeeded"}\n\n';
 
 /** A server of scripted replies, one per connection; records each request's Last-Event-ID. */
@@ -57,7 +56,7 @@ describe('watchJobEvents', () => {
     expect(events[0]).toEqual({ type: 'other', event: 'episode', id: 8, data: { turn: 1 } });
   });
 
-  it('reconnects when the stream goes silent, and follows the server\'s retry delay', async () => {
+  it("reconnects when the stream goes silent, and follows the server's retry delay", async () => {
     const server = fakeServer([{ frames: ['retry: 1\n\n', frame(1)], hang: true }, { frames: [frame(2), END] }]);
     const reconnects: unknown[] = [];
     const events = await collect(watchJobEvents(server.transport, 'job', { idleTimeoutMs: 30, onReconnect: (i) => reconnects.push(i.delayMs) }));
@@ -94,7 +93,7 @@ describe('watchJobEvents', () => {
     expect(server.signals[0].aborted).toBe(true);
   });
 
-  it('rejects with the signal\'s reason when aborted while waiting for events', async () => {
+  it("rejects with the signal's reason when aborted while waiting for events", async () => {
     const server = fakeServer([{ frames: [frame(1)], hang: true }]);
     const controller = new AbortController();
     const seen: JobEvent[] = [];

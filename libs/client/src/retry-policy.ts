@@ -17,9 +17,7 @@ export interface RetryOptions {
 }
 
 /** What one attempt produced. */
-export type AttemptOutcome =
-  | { kind: 'network' }
-  | { kind: 'response'; status: number; retryAfter: string | null };
+export type AttemptOutcome = { kind: 'network' } | { kind: 'response'; status: number; retryAfter: string | null };
 
 export const DEFAULT_RETRY: Required<RetryOptions> = { retries: 3, baseDelayMs: 250, maxDelayMs: 5_000, maxRetryAfterMs: 30_000 };
 
@@ -38,13 +36,7 @@ const TRANSIENT_STATUS = new Set([500, 502, 503, 504]);
  * retryDelay({ kind: 'response', status: 400, retryAfter: null }, 0); // null
  * ```
  */
-export function retryDelay(
-  outcome: AttemptOutcome,
-  retriesDone: number,
-  options: RetryOptions = {},
-  now: number = Date.now(),
-  random: () => number = Math.random,
-): number | null {
+export function retryDelay(outcome: AttemptOutcome, retriesDone: number, options: RetryOptions = {}, now: number = Date.now(), random: () => number = Math.random): number | null {
   const o = { ...DEFAULT_RETRY, ...options };
   if (retriesDone >= o.retries) return null;
   if (outcome.kind === 'network') return backoffDelay(retriesDone, o, random);

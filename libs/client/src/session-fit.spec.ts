@@ -19,13 +19,25 @@ describe('fit', () => {
     const result = await fit(session, { tasks: [1, 2, 3, 4, 5], batchSize: 2, epochs: 2, testFreq: 2, saveFreq: 4, runId: 'r1', onStep: (s) => steps.push(s) });
     expect(calls.map((c) => `${c.op}:${c.callId}`)).toEqual([
       'validate:r1-val-0',
-      'train_step:r1-train-1', 'train_step:r1-train-2', 'validate:r1-val-2',
-      'train_step:r1-train-3', 'train_step:r1-train-4', 'validate:r1-val-4', 'save_checkpoint:r1-save-4',
-      'train_step:r1-train-5', 'train_step:r1-train-6',
-      'validate:r1-val-6', 'save_checkpoint:r1-save-6',
+      'train_step:r1-train-1',
+      'train_step:r1-train-2',
+      'validate:r1-val-2',
+      'train_step:r1-train-3',
+      'train_step:r1-train-4',
+      'validate:r1-val-4',
+      'save_checkpoint:r1-save-4',
+      'train_step:r1-train-5',
+      'train_step:r1-train-6',
+      'validate:r1-val-6',
+      'save_checkpoint:r1-save-6',
     ]);
     expect(calls.filter((c) => c.op === 'train_step').map((c) => c.args)).toEqual([
-      { tasks: [1, 2] }, { tasks: [3, 4] }, { tasks: [5] }, { tasks: [1, 2] }, { tasks: [3, 4] }, { tasks: [5] },
+      { tasks: [1, 2] },
+      { tasks: [3, 4] },
+      { tasks: [5] },
+      { tasks: [1, 2] },
+      { tasks: [3, 4] },
+      { tasks: [5] },
     ]);
     expect(steps).toEqual([1, 2, 3, 4, 5, 6]);
     expect(result.steps).toBe(6);
@@ -37,7 +49,10 @@ describe('fit', () => {
     const { session, calls } = fakeSession();
     await fit(session, { steps: 2, batchSize: 8, valBeforeTrain: false });
     expect(calls.map((c) => [c.op, c.args])).toEqual([
-      ['train_step', { batch_size: 8 }], ['train_step', { batch_size: 8 }], ['validate', {}], ['save_checkpoint', {}],
+      ['train_step', { batch_size: 8 }],
+      ['train_step', { batch_size: 8 }],
+      ['validate', {}],
+      ['save_checkpoint', {}],
     ]);
     await expect(fit(session, {})).rejects.toThrow('give steps, or tasks');
     await expect(fit(session, { tasks: [] })).rejects.toThrow('tasks is empty');

@@ -45,8 +45,7 @@ export class Transport {
     const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.onceFetch = base;
     this.idempotentFetch = retryingFetch(base, options.retry);
-    const byMethod: FetchLike = (request, init) =>
-      (request.method === 'GET' || request.method === 'HEAD' ? this.idempotentFetch : this.onceFetch)(request, init);
+    const byMethod: FetchLike = (request, init) => (request.method === 'GET' || request.method === 'HEAD' ? this.idempotentFetch : this.onceFetch)(request, init);
     this.api = createClient<paths>({
       baseUrl: this.baseUrl,
       fetch: byMethod as (input: Request) => Promise<Response>,

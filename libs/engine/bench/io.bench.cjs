@@ -36,7 +36,7 @@ async function timed(label, bytes, fn, items) {
       tensors.push([`layer.${i}.weight`, { shape: [per], data }]);
     }
     const f32Bytes = per * 16 * 4;
-    console.log(`safetensors, ${(per * 16 / 1e6).toFixed(0)}M parameters (${mb(f32Bytes).toFixed(0)} MiB as F32)`);
+    console.log(`safetensors, ${((per * 16) / 1e6).toFixed(0)}M parameters (${mb(f32Bytes).toFixed(0)} MiB as F32)`);
     for (const dtype of ['F32', 'BF16', 'F16']) {
       const path = join(tmp, `w-${dtype}.safetensors`);
       const bytes = dtype === 'F32' ? f32Bytes : f32Bytes / 2;
@@ -50,14 +50,22 @@ async function timed(label, bytes, fn, items) {
     const params = eng.countParameters(config);
     const dir = join(tmp, 'model');
     console.log(`Hugging Face folder, bench-b with vocab 4096 (${(params / 1e6).toFixed(1)}M parameters)`);
-    await timed('  saveHfModelDir BF16, 4 MB shards', params * 2, () => eng.saveHfModelDir(dir, { config, weights, tokenizer: new eng.ByteTokenizer() }, { dtype: 'BF16', maxShardBytes: 4e6 }));
+    await timed('  saveHfModelDir BF16, 4 MB shards', params * 2, () =>
+      eng.saveHfModelDir(dir, { config, weights, tokenizer: new eng.ByteTokenizer() }, { dtype: 'BF16', maxShardBytes: 4e6 }),
+    );
     await timed('  loadHfModelDir', params * 2, () => eng.loadHfModelDir(dir, { allowExtraWeights: false }).catch((e) => console.log('   ', e.message)));
 
     const text = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8').repeat(5);
     const byte = new eng.ByteTokenizer();
     const fixture = join(__dirname, '..', 'src', '__golden__', 'tokenizer');
-    const bpe = eng.HfTokenizer.fromJson(JSON.parse(readFileSync(join(fixture, 'tokenizer.json'), 'utf8')), JSON.parse(readFileSync(join(fixture, 'qwen2.5-tokenizer_config.json'), 'utf8')));
-    for (const [name, tok] of [['ByteTokenizer', byte], ['HfTokenizer (tiny BPE fixture)', bpe]]) {
+    const bpe = eng.HfTokenizer.fromJson(
+      JSON.parse(readFileSync(join(fixture, 'tokenizer.json'), 'utf8')),
+      JSON.parse(readFileSync(join(fixture, 'qwen2.5-tokenizer_config.json'), 'utf8')),
+    );
+    for (const [name, tok] of [
+      ['ByteTokenizer', byte],
+      ['HfTokenizer (tiny BPE fixture)', bpe],
+    ]) {
       const ids = tok.encode(text);
       await timed(`  ${name} encode (${ids.length} tokens)`, 0, () => tok.encode(text), ids.length);
       await timed(`  ${name} decode`, 0, () => tok.decode(ids), ids.length);

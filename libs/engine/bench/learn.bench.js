@@ -85,7 +85,10 @@ const answerIds = (p) => [...tok.encode(p.answer), EOS];
 /** The verifier: the sampled text up to the stop token (or a newline) must equal the sum. */
 function isCorrect(p, tokens) {
   const cut = tokens.indexOf(EOS);
-  const text = tok.decode(cut >= 0 ? tokens.slice(0, cut) : tokens, { skipSpecial: true }).split('\n')[0].trim();
+  const text = tok
+    .decode(cut >= 0 ? tokens.slice(0, cut) : tokens, { skipSpecial: true })
+    .split('\n')[0]
+    .trim();
   return text === p.answer;
 }
 
@@ -137,9 +140,16 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
   }
   const trainProbe = train.slice(0, CFG.heldOutSize);
 
-  console.log(`tiny-char (${params.toLocaleString()} params) on ${backend.name}; seed ${opts.seed}; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`SFT: ${CFG.trainSize} fixed problems, batch ${CFG.sftBatch}, lr ${CFG.sftLr} (${CFG.sftWarmup} warm-up steps, then ${CFG.sftSchedule}), ` +
-    `${opts.sftSteps} steps; held-out ${heldOut.length}`);
+  console.log(
+    `tiny-char (${params.toLocaleString()} params) on ${backend.name}; seed ${opts.seed}; load ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    `SFT: ${CFG.trainSize} fixed problems, batch ${CFG.sftBatch}, lr ${CFG.sftLr} (${CFG.sftWarmup} warm-up steps, then ${CFG.sftSchedule}), ` +
+      `${opts.sftSteps} steps; held-out ${heldOut.length}`,
+  );
 
   const result = {
     date: new Date().toISOString(),
@@ -185,7 +195,9 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
       const trainAcc = heldOutAccuracy(model, trainProbe);
       const row = { step, loss: lossSum / lossN, heldOut: acc, train: trainAcc, seconds: secs(tSft) };
       result.sft.log.push(row);
-      console.log(`sft ${String(step).padStart(5)}  loss ${row.loss.toFixed(4)}  train acc ${(trainAcc * 100).toFixed(1)}%  held-out acc ${(acc * 100).toFixed(1)}%  ${row.seconds.toFixed(1)} s`);
+      console.log(
+        `sft ${String(step).padStart(5)}  loss ${row.loss.toFixed(4)}  train acc ${(trainAcc * 100).toFixed(1)}%  held-out acc ${(acc * 100).toFixed(1)}%  ${row.seconds.toFixed(1)} s`,
+      );
       lossSum = 0;
       lossN = 0;
     }
@@ -200,8 +212,10 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
   const actor = { clip_ratio: 0.2, loss_agg_mode: 'token-mean', policy_loss: { loss_mode: 'vanilla' } };
   const advFn = rl.getAdvEstimatorFn(algo.adv_estimator);
   const lossFn = rl.getPolicyLossFn(actor.policy_loss.loss_mode);
-  console.log(`GRPO: ${CFG.grpoPrompts} fresh prompts × ${CFG.rolloutN} at temperature 1, clip 0.2, token-mean, no KL, lr ${CFG.grpoLr}, ` +
-    `one update per batch, ${opts.filter ? 'zero-variance groups dropped' : 'all groups kept'}, ${opts.grpoSteps} steps`);
+  console.log(
+    `GRPO: ${CFG.grpoPrompts} fresh prompts × ${CFG.rolloutN} at temperature 1, clip 0.2, token-mean, no KL, lr ${CFG.grpoLr}, ` +
+      `one update per batch, ${opts.filter ? 'zero-variance groups dropped' : 'all groups kept'}, ${opts.grpoSteps} steps`,
+  );
   const grpo = new eng.Trainer(model, { lr: CFG.grpoLr, maxGradNorm: 1, weightDecay: 0 });
   const tGrpo = process.hrtime.bigint();
   let sampleSecs = 0;
@@ -278,9 +292,16 @@ const secs = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
 
   console.log('');
   console.log(`SFT  ${opts.sftSteps} steps, ${result.sft.seconds.toFixed(0)} s: held-out accuracy ${(accAfterSft * 100).toFixed(1)}%`);
-  console.log(`GRPO ${opts.grpoSteps} steps, ${result.grpo.seconds.toFixed(0)} s (sampling ${sampleSecs.toFixed(0)} s, training ${trainSecs.toFixed(0)} s): ` +
-    `held-out accuracy ${(accAfterSft * 100).toFixed(1)}% → ${(accAfterGrpo * 100).toFixed(1)}%`);
-  console.log(`load average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `GRPO ${opts.grpoSteps} steps, ${result.grpo.seconds.toFixed(0)} s (sampling ${sampleSecs.toFixed(0)} s, training ${trainSecs.toFixed(0)} s): ` +
+      `held-out accuracy ${(accAfterSft * 100).toFixed(1)}% → ${(accAfterGrpo * 100).toFixed(1)}%`,
+  );
+  console.log(
+    `load average at end: ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
 
   if (!opts.quick) {
     const dir = path.join(__dirname, 'results');

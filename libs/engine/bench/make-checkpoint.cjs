@@ -58,10 +58,42 @@ const STD = 0.02;
 
 // Published Qwen2.5 base configs (Hugging Face Qwen/Qwen2.5-*/config.json); max_position_embeddings 32768 for all.
 const SHAPES = {
-  'qwen2.5-0.5b': { vocab_size: 151936, hidden_size: 896, intermediate_size: 4864, num_hidden_layers: 24, num_attention_heads: 14, num_key_value_heads: 2, tie_word_embeddings: true },
-  'qwen2.5-1.5b': { vocab_size: 151936, hidden_size: 1536, intermediate_size: 8960, num_hidden_layers: 28, num_attention_heads: 12, num_key_value_heads: 2, tie_word_embeddings: true },
-  'qwen2.5-3b': { vocab_size: 151936, hidden_size: 2048, intermediate_size: 11008, num_hidden_layers: 36, num_attention_heads: 16, num_key_value_heads: 2, tie_word_embeddings: true },
-  'qwen2.5-7b': { vocab_size: 152064, hidden_size: 3584, intermediate_size: 18944, num_hidden_layers: 28, num_attention_heads: 28, num_key_value_heads: 4, tie_word_embeddings: false },
+  'qwen2.5-0.5b': {
+    vocab_size: 151936,
+    hidden_size: 896,
+    intermediate_size: 4864,
+    num_hidden_layers: 24,
+    num_attention_heads: 14,
+    num_key_value_heads: 2,
+    tie_word_embeddings: true,
+  },
+  'qwen2.5-1.5b': {
+    vocab_size: 151936,
+    hidden_size: 1536,
+    intermediate_size: 8960,
+    num_hidden_layers: 28,
+    num_attention_heads: 12,
+    num_key_value_heads: 2,
+    tie_word_embeddings: true,
+  },
+  'qwen2.5-3b': {
+    vocab_size: 151936,
+    hidden_size: 2048,
+    intermediate_size: 11008,
+    num_hidden_layers: 36,
+    num_attention_heads: 16,
+    num_key_value_heads: 2,
+    tie_word_embeddings: true,
+  },
+  'qwen2.5-7b': {
+    vocab_size: 152064,
+    hidden_size: 3584,
+    intermediate_size: 18944,
+    num_hidden_layers: 28,
+    num_attention_heads: 28,
+    num_key_value_heads: 4,
+    tie_word_embeddings: false,
+  },
 };
 
 // Qwen's ChatML template (Qwen2.5 Instruct's, without tools), added only when the copied tokenizer_config lacks one.
@@ -74,7 +106,11 @@ const CHATML_TEMPLATE =
 
 function usage(msg) {
   if (msg) process.stderr.write(`make-checkpoint: ${msg}\n`);
-  process.stderr.write('usage: node libs/engine/bench/make-checkpoint.cjs --shape ' + Object.keys(SHAPES).join('|') + ' --out DIR [--dtype bf16|f32] [--seed N] [--layers N] [--max-shard-bytes N] [--check]\n');
+  process.stderr.write(
+    'usage: node libs/engine/bench/make-checkpoint.cjs --shape ' +
+      Object.keys(SHAPES).join('|') +
+      ' --out DIR [--dtype bf16|f32] [--seed N] [--layers N] [--max-shard-bytes N] [--check]\n',
+  );
   process.exit(2);
 }
 
@@ -244,27 +280,43 @@ function tensorRng(seed, name) {
 
 /** Fills out32 (n words) with pairs of bf16 normals: each 32-bit draw gives two 16-bit table indices. */
 function fillBf16Pairs(out32, n, st, table) {
-  let x = st[0], y = st[1], z = st[2], w = st[3];
+  let x = st[0],
+    y = st[1],
+    z = st[2],
+    w = st[3];
   for (let i = 0; i < n; i++) {
     const t = x ^ (x << 11);
-    x = y; y = z; z = w;
+    x = y;
+    y = z;
+    z = w;
     w = (w ^ (w >>> 19) ^ (t ^ (t >>> 8))) >>> 0;
     out32[i] = table[w & 0xffff] | (table[w >>> 16] << 16);
   }
-  st[0] = x; st[1] = y; st[2] = z; st[3] = w;
+  st[0] = x;
+  st[1] = y;
+  st[2] = z;
+  st[3] = w;
 }
 
 /** Fills out32 (n words) with f32 normals, two per 32-bit draw. n even. */
 function fillF32(out32, n, st, table) {
-  let x = st[0], y = st[1], z = st[2], w = st[3];
+  let x = st[0],
+    y = st[1],
+    z = st[2],
+    w = st[3];
   for (let i = 0; i < n; i += 2) {
     const t = x ^ (x << 11);
-    x = y; y = z; z = w;
+    x = y;
+    y = z;
+    z = w;
     w = (w ^ (w >>> 19) ^ (t ^ (t >>> 8))) >>> 0;
     out32[i] = table[w & 0xffff];
     out32[i + 1] = table[w >>> 16];
   }
-  st[0] = x; st[1] = y; st[2] = z; st[3] = w;
+  st[0] = x;
+  st[1] = y;
+  st[2] = z;
+  st[3] = w;
 }
 
 // ---- writing --------------------------------------------------------------------------------------
@@ -291,7 +343,10 @@ function safetensorsHeader(entries, metadata) {
 async function writeShard(file, specs, ctx) {
   const elt = ctx.dtype === 'bf16' ? 2 : 4;
   const st = ctx.dtype === 'bf16' ? 'BF16' : 'F32';
-  const header = safetensorsHeader(specs.map((s) => ({ name: s.name, dtype: st, shape: s.shape, bytes: s.numel * elt })), ctx.metadata);
+  const header = safetensorsHeader(
+    specs.map((s) => ({ name: s.name, dtype: st, shape: s.shape, bytes: s.numel * elt })),
+    ctx.metadata,
+  );
   const fh = await fsp.open(file, 'w');
   let position = 0;
   let written = 0;
@@ -390,13 +445,21 @@ async function main() {
     if (isWeights && !weightFiles.includes(f)) await fsp.rm(path.join(o.out, f), { force: true });
   }
 
-  process.stderr.write(`make-checkpoint: ${o.shape}${o.layers ? ` (${config.num_hidden_layers} layers)` : ''}, ${(params / 1e9).toFixed(3)}B parameters, ${(totalSize / 1e9).toFixed(2)} GB of ${o.dtype} in ${weightFiles.length} file(s) -> ${o.out}\n`);
+  process.stderr.write(
+    `make-checkpoint: ${o.shape}${o.layers ? ` (${config.num_hidden_layers} layers)` : ''}, ${(params / 1e9).toFixed(3)}B parameters, ${(totalSize / 1e9).toFixed(2)} GB of ${o.dtype} in ${weightFiles.length} file(s) -> ${o.out}\n`,
+  );
   const ctx = {
     dtype: o.dtype,
     seed: o.seed,
     tables: normalTables(STD),
     buffers: [Buffer.allocUnsafe(CHUNK_BYTES), Buffer.allocUnsafe(CHUNK_BYTES)],
-    metadata: { format: 'pt', generator: 'opentinker libs/engine/bench/make-checkpoint.cjs', shape: o.shape, seed: String(o.seed), init: `normal(0,${STD}) weights and biases, ones for norms` },
+    metadata: {
+      format: 'pt',
+      generator: 'opentinker libs/engine/bench/make-checkpoint.cjs',
+      shape: o.shape,
+      seed: String(o.seed),
+      init: `normal(0,${STD}) weights and biases, ones for norms`,
+    },
     done: 0,
     lastReport: Date.now(),
     progress(spec) {
@@ -424,11 +487,21 @@ async function main() {
     written.push(name);
   };
   if (shards.length > 1) {
-    const sorted = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]]));
+    const sorted = Object.fromEntries(
+      Object.keys(weightMap)
+        .sort()
+        .map((k) => [k, weightMap[k]]),
+    );
     await writeJson('model.safetensors.index.json', { metadata: { total_size: totalSize }, weight_map: sorted });
   }
   await writeJson('config.json', config);
-  await writeJson('generation_config.json', { bos_token_id: 151643, do_sample: false, eos_token_id: 151643, max_new_tokens: 2048, transformers_version: config.transformers_version });
+  await writeJson('generation_config.json', {
+    bos_token_id: 151643,
+    do_sample: false,
+    eos_token_id: 151643,
+    max_new_tokens: 2048,
+    transformers_version: config.transformers_version,
+  });
 
   const tokJson = fs.readFileSync(path.join(GOLDEN_TOKENIZER_DIR, 'tokenizer.json'));
   fs.writeFileSync(path.join(o.out, 'tokenizer.json'), tokJson);
@@ -453,14 +526,25 @@ async function main() {
     mibPerS: Math.round(bytes / 2 ** 20 / seconds),
     peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
-  process.stderr.write(`make-checkpoint: wrote ${(bytes / 1e9).toFixed(3)} GB (${bytes} bytes) in ${seconds.toFixed(1)} s (${result.mibPerS} MiB/s), peak RSS ${result.peakRssMiB} MiB\n`);
+  process.stderr.write(
+    `make-checkpoint: wrote ${(bytes / 1e9).toFixed(3)} GB (${bytes} bytes) in ${seconds.toFixed(1)} s (${result.mibPerS} MiB/s), peak RSS ${result.peakRssMiB} MiB\n`,
+  );
 
   if (o.check) {
     const dist = path.join(__dirname, '..', 'dist', 'index.js');
     try {
       const info = await require(dist).inspectHfModelDir(o.out);
       const n = info.tensors.length;
-      result.check = { ok: true, tensors: n, storedDtype: info.storedDtype, weightFiles: info.weightFiles, layers: info.config.num_hidden_layers, stopTokenIds: info.stopTokenIds, chatTemplate: info.chatTemplate !== null, ignoredTensors: info.ignoredTensors };
+      result.check = {
+        ok: true,
+        tensors: n,
+        storedDtype: info.storedDtype,
+        weightFiles: info.weightFiles,
+        layers: info.config.num_hidden_layers,
+        stopTokenIds: info.stopTokenIds,
+        chatTemplate: info.chatTemplate !== null,
+        ignoredTensors: info.ignoredTensors,
+      };
       if (n !== specs.length) throw new Error(`inspectHfModelDir saw ${n} tensors, expected ${specs.length}`);
     } catch (e) {
       result.check = { ok: false, error: String((e && e.message) || e) };

@@ -27,8 +27,24 @@ const CASES = [
   { id: 'sample-0.5b-b1', shape: 'qwen2.5-0.5b', mode: 'sample', args: ['--batch', '1', '--prompt', '64', '--new', '64'] },
   { id: 'sample-0.5b-b8', shape: 'qwen2.5-0.5b', mode: 'sample', args: ['--batch', '8', '--prompt', '64', '--new', '64'] },
   { id: 'sample-0.5b-b32', shape: 'qwen2.5-0.5b', mode: 'sample', args: ['--batch', '32', '--prompt', '64', '--new', '64'] },
-  { id: 'lora-0.5b-4x256', shape: 'qwen2.5-0.5b', mode: 'lora', args: ['--batch', '4', '--seq', '256', '--steps', '2', '--warmup', '1'], torchArgs: [['--micro', '4'], ['--micro', '1']] },
-  { id: 'full-0.5b-4x256', shape: 'qwen2.5-0.5b', mode: 'full', args: ['--batch', '4', '--seq', '256', '--steps', '1', '--warmup', '1'], torchArgs: [['--micro', '1']], torchWeights: ['fp32'] },
+  {
+    id: 'lora-0.5b-4x256',
+    shape: 'qwen2.5-0.5b',
+    mode: 'lora',
+    args: ['--batch', '4', '--seq', '256', '--steps', '2', '--warmup', '1'],
+    torchArgs: [
+      ['--micro', '4'],
+      ['--micro', '1'],
+    ],
+  },
+  {
+    id: 'full-0.5b-4x256',
+    shape: 'qwen2.5-0.5b',
+    mode: 'full',
+    args: ['--batch', '4', '--seq', '256', '--steps', '1', '--warmup', '1'],
+    torchArgs: [['--micro', '1']],
+    torchWeights: ['fp32'],
+  },
   { id: 'lora-1.5b-1x256', shape: 'qwen2.5-1.5b', mode: 'lora', args: ['--batch', '1', '--seq', '256', '--steps', '2', '--warmup', '1'], torchArgs: [['--micro', '1']] },
   { id: 'sample-1.5b-b1', shape: 'qwen2.5-1.5b', mode: 'sample', args: ['--batch', '1', '--prompt', '64', '--new', '32'] },
   { id: 'sample-3b-b1', shape: 'qwen2.5-3b', mode: 'sample', args: ['--batch', '1', '--prompt', '32', '--new', '16'], torchWeights: ['bf16'] },
@@ -50,7 +66,9 @@ function parseArgs(argv) {
 function checkpoint(shape, quick) {
   const dir = path.join(CKPTS, quick ? `${shape}-2layers` : shape);
   if (!fs.existsSync(path.join(dir, 'config.json'))) {
-    const r = spawnSync(process.execPath, [path.join(HERE, 'make-checkpoint.cjs'), '--shape', shape, '--out', dir, ...(quick ? ['--layers', '2'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const r = spawnSync(process.execPath, [path.join(HERE, 'make-checkpoint.cjs'), '--shape', shape, '--out', dir, ...(quick ? ['--layers', '2'] : [])], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     if (r.status !== 0) throw new Error(`make-checkpoint ${shape} failed`);
   }
   return dir;
@@ -85,13 +103,22 @@ const median = (xs) => {
 function main() {
   const o = parseArgs(process.argv.slice(2));
   const cases = CASES.filter((c) => !o.only || o.only.includes(c.id));
-  const report = { machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, memGiB: Math.round(os.totalmem() / 2 ** 30), loadStart: os.loadavg() }, rounds: o.rounds, quick: o.quick, cases: [] };
+  const report = {
+    machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, memGiB: Math.round(os.totalmem() / 2 ** 30), loadStart: os.loadavg() },
+    rounds: o.rounds,
+    quick: o.quick,
+    cases: [],
+  };
   for (const c of cases) {
     const dir = checkpoint(c.shape, o.quick);
     const sides = [{ name: 'engine', cmd: process.execPath, args: [path.join(HERE, 'real-models.engine.cjs'), '--model', dir, '--mode', c.mode, ...c.args] }];
     for (const w of c.torchWeights ?? ['fp32', 'bf16']) {
       for (const extra of c.torchArgs ?? [[]]) {
-        sides.push({ name: `pytorch-${w}${extra.length ? `-${extra.join('').replace(/^--/, '')}` : ''}`, cmd: '/usr/bin/python3', args: [path.join(HERE, 'torch_real_models.py'), '--model', dir, '--mode', c.mode, '--weights', w, ...c.args, ...extra] });
+        sides.push({
+          name: `pytorch-${w}${extra.length ? `-${extra.join('').replace(/^--/, '')}` : ''}`,
+          cmd: '/usr/bin/python3',
+          args: [path.join(HERE, 'torch_real_models.py'), '--model', dir, '--mode', c.mode, '--weights', w, ...c.args, ...extra],
+        });
       }
     }
     const runs = Object.fromEntries(sides.map((s) => [s.name, []]));
@@ -104,7 +131,10 @@ function main() {
       }
     }
     const summary = Object.fromEntries(
-      Object.entries(runs).map(([name, rs]) => [name, { value: median(rs.map((r) => metric(c.mode, r))), peakRssMib: median(rs.map((r) => r.peakRssMib ?? r.peak_rss_mib ?? null)), error: rs.find((r) => r.error)?.error }]),
+      Object.entries(runs).map(([name, rs]) => [
+        name,
+        { value: median(rs.map((r) => metric(c.mode, r))), peakRssMib: median(rs.map((r) => r.peakRssMib ?? r.peak_rss_mib ?? null)), error: rs.find((r) => r.error)?.error },
+      ]),
     );
     report.cases.push({ id: c.id, shape: c.shape, mode: c.mode, unit: c.mode === 'load' ? 's' : 'tokens/s', summary, runs });
   }
@@ -112,7 +142,9 @@ function main() {
   fs.mkdirSync(path.dirname(o.out), { recursive: true });
   fs.writeFileSync(o.out, JSON.stringify(report, null, 2) + '\n');
   for (const c of report.cases) {
-    const cells = Object.entries(c.summary).map(([n, s]) => `${n} ${s.value === null ? `ERR(${String(s.error).slice(0, 60)})` : s.value.toFixed(2)}${s.peakRssMib ? ` [${s.peakRssMib} MiB]` : ''}`);
+    const cells = Object.entries(c.summary).map(
+      ([n, s]) => `${n} ${s.value === null ? `ERR(${String(s.error).slice(0, 60)})` : s.value.toFixed(2)}${s.peakRssMib ? ` [${s.peakRssMib} MiB]` : ''}`,
+    );
     process.stdout.write(`${c.id.padEnd(18)} ${c.unit.padEnd(9)} ${cells.join(' | ')}\n`);
   }
   process.stdout.write(`wrote ${o.out}\n`);

@@ -87,7 +87,11 @@ async function main() {
         engine.sample(model, prompts, { maxNewTokens: o.new, temperature: o.temperature, seed: o.seed, stopTokenIds: [] });
         return (performance.now() - t0) / 1000;
       };
-      engine.sample(model, prompts.map((p) => p.slice(0, 8)), { maxNewTokens: 2, stopTokenIds: [] }); // warm-up
+      engine.sample(
+        model,
+        prompts.map((p) => p.slice(0, 8)),
+        { maxNewTokens: 2, stopTokenIds: [] },
+      ); // warm-up
       // Prefill alone, to split the time (a 1-token generation is one prefill pass).
       const prefills = [];
       const totals = [];
@@ -99,7 +103,15 @@ async function main() {
       }
       const total = median(totals);
       const prefill = median(prefills);
-      Object.assign(out, { batch: o.batch, prompt: o.prompt, new: o.new, totalS: total, prefillS: prefill, newTokensPerS: (o.batch * o.new) / total, decodeTokensPerS: (o.batch * (o.new - 1)) / Math.max(1e-9, total - prefill) });
+      Object.assign(out, {
+        batch: o.batch,
+        prompt: o.prompt,
+        new: o.new,
+        totalS: total,
+        prefillS: prefill,
+        newTokensPerS: (o.batch * o.new) / total,
+        decodeTokensPerS: (o.batch * (o.new - 1)) / Math.max(1e-9, total - prefill),
+      });
     } else if (o.mode === 'lora' || o.mode === 'full') {
       if (o.mode === 'lora') model.addLora({ r: o.rank, alpha: o.alpha, targetModules: engine.LORA_TARGETS.slice(), seed: o.seed });
       if (o.mode === 'lora') {
@@ -108,7 +120,14 @@ async function main() {
         const rng = new engine.Prng(o.seed + 1);
         for (const [name, v] of model.namedVariables()) {
           if (!name.includes('lora_B')) continue;
-          tf.tidy(() => v.assign(tf.tensor(Float32Array.from({ length: v.size }, () => rng.normal() * 0.02), v.shape)));
+          tf.tidy(() =>
+            v.assign(
+              tf.tensor(
+                Float32Array.from({ length: v.size }, () => rng.normal() * 0.02),
+                v.shape,
+              ),
+            ),
+          );
         }
       }
       const trainer = new engine.Trainer(model, { lr: 1e-4, maxGradNorm: 1, weightDecay: 0.01 });
@@ -131,7 +150,17 @@ async function main() {
         if (s >= o.warmup) steps.push((performance.now() - t0) / 1000);
       }
       const stepS = median(steps);
-      Object.assign(out, { batch: o.batch, seq: o.seq, micro, steps: steps.length, stepS, tokensPerS: (o.batch * o.seq) / stepS, gradNorm: last.gradNorm, recomputed: last.recomputed, trainable: [...model.namedVariables().values()].reduce((n, v) => n + v.size, 0) });
+      Object.assign(out, {
+        batch: o.batch,
+        seq: o.seq,
+        micro,
+        steps: steps.length,
+        stepS,
+        tokensPerS: (o.batch * o.seq) / stepS,
+        gradNorm: last.gradNorm,
+        recomputed: last.recomputed,
+        trainable: [...model.namedVariables().values()].reduce((n, v) => n + v.size, 0),
+      });
     } else if (o.mode === 'logits') {
       const ids = JSON.parse(fs.readFileSync(o.ids, 'utf8'));
       const rowsIds = Array.isArray(ids) ? ids : ids.ids;
@@ -140,7 +169,11 @@ async function main() {
       const logits = tf.tidy(() => model.logits(batch).dataSync());
       const v = info.config.vocab_size;
       const t = batch.seqLen;
-      const rowsOut = rowsIds.map((_, b) => (o.lastOnly ? [Array.from(logits.subarray((b * t + t - 1) * v, (b * t + t) * v))] : Array.from({ length: t }, (_, p) => Array.from(logits.subarray((b * t + p) * v, (b * t + p + 1) * v)))));
+      const rowsOut = rowsIds.map((_, b) =>
+        o.lastOnly
+          ? [Array.from(logits.subarray((b * t + t - 1) * v, (b * t + t) * v))]
+          : Array.from({ length: t }, (_, p) => Array.from(logits.subarray((b * t + p) * v, (b * t + p + 1) * v))),
+      );
       fs.writeFileSync(o.out, JSON.stringify({ shape: [rowsIds.length, o.lastOnly ? 1 : t, v], logits: rowsOut }));
       Object.assign(out, { rows: rowsIds.length, seqLen: t });
     }

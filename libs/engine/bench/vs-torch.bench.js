@@ -122,7 +122,11 @@ function runChild(label, cmd, args, env) {
   const cpu1 = machineCpu();
   const secs = (Date.now() - t0) / 1000;
   if (r.error || r.status !== 0) throw new Error(`${label} failed (${r.error ? r.error.message : `exit ${r.status}`}): ${cmd} ${args.join(' ')}\n${r.stdout || ''}`);
-  const line = r.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  const line = r.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
   if (!line) throw new Error(`${label} printed no JSON line: ${r.stdout}`);
   const res = JSON.parse(line);
   let note = '';
@@ -181,7 +185,9 @@ function main() {
     process.exit(2);
   }
   if (!probe.info.blasLibraries.some((l) => l.includes('openblas'))) {
-    console.error(`vs-torch: warning: torch did not load OpenBLAS (${probe.info.blasLibraries.join(', ') || 'no BLAS library seen'}); its numbers will be far below what it can do.\n${INSTALL_HELP}`);
+    console.error(
+      `vs-torch: warning: torch did not load OpenBLAS (${probe.info.blasLibraries.join(', ') || 'no BLAS library seen'}); its numbers will be far below what it can do.\n${INSTALL_HELP}`,
+    );
   }
   if (!fs.existsSync(ENGINE_DIST)) {
     console.error(`vs-torch: the engine is not built (${ENGINE_DIST} missing): run npx tsc -b libs/engine first`);
@@ -193,7 +199,9 @@ function main() {
 
   const started = new Date();
   const loadAvgBefore = os.loadavg();
-  console.error(`vs-torch: ${os.cpus().length} × ${os.cpus()[0].model}; load average ${loadAvgBefore.map((x) => x.toFixed(2)).join(' ')}; torch ${probe.info.torch} (${probe.info.blasLibraries.join(', ')})`);
+  console.error(
+    `vs-torch: ${os.cpus().length} × ${os.cpus()[0].model}; load average ${loadAvgBefore.map((x) => x.toFixed(2)).join(' ')}; torch ${probe.info.torch} (${probe.info.blasLibraries.join(', ')})`,
+  );
   let failed = false;
 
   // 1. Do the two models compute the same function? (initial weights of the engine loaded into torch)
@@ -203,7 +211,12 @@ function main() {
     try {
       for (const s of opts.sizes) {
         const exp = runChild(`check ${s}: engine export`, process.execPath, [trainBench, '--config', s, '--export-check', path.join(dir, s)], env);
-        const cmp = runChild(`check ${s}: pytorch compare`, python, [torchRef, '--check', path.join(dir, s), '--size', s, '--config-json', JSON.stringify(engine.modelPreset(SIZES[s]))], env);
+        const cmp = runChild(
+          `check ${s}: pytorch compare`,
+          python,
+          [torchRef, '--check', path.join(dir, s), '--size', s, '--config-json', JSON.stringify(engine.modelPreset(SIZES[s]))],
+          env,
+        );
         checks[s] = { engine: exp, pytorch: cmp };
         if (!cmp.pass || cmp.params !== exp.params) failed = true;
         console.error(
@@ -223,7 +236,12 @@ function main() {
       const common = ['--steps', opts.steps, '--warmup', opts.warmup, '--sample-reps', opts.sampleReps, '--sample-batch', 32, '--new-tokens', 32, '--prompt', 8].map(String);
       const runEngine = () => runChild(`round ${round + 1} size ${s}: engine`, process.execPath, [trainBench, '--config', s, ...common], env);
       const runTorch = () =>
-        runChild(`round ${round + 1} size ${s}: pytorch`, python, [torchRef, '--bench', '--size', s, '--config-json', JSON.stringify(engine.modelPreset(SIZES[s])), '--threads', String(THREADS), ...common], env);
+        runChild(
+          `round ${round + 1} size ${s}: pytorch`,
+          python,
+          [torchRef, '--bench', '--size', s, '--config-json', JSON.stringify(engine.modelPreset(SIZES[s])), '--threads', String(THREADS), ...common],
+          env,
+        );
       // Alternate which side goes first, so a drift in machine load does not always favour the same one.
       let e;
       let p;
@@ -261,7 +279,9 @@ function main() {
   }
   const engineInfo = runs[opts.sizes[0]][0].engine.backendInfo;
   const params = opts.sizes.map((s) => `${s} ${runs[s][0].engine.params.toLocaleString('en-US')}`).join(', ');
-  console.log(`\nEngine (${engineInfo.name}${engineInfo.simd ? ' simd' : ''}) vs PyTorch ${probe.info.torch} CPU, fp32, ${THREADS} threads; ${opts.rounds > 1 ? `medians of ${opts.rounds} rounds` : 'one round'}; parameters ${params} (equal on both sides)`);
+  console.log(
+    `\nEngine (${engineInfo.name}${engineInfo.simd ? ' simd' : ''}) vs PyTorch ${probe.info.torch} CPU, fp32, ${THREADS} threads; ${opts.rounds > 1 ? `medians of ${opts.rounds} rounds` : 'one round'}; parameters ${params} (equal on both sides)`,
+  );
   console.log(table(rows));
   console.log(`engine backend: ${JSON.stringify(engineInfo)}`);
   console.log(`load average before ${loadAvgBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadAvgAfter.map((x) => x.toFixed(2)).join(' ')} (${os.cpus().length} cores)`);
@@ -270,8 +290,11 @@ function main() {
     .flatMap((x) => [x.engine, x.pytorch])
     .filter((x) => x.interference)
     .map((x) => x.interference.otherCores + x.interference.stealCores);
-  const interference = others.length ? { meanOtherCores: Math.round((others.reduce((a, b) => a + b, 0) / others.length) * 100) / 100, maxOtherCores: Math.round(Math.max(...others) * 100) / 100 } : null;
-  if (interference) console.log(`CPU used by other processes (and steal) while a side ran: mean ${interference.meanOtherCores}, max ${interference.maxOtherCores} cores of ${os.cpus().length}`);
+  const interference = others.length
+    ? { meanOtherCores: Math.round((others.reduce((a, b) => a + b, 0) / others.length) * 100) / 100, maxOtherCores: Math.round(Math.max(...others) * 100) / 100 }
+    : null;
+  if (interference)
+    console.log(`CPU used by other processes (and steal) while a side ran: mean ${interference.meanOtherCores}, max ${interference.maxOtherCores} cores of ${os.cpus().length}`);
 
   const result = {
     date: started.toISOString(),
@@ -288,7 +311,10 @@ function main() {
       loadAvgAfter,
       interference,
     },
-    git: { head: git(['rev-parse', 'HEAD']), engineChangesNotCommitted: (git(['status', '--porcelain', '--', path.join(HERE, '..', 'src'), path.join(HERE, '..', 'native')]) || '').split('\n').filter(Boolean) },
+    git: {
+      head: git(['rev-parse', 'HEAD']),
+      engineChangesNotCommitted: (git(['status', '--porcelain', '--', path.join(HERE, '..', 'src'), path.join(HERE, '..', 'native')]) || '').split('\n').filter(Boolean),
+    },
     engine: { backendInfo: engineInfo, env: { OMP_NUM_THREADS: env.OMP_NUM_THREADS, OPENTINKER_ENGINE_FAST_MATMUL: process.env.OPENTINKER_ENGINE_FAST_MATMUL ?? null } },
     pytorch: { python, ...probe.info, LD_LIBRARY_PATH: env.LD_LIBRARY_PATH ?? null },
     check: opts.check ? checks : 'skipped (--no-check)',

@@ -23,7 +23,12 @@ function headerDirs() {
 
 /** Newest modification time of the sources and the headers beside them. */
 function newestSource() {
-  const files = [...SOURCES, ...readdirSync(__dirname).filter((f) => f.endsWith('.h')).map((f) => join(__dirname, f))];
+  const files = [
+    ...SOURCES,
+    ...readdirSync(__dirname)
+      .filter((f) => f.endsWith('.h'))
+      .map((f) => join(__dirname, f)),
+  ];
   return Math.max(...files.map((f) => statSync(f).mtimeMs));
 }
 

@@ -56,7 +56,8 @@ describe('initBackend', () => {
       // These machines have no CUDA: insisting on it fails with the reason (the library or the device).
       process.env.CUDA_VISIBLE_DEVICES = '0';
       const err = await initBackend({ backend: 'wasm', device: 'cuda' }).catch((e: unknown) => e);
-      if (info.native.ok) expect(err).toMatchObject({ code: 'ENGINE_BACKEND_UNAVAILABLE', field: 'device', message: expect.stringMatching(/CUDA did not open: (libcudart|no CUDA device)/) });
+      if (info.native.ok)
+        expect(err).toMatchObject({ code: 'ENGINE_BACKEND_UNAVAILABLE', field: 'device', message: expect.stringMatching(/CUDA did not open: (libcudart|no CUDA device)/) });
       expect(await initBackend({ backend: 'wasm', device: 'bogus' as never }).catch((e: unknown) => e)).toMatchObject({ code: 'ENGINE_INVALID_OPTIONS', field: 'device' });
     } finally {
       if (visible === undefined) delete process.env.CUDA_VISIBLE_DEVICES;

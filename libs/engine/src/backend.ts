@@ -206,11 +206,7 @@ export async function initBackend(options: InitBackendOptions = {}): Promise<Bac
       return info;
     }
   }
-  throw new EngineError(
-    'ENGINE_BACKEND_UNAVAILABLE',
-    `no TensorFlow.js backend could start: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}`,
-    'backend',
-  );
+  throw new EngineError('ENGINE_BACKEND_UNAVAILABLE', `no TensorFlow.js backend could start: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}`, 'backend');
 }
 
 /**

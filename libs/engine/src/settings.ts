@@ -51,7 +51,7 @@ export const ENGINE_SETTINGS: readonly EngineSettingDefinition[] = [
     default: 'native',
     doc:
       "On `wasm`, the `BatchMatMul` kernel: `native` (the engine's own matrix product in its addon; `xnnpack` where the addon is " +
-      'missing), `xnnpack` (transposes materialised, batches cut into 2-D XNNPACK products) or `stock` (TensorFlow.js\'s own).',
+      "missing), `xnnpack` (transposes materialised, batches cut into 2-D XNNPACK products) or `stock` (TensorFlow.js's own).",
   },
   {
     key: 'engine_threads',
@@ -82,7 +82,7 @@ export const ENGINE_SETTINGS: readonly EngineSettingDefinition[] = [
     values: ['auto', 'cuda', 'cpu'],
     default: 'auto',
     doc:
-      "Where products with native weights run: `auto` on the GPU when the process was given one (`CUDA_VISIBLE_DEVICES`) and CUDA " +
+      'Where products with native weights run: `auto` on the GPU when the process was given one (`CUDA_VISIBLE_DEVICES`) and CUDA ' +
       'opens, `cuda` requires it (the backend fails to start otherwise), `cpu` never uses it.',
   },
 ];

@@ -28,7 +28,10 @@ const env = defineEnvironment({
     uid: { set: 'host', setting: 'sandbox_uid' },
     notes_url: { set: 'tenant' },
   },
-  create: () => ({ tasks: { size: () => 0, get: () => null }, newEpisode: () => ({ reset: () => [], step: () => ({ observation: '', reward: 0, done: true, info: {} }), close: () => undefined }) }),
+  create: () => ({
+    tasks: { size: () => 0, get: () => null },
+    newEpisode: () => ({ reset: () => [], step: () => ({ observation: '', reward: 0, done: true, info: {} }), close: () => undefined }),
+  }),
 });
 
 function refusal(fn: () => unknown): { code: string; field?: string; message: string } {
@@ -52,7 +55,7 @@ describe('resolveTenantConfig', () => {
     expect(refusal(() => resolveTenantConfig(env, { uid: 0 }))).toMatchObject({ code: 'ENV_CONFIG_FORBIDDEN', field: 'config.uid' });
   });
 
-  it('treats undeclared *_path, *_dir, *_file and *_url keys as host-only, unless declared the tenant\'s', () => {
+  it("treats undeclared *_path, *_dir, *_file and *_url keys as host-only, unless declared the tenant's", () => {
     expect(refusal(() => resolveTenantConfig(env, { cache_dir: '/root' }))).toMatchObject({ code: 'ENV_CONFIG_FORBIDDEN', field: 'config.cache_dir' });
     expect(resolveTenantConfig(env, { notes_url: 'https://example.com' })).toMatchObject({ notes_url: 'https://example.com' });
     expect(isHostOnlyKey(undefined, 'weights_file')).toBe(true);
@@ -64,14 +67,14 @@ describe('resolveTenantConfig', () => {
     expect(refusal(() => resolveTenantConfig(env, { memory_mb: 1 << 20 }, host))).toEqual({
       code: 'ENV_CONFIG_LIMIT',
       field: 'config.memory_mb',
-      message: 'config.memory_mb 1048576 is above this server\'s limit 256 (operator setting sandbox_memory_mb)',
+      message: "config.memory_mb 1048576 is above this server's limit 256 (operator setting sandbox_memory_mb)",
     });
     expect(resolveTenantConfig(env, { memory_mb: 128 }, host)).toMatchObject({ memory_mb: 128 });
     expect(resolveTenantConfig(env, {}, host)).toMatchObject({ memory_mb: 256 });
     expect(resolveTenantConfig(env, {}, {})).toMatchObject({ memory_mb: 512 });
   });
 
-  it('fills in the host\'s dataset files and settings; the operator\'s base config may set host-only keys', () => {
+  it("fills in the host's dataset files and settings; the operator's base config may set host-only keys", () => {
     const c = resolveTenantConfig(env, { difficulty: 3 }, { datasets: { train: '/data/a.jsonl' }, settings: { sandbox_uid: 1234 } });
     expect(c).toMatchObject({ train_path: '/data/a.jsonl', uid: 1234, difficulty: 3 });
     expect(resolveTenantConfig(env, {}, { base: { test_path: '/srv/test.jsonl', difficulty: 2 } })).toMatchObject({ test_path: '/srv/test.jsonl', difficulty: 2 });

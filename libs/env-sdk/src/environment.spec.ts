@@ -71,9 +71,7 @@ describe('dataset row checks', () => {
   it('keeps the optional hook on the frozen definition and refuses a non-function', () => {
     expect(withCheck.validateRow?.({ question: 'q' })).toBeNull();
     expect('validateRow' in guess).toBe(false);
-    expect(() => defineEnvironment({ ...guess, validateRow: 'yes' as never })).toThrow(
-      expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'validateRow' }),
-    );
+    expect(() => defineEnvironment({ ...guess, validateRow: 'yes' as never })).toThrow(expect.objectContaining({ code: 'ENV_INVALID_CONFIG', field: 'validateRow' }));
   });
 
   it('accepts any JSON object without the hook, and asks the hook otherwise', () => {
@@ -87,7 +85,12 @@ describe('dataset row checks', () => {
   });
 
   it('reports a throwing hook as the reason instead of throwing', () => {
-    const throwing = defineEnvironment({ ...guess, validateRow: () => { throw new Error('boom'); } });
+    const throwing = defineEnvironment({
+      ...guess,
+      validateRow: () => {
+        throw new Error('boom');
+      },
+    });
     expect(checkDatasetRow(throwing, {})).toBe('row check failed: boom');
   });
 });
@@ -153,7 +156,9 @@ describe('the conformance kit catches broken environments', () => {
       );
     });
     it('flags a key the schema does not have or that takes no path', async () => {
-      await expect(datasetCheck(withPolicy({ data_file: { set: 'dataset', split: 'train' } })).run()).rejects.toThrow(/configPolicy\.data_file is the train dataset file, but the config schema refuses a path/);
+      await expect(datasetCheck(withPolicy({ data_file: { set: 'dataset', split: 'train' } })).run()).rejects.toThrow(
+        /configPolicy\.data_file is the train dataset file, but the config schema refuses a path/,
+      );
       await expect(datasetCheck(withPolicy({ count: { set: 'dataset', split: 'test' } })).run()).rejects.toThrow(/configPolicy\.count is the test dataset file/);
     });
   });

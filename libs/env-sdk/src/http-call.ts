@@ -116,7 +116,10 @@ export async function call<T>(o: CallOptions, method: string, path: string, body
     } catch (error) {
       lastError = error;
       if (idempotent) continue;
-      throw new EnvironmentError('ENV_UNAVAILABLE', `Lost the connection to environment server ${o.url} while reading the answer to ${method} ${path}; not retried${detail(describeFailure(error))}`);
+      throw new EnvironmentError(
+        'ENV_UNAVAILABLE',
+        `Lost the connection to environment server ${o.url} while reading the answer to ${method} ${path}; not retried${detail(describeFailure(error))}`,
+      );
     }
     let parsed: unknown;
     let isJson = true;
@@ -147,8 +150,5 @@ export async function call<T>(o: CallOptions, method: string, path: string, body
     throw new EnvironmentError(code, err.message ?? `${where} answered ${res.status}`, typeof err.field === 'string' ? err.field : undefined);
   }
   if (o.opaqueErrors) throw unreachable();
-  throw new EnvironmentError(
-    'ENV_UNAVAILABLE',
-    `Environment server ${o.url} is unreachable after ${attempts} attempts (${describeFailure(lastError)}); is it running?`,
-  );
+  throw new EnvironmentError('ENV_UNAVAILABLE', `Environment server ${o.url} is unreachable after ${attempts} attempts (${describeFailure(lastError)}); is it running?`);
 }

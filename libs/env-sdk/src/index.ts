@@ -7,27 +7,8 @@ export { z } from 'zod';
 export type { Message, JsonValue, JsonObject } from './messages';
 export { EnvironmentError, isEnvironmentError } from './errors';
 export type { EnvironmentErrorCode } from './errors';
-export {
-  API_VERSION,
-  ENVIRONMENT_BRAND,
-  defineEnvironment,
-  isEnvironment,
-  parseConfig,
-  configJsonSchema,
-  checkDatasetRow,
-} from './environment';
-export type {
-  Environment,
-  EnvironmentOptions,
-  EnvironmentInstance,
-  EnvironmentContext,
-  Episode,
-  StepResult,
-  TaskSet,
-  BatchStats,
-  Split,
-  TurnMode,
-} from './environment';
+export { API_VERSION, ENVIRONMENT_BRAND, defineEnvironment, isEnvironment, parseConfig, configJsonSchema, checkDatasetRow } from './environment';
+export type { Environment, EnvironmentOptions, EnvironmentInstance, EnvironmentContext, Episode, StepResult, TaskSet, BatchStats, Split, TurnMode } from './environment';
 export { RATED_RESULTS, INFO_NAME_PATTERN, SUMMARISED_INFO_KEYS, readStandardInfo, standardInfoProblem } from './step-info';
 export type { StandardInfo, StepInfo, RatedResult, StandardInfoFields } from './step-info';
 export { HOST_LIMITS, HOST_SETTINGS, isHostOnlyKey, datasetConfigKey } from './config-policy';

@@ -285,7 +285,12 @@ describe('OpenTinkerEnvironment against FastAPI-shaped servers', () => {
 
 describe('mergeShardStats', () => {
   it('keeps a mean when no shard finished a game', () => {
-    expect(mergeShardStats([{ games_in_step: 0, total_samples: 3, mean_reward: 0 }, { games_in_step: 0, total_samples: 1, mean_reward: 0 }])).toEqual({
+    expect(
+      mergeShardStats([
+        { games_in_step: 0, total_samples: 3, mean_reward: 0 },
+        { games_in_step: 0, total_samples: 1, mean_reward: 0 },
+      ]),
+    ).toEqual({
       games_in_step: 0,
       total_samples: 4,
       completion_rate: 0,

@@ -192,7 +192,7 @@ describe('RemoteEnvironment against a real HTTP server', () => {
     expect(server.count('POST', '/v1/episodes/e1/step')).toBe(1);
   });
 
-  it('gives up on a GET that keeps failing with the server\'s code, and reports a non-JSON 5xx of a step', async () => {
+  it("gives up on a GET that keeps failing with the server's code, and reports a non-JSON 5xx of a step", async () => {
     const server = await fake();
     server.handler = (req, res, n) => {
       if (req.path.startsWith('/v1/tasks')) return json(res, 503, { statusCode: 503, code: 'ENV_SANDBOX_UNAVAILABLE', message: 'no bwrap' });
@@ -211,10 +211,11 @@ describe('RemoteEnvironment against a real HTTP server', () => {
     expect(server.count('POST', '/v1/episodes/e1/step')).toBe(1);
   });
 
-  it('keeps the server\'s 4xx code and does not retry it', async () => {
+  it("keeps the server's 4xx code and does not retry it", async () => {
     const server = await fake();
     server.handler = (req, res, n) => {
-      if (req.path === '/v1/episodes/e1/step') return json(res, 404, { statusCode: 404, code: 'ENV_EPISODE_CLOSED', message: 'Episode e1 does not exist or has expired', field: 'id' });
+      if (req.path === '/v1/episodes/e1/step')
+        return json(res, 404, { statusCode: 404, code: 'ENV_EPISODE_CLOSED', message: 'Episode e1 does not exist or has expired', field: 'id' });
       healthy(req, res, n);
     };
     const env = await RemoteEnvironment.connect({ url: server.url, retries: 3, backoffMs: 10 });

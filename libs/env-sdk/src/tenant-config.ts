@@ -54,11 +54,7 @@ export function resolveTenantConfig<Config>(env: Environment<Config, unknown>, t
     if (p && 'limit' in p) {
       const ceiling = host.limits?.[p.limit];
       if (ceiling !== undefined && typeof value === 'number' && value > ceiling) {
-        throw new EnvironmentError(
-          'ENV_CONFIG_LIMIT',
-          `config.${key} ${value} is above this server's limit ${ceiling} (operator setting ${p.limit})`,
-          `config.${key}`,
-        );
+        throw new EnvironmentError('ENV_CONFIG_LIMIT', `config.${key} ${value} is above this server's limit ${ceiling} (operator setting ${p.limit})`, `config.${key}`);
       }
     }
   }

@@ -26,12 +26,7 @@ export type LossAggMode = 'token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-
  * LOSS_AGG_MODES.includes('token-mean'); // true
  * ```
  */
-export const LOSS_AGG_MODES: readonly LossAggMode[] = [
-  'token-mean',
-  'seq-mean-token-sum',
-  'seq-mean-token-mean',
-  'seq-mean-token-sum-norm',
-];
+export const LOSS_AGG_MODES: readonly LossAggMode[] = ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'];
 
 /**
  * Global-batch normalisers (verl's `global_batch_info` / `agg_loss` keyword arguments). Leave them unset for
@@ -164,13 +159,7 @@ export function aggWeights(lossMask: NumArray, shape: BatchShape, mode: LossAggM
  * // loss = (1 + 2 + 3) / 3 = 2
  * ```
  */
-export function aggLoss(
-  lossMat: NumArray,
-  lossMask: NumArray,
-  shape: BatchShape,
-  mode: LossAggMode,
-  options: AggOptions = {},
-): AggLossResult {
+export function aggLoss(lossMat: NumArray, lossMask: NumArray, shape: BatchShape, mode: LossAggMode, options: AggOptions = {}): AggLossResult {
   const n = checkShape(shape);
   assertLength('lossMat', lossMat, n);
   const weights = aggWeights(lossMask, shape, mode, options);

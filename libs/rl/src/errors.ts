@@ -55,9 +55,6 @@ export class RlError extends Error {
  */
 export function isRlError(value: unknown): value is RlError {
   return (
-    value instanceof Error &&
-    value.name === 'RlError' &&
-    typeof (value as { code?: unknown }).code === 'string' &&
-    (value as unknown as { code: string }).code.startsWith('RL_')
+    value instanceof Error && value.name === 'RlError' && typeof (value as { code?: unknown }).code === 'string' && (value as unknown as { code: string }).code.startsWith('RL_')
   );
 }

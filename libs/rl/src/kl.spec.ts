@@ -34,9 +34,20 @@ describe('kl estimators', () => {
   });
 
   test('OpenTinker straight-through _st: forward of the base estimator, gradient of k2', () => {
-    for (const [st, base] of [['k1_st', 'k1'], ['kl_st', 'kl'], ['abs_st', 'abs'], ['k3_st', 'k3'], ['low_var_kl_st', 'low_var_kl']]) {
+    for (const [st, base] of [
+      ['k1_st', 'k1'],
+      ['kl_st', 'kl'],
+      ['abs_st', 'abs'],
+      ['k3_st', 'k3'],
+      ['low_var_kl_st', 'low_var_kl'],
+    ]) {
       expect(Array.from(klPenalty(lp, ref, st))).toEqual(Array.from(klPenalty(lp, ref, base)));
-      expectClose(klPenaltyGrad(lp, ref, st), lp.map((x, k) => x - ref[k]), F64, `${st} grad`);
+      expectClose(
+        klPenaltyGrad(lp, ref, st),
+        lp.map((x, k) => x - ref[k]),
+        F64,
+        `${st} grad`,
+      );
       expect(parseKlPenalty(st)).toEqual({ base, straightThrough: true });
     }
     expect(parseKlPenalty('k2')).toEqual({ base: 'k2', straightThrough: false });

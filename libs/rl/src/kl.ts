@@ -91,7 +91,10 @@ export function parseKlPenalty(type: string): { base: KlEstimator; straightThrou
     return { base: type.slice(0, -3) as KlEstimator, straightThrough: true };
   }
   if (type === 'full' || type.endsWith('+')) {
-    const hint = type.endsWith('+') && KL_STRAIGHT_THROUGH_TYPES.includes(`${type.slice(0, -1)}_st` as KlStraightThroughType) ? ` (the straight-through estimator is ${type.slice(0, -1)}_st)` : '';
+    const hint =
+      type.endsWith('+') && KL_STRAIGHT_THROUGH_TYPES.includes(`${type.slice(0, -1)}_st` as KlStraightThroughType)
+        ? ` (the straight-through estimator is ${type.slice(0, -1)}_st)`
+        : '';
     throw new RlError('RL_NOT_IMPLEMENTED', `kl_penalty ${type} is not implemented: verl raises NotImplementedError for it${hint}`, 'kl_penalty');
   }
   throw new RlError('RL_UNKNOWN_NAME', `Unknown kl_penalty: ${type}. Known: ${[...KL_ESTIMATORS, ...KL_STRAIGHT_THROUGH_TYPES].join(', ')}`, 'kl_penalty');
@@ -221,12 +224,7 @@ export interface KlLossOutput {
  * r.loss; r.dLogProb; // scalar, per-token coefficients
  * ```
  */
-export function klLoss(
-  input: KlLossInput,
-  klLossType: KlPenaltyType | string = 'low_var_kl',
-  lossAggMode: LossAggMode = 'token-mean',
-  aggOptions: AggOptions = {},
-): KlLossOutput {
+export function klLoss(input: KlLossInput, klLossType: KlPenaltyType | string = 'low_var_kl', lossAggMode: LossAggMode = 'token-mean', aggOptions: AggOptions = {}): KlLossOutput {
   const n = checkShape(input);
   assertLength('logProb', input.logProb, n);
   assertLength('responseMask', input.responseMask, n);
@@ -287,11 +285,7 @@ export interface ApplyKlPenaltyOutput {
  *   0.001, 'kl');
  * ```
  */
-export function applyKlPenalty(
-  input: ApplyKlPenaltyInput,
-  klCoef: number,
-  klPenaltyType: KlPenaltyType | string = 'kl',
-): ApplyKlPenaltyOutput {
+export function applyKlPenalty(input: ApplyKlPenaltyInput, klCoef: number, klPenaltyType: KlPenaltyType | string = 'kl'): ApplyKlPenaltyOutput {
   const n = checkShape(input);
   const { batch, seqLen } = input;
   assertLength('tokenLevelScores', input.tokenLevelScores, n);

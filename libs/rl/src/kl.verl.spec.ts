@@ -27,7 +27,14 @@ describe('kl_penalty vs verl (fixtures/verl/kl_penalty.json)', () => {
       const ctrl = getKlController(a.kl_ctrl as KlCtrlConfig);
       const beta = ctrl.value;
       const r = applyKlPenalty(
-        { batch: scores.batch, seqLen: scores.seqLen, tokenLevelScores: scores.data, oldLogProb: matrix(a.old_log_probs).data, refLogProb: matrix(a.ref_log_prob).data, responseMask: matrix(a.response_mask).data },
+        {
+          batch: scores.batch,
+          seqLen: scores.seqLen,
+          tokenLevelScores: scores.data,
+          oldLogProb: matrix(a.old_log_probs).data,
+          refLogProb: matrix(a.ref_log_prob).data,
+          responseMask: matrix(a.response_mask).data,
+        },
         beta,
         a.kl_penalty,
       );

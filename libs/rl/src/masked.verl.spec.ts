@@ -28,9 +28,16 @@ describe('masked statistics and compute_rewards vs verl (fixtures/verl/utils.jso
     expect(v.function).toBe('verl.utils.torch_functional.masked_*');
     const x = matrix(a.values);
     const m = matrix(a.mask).data;
-    expect(Object.keys(o).sort()).toEqual(
-      ['masked_mean_all', 'masked_mean_axis_-1', 'masked_sum_all', 'masked_sum_axis_-1', 'masked_var_biased', 'masked_var_unbiased', 'masked_whiten_shift_mean_false', 'masked_whiten_shift_mean_true'],
-    );
+    expect(Object.keys(o).sort()).toEqual([
+      'masked_mean_all',
+      'masked_mean_axis_-1',
+      'masked_sum_all',
+      'masked_sum_axis_-1',
+      'masked_var_biased',
+      'masked_var_unbiased',
+      'masked_whiten_shift_mean_false',
+      'masked_whiten_shift_mean_true',
+    ]);
     expectClose(maskedSum(x.data, m), num(o.masked_sum_all), VERL_TOL, `${v.id} masked_sum`, 'masked');
     expectClose(maskedSumRows(x.data, m, x.batch, x.seqLen), tensor(o['masked_sum_axis_-1']).data, VERL_TOL, `${v.id} masked_sum axis -1`, 'masked');
     expectClose(maskedMean(x.data, m), num(o.masked_mean_all), VERL_TOL, `${v.id} masked_mean`, 'masked');

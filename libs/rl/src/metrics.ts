@@ -116,8 +116,7 @@ export function computeDataMetrics(input: DataMetricsInput): Record<string, numb
   if (input.values) {
     assertLength('values', input.values, n);
     stats(out, 'critic/values', val);
-    out['critic/vf_explained_var'] =
-      ret.length >= 2 ? 1 - sampleVar(ret.map((r, j) => r - val[j])) / (sampleVar(ret) + 1e-5) : 0;
+    out['critic/vf_explained_var'] = ret.length >= 2 ? 1 - sampleVar(ret.map((r, j) => r - val[j])) / (sampleVar(ret) + 1e-5) : 0;
   }
   const lens = Array.from(length);
   stats(out, 'response_length', lens);

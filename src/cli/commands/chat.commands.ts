@@ -119,14 +119,15 @@ async function conversation(client: OpenTinkerClient, model: string, start: Mess
   let history = [...start];
   process.stderr.write(`Chatting with ${model}. /reset forgets the conversation, /exit or Ctrl-D leaves.\n`);
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  const ask = () => new Promise<string | null>((resolve) => {
-    const onClose = () => resolve(null);
-    rl.once('close', onClose);
-    rl.question('you> ', (line) => {
-      rl.off('close', onClose);
-      resolve(line);
+  const ask = () =>
+    new Promise<string | null>((resolve) => {
+      const onClose = () => resolve(null);
+      rl.once('close', onClose);
+      rl.question('you> ', (line) => {
+        rl.off('close', onClose);
+        resolve(line);
+      });
     });
-  });
   rl.on('SIGINT', () => rl.close());
   try {
     for (;;) {

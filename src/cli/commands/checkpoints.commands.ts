@@ -21,8 +21,10 @@ import { formatAge, formatBytes, printJson, printLine, table } from './output';
  * ```
  */
 export function registerCheckpointsCommand(jobs: Command): void {
-  withCommonOptions(jobs.command('checkpoints').description('Saved checkpoints of a job (step, size, LoRA adapter, what model.path names it)').argument('<id>', 'job id or a unique prefix'))
-    .option('--files', 'list each checkpoint\'s files too')
+  withCommonOptions(
+    jobs.command('checkpoints').description('Saved checkpoints of a job (step, size, LoRA adapter, what model.path names it)').argument('<id>', 'job id or a unique prefix'),
+  )
+    .option('--files', "list each checkpoint's files too")
     .action(
       clientAction<{ files?: boolean }, [string]>(async ({ client, json, options }, ref) => {
         const id = await resolveJobId(client, ref);
@@ -53,12 +55,7 @@ export function registerCheckpointsCommand(jobs: Command): void {
  * Writes a checkpoint tar (`jobs download <id> [--step n]`): to `target`, or `job-<id>-step-<n>.tar`
  * in the current folder; `-` is stdout. Written beside the target and renamed when complete.
  */
-export async function downloadCheckpoint(
-  client: OpenTinkerClient,
-  id: string,
-  options: { step?: string; output?: string; force?: boolean },
-  json: boolean,
-): Promise<void> {
+export async function downloadCheckpoint(client: OpenTinkerClient, id: string, options: { step?: string; output?: string; force?: boolean }, json: boolean): Promise<void> {
   const step = options.step === undefined || options.step === 'latest' ? 'latest' : intOption('--step', options.step, 0, Number.MAX_SAFE_INTEGER)!;
   if (options.output !== undefined && options.output !== '-' && existsSync(options.output) && !options.force) {
     throw new CliError(`${options.output} exists; pass --force to overwrite it, or -o to choose another path`, EXIT.USAGE, undefined, '--output');

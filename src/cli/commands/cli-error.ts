@@ -51,8 +51,7 @@ export function explain(error: unknown, ctx: { url: string; key?: string }): Cli
         );
       case 'OT_ERR_UNAUTHENTICATED':
         return new CliError(
-          `The server at ${ctx.url} refused the API key${ctx.key ? ` ${maskKey(ctx.key)}` : ''}: ${error.message}. ` +
-            'Run `opentinker login`, or set OPENTINKER_API_KEY.',
+          `The server at ${ctx.url} refused the API key${ctx.key ? ` ${maskKey(ctx.key)}` : ''}: ${error.message}. ` + 'Run `opentinker login`, or set OPENTINKER_API_KEY.',
           EXIT.AUTH,
           error.code,
         );

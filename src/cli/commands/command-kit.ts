@@ -19,9 +19,7 @@ export interface CommandContext<O> {
 
 /** Adds `--url` and `--json` to a command. */
 export function withCommonOptions(command: Command): Command {
-  return command
-    .option('--url <url>', 'server URL (default: OPENTINKER_URL, the saved login, or http://127.0.0.1:8780)')
-    .option('--json', 'machine-readable output');
+  return command.option('--url <url>', 'server URL (default: OPENTINKER_URL, the saved login, or http://127.0.0.1:8780)').option('--json', 'machine-readable output');
 }
 
 /**

@@ -51,11 +51,7 @@ function shown(value: unknown): string {
 
 /** `opentinker config`: the settings `serve` (or `worker`) would run with, and where each came from. */
 export function registerConfigCommand(program: Command): void {
-  addServeFlags(
-    program
-      .command('config')
-      .description('Print the effective settings, each with its source (default, config file, environment variable, flag); secrets redacted'),
-  )
+  addServeFlags(program.command('config').description('Print the effective settings, each with its source (default, config file, environment variable, flag); secrets redacted'))
     .option('--json', 'print JSON')
     .action((opts: ServeFlags & { json?: boolean }) => {
       const config = loadConfig(process.env, serveOverrides(opts));

@@ -63,9 +63,7 @@ export async function knownEnvironments(client: OpenTinkerClient): Promise<strin
 }
 
 function describe(env: EnvironmentDetail): string[] {
-  const lines = [
-    `${env.id}  ${env.package ?? ''}@${env.version ?? '?'}  (${env.status}${env.first_party ? ', first-party' : ''}, from ${env.source})`,
-  ];
+  const lines = [`${env.id}  ${env.package ?? ''}@${env.version ?? '?'}  (${env.status}${env.first_party ? ', first-party' : ''}, from ${env.source})`];
   if (env.description) lines.push(env.description);
   if (env.status === 'failed') lines.push(`Failed to load: ${env.error}`);
   lines.push(`Turns: ${env.turn_mode ?? '?'}; tasks: ${env.task_source ?? '?'}`);

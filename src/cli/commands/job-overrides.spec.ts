@@ -124,11 +124,32 @@ describe('train/infer key=value overrides', () => {
 
 /** A sample value for each of the seed's keys, of the type the seed gives it. */
 const SAMPLE: Record<string, string> = {
-  model_path: '/models/m', tokenizer_path: '/models/m', scheduler_url: 'http://box:8780', server_url: 'http://box:8780', scheduler_api_key: 'key-1',
-  'interaction.config.env_host': 'h', 'interaction.config.env_port': '8088', 'interaction.config.env_endpoint': 'http://h:8088',
-  'interaction.config.env_shards': '2', 'interaction.name': 'gomoku', data_path: 'd/train.parquet', val_data_path: 'd/test.parquet', output_path: './tmp/results.jsonl',
-  env_endpoint: 'http://h:8091', algorithm: 'agent_loop', adv_estimator: 'grpo_per_step', 'lora.lora_rank': '64', 'lora.target_modules': 'all-linear',
-  experiment_name: 'run', temperature: '0.7', top_p: '0.9', lr: '1e-6', 'lora.lr': '1e-6', kl_loss_coef: '0.001', 'lora.lora_alpha': '32', max_new_tokens: '4096',
+  model_path: '/models/m',
+  tokenizer_path: '/models/m',
+  scheduler_url: 'http://box:8780',
+  server_url: 'http://box:8780',
+  scheduler_api_key: 'key-1',
+  'interaction.config.env_host': 'h',
+  'interaction.config.env_port': '8088',
+  'interaction.config.env_endpoint': 'http://h:8088',
+  'interaction.config.env_shards': '2',
+  'interaction.name': 'gomoku',
+  data_path: 'd/train.parquet',
+  val_data_path: 'd/test.parquet',
+  output_path: './tmp/results.jsonl',
+  env_endpoint: 'http://h:8091',
+  algorithm: 'agent_loop',
+  adv_estimator: 'grpo_per_step',
+  'lora.lora_rank': '64',
+  'lora.target_modules': 'all-linear',
+  experiment_name: 'run',
+  temperature: '0.7',
+  top_p: '0.9',
+  lr: '1e-6',
+  'lora.lr': '1e-6',
+  kl_loss_coef: '0.001',
+  'lora.lora_alpha': '32',
+  max_new_tokens: '4096',
 };
 
 describe("the seed's keys", () => {
@@ -176,8 +197,12 @@ describe("the seed's keys", () => {
 
   it("runs the seed's README inference command as written: output_path, max_samples, env_endpoint", () => {
     const built = buildJobSpec('inference', 'math', [
-      'model_path=job:4f0c', 'data_path=data/math/test.parquet', 'output_path=./tmp/results.jsonl', 'max_samples=5',
-      'env_endpoint=http://client-box:8088', 'scheduler_url=http://server-box:8780',
+      'model_path=job:4f0c',
+      'data_path=data/math/test.parquet',
+      'output_path=./tmp/results.jsonl',
+      'max_samples=5',
+      'env_endpoint=http://client-box:8088',
+      'scheduler_url=http://server-box:8780',
     ]);
     expect(built).toEqual({
       spec: { kind: 'inference', environment: { id: 'math', url: 'http://client-box:8088', protocol: 'opentinker' }, model: { path: 'job:4f0c' }, num_tasks: 5 },
@@ -191,7 +216,13 @@ describe("the seed's keys", () => {
   });
 
   it('maps env_host/env_port/env_shards to an OpenTinker game server, 0.0.0.0 kept for the transport to rewrite', () => {
-    const { spec } = buildJobSpec('train', 'gomoku', ['tokenizer_path=/m', 'interaction.config.env_host=0.0.0.0', 'interaction.config.env_port=8091', 'interaction.config.env_shards=4', 'interaction.config.board_size=9']);
+    const { spec } = buildJobSpec('train', 'gomoku', [
+      'tokenizer_path=/m',
+      'interaction.config.env_host=0.0.0.0',
+      'interaction.config.env_port=8091',
+      'interaction.config.env_shards=4',
+      'interaction.config.board_size=9',
+    ]);
     expect(spec.environment).toEqual({ id: 'gomoku', url: 'http://0.0.0.0:8091', protocol: 'opentinker', shards: 4, config: { board_size: 9 } });
     expect(() => parseJobSpec(spec)).not.toThrow();
     expect(usageError(() => buildJobSpec('train', 'gomoku', ['tokenizer_path=/m', 'interaction.config.env_shards=4'])).message).toContain('needs the game server too');
@@ -218,7 +249,15 @@ describe("the seed's keys", () => {
   });
 
   it("translates the seed's values: agent_loop, LoRA rank 0 and all-linear, max_new_tokens as the response budget", () => {
-    const { spec } = buildJobSpec('train', 'math', ['model_path=/m', 'algorithm=agent_loop', 'lora.lora_rank=64', 'lora.lora_alpha=32', 'lora.target_modules=all-linear', 'max_new_tokens=4098', 'num_steps=1000']);
+    const { spec } = buildJobSpec('train', 'math', [
+      'model_path=/m',
+      'algorithm=agent_loop',
+      'lora.lora_rank=64',
+      'lora.lora_alpha=32',
+      'lora.target_modules=all-linear',
+      'max_new_tokens=4098',
+      'num_steps=1000',
+    ]);
     expect(spec).toMatchObject({
       model: { path: '/m', lora: { rank: 64, alpha: 32, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] } },
       rollout: { max_response_tokens: 4098, max_new_tokens: 4098 },
@@ -227,21 +266,43 @@ describe("the seed's keys", () => {
     expect(spec.algorithm).toBeUndefined();
     expect(() => parseJobSpec(spec)).not.toThrow();
     expect(buildJobSpec('train', 'math', ['model_path=/m', 'lora.lora_rank=0']).spec.model).toEqual({ path: '/m' });
-    expect(buildJobSpec('train', 'math', ['model_path=/m', 'max_new_tokens=8192', 'multi_turn.max_tokens_per_turn=256']).spec.rollout).toEqual({ max_new_tokens: 256, max_response_tokens: 8192 });
+    expect(buildJobSpec('train', 'math', ['model_path=/m', 'max_new_tokens=8192', 'multi_turn.max_tokens_per_turn=256']).spec.rollout).toEqual({
+      max_new_tokens: 256,
+      max_response_tokens: 8192,
+    });
     expect(usageError(() => buildJobSpec('train', 'math', ['model_path=/m', 'algorithm=ppo'])).message).toContain('adv_estimator picks the RL algorithm');
   });
 
   it("reads one of the seed's client configs as --config, nulls and ${…} left out, the command line winning", () => {
     const config = {
-      project_name: 'opentinker', experiment_name: 'gomoku_training', logger_backends: ['console', 'wandb'], tokenizer_path: null, batch_size: 4, num_epochs: null, num_steps: 1000,
-      val_batch_size: 50, temperature: 1, algorithm: 'agent_loop', adv_estimator: 'grpo_per_step', rollout_n: 16,
-      interaction: { name: 'gomoku', class_path: 'opentinker.environment.gym_environment_interaction.GymEnvironmentInteraction', config: { env_host: '0.0.0.0', env_port: 8088, env_endpoint: 'http://${interaction.config.env_host}:${interaction.config.env_port}', max_steps: 81, board_size: 9 } },
+      project_name: 'opentinker',
+      experiment_name: 'gomoku_training',
+      logger_backends: ['console', 'wandb'],
+      tokenizer_path: null,
+      batch_size: 4,
+      num_epochs: null,
+      num_steps: 1000,
+      val_batch_size: 50,
+      temperature: 1,
+      algorithm: 'agent_loop',
+      adv_estimator: 'grpo_per_step',
+      rollout_n: 16,
+      interaction: {
+        name: 'gomoku',
+        class_path: 'opentinker.environment.gym_environment_interaction.GymEnvironmentInteraction',
+        config: { env_host: '0.0.0.0', env_port: 8088, env_endpoint: 'http://${interaction.config.env_host}:${interaction.config.env_port}', max_steps: 81, board_size: 9 },
+      },
       multi_turn: { max_user_turns: '${interaction.config.max_total_steps}', max_assistant_turns: 39, max_tokens_per_turn: 256 },
-      scheduler_url: 'http://0.0.0.0:8780', num_gpus: 2,
+      scheduler_url: 'http://0.0.0.0:8780',
+      num_gpus: 2,
     };
     const built = buildJobSpec('train', undefined, ['tokenizer_path=/models/qwen', 'batch_size=8', 'interaction.config.env_port=9000', 'scheduler_url=http://gpu:8780'], config);
     expect(built.spec).toEqual({
-      kind: 'train', name: 'gomoku_training', batch_size: 8, total_steps: 1000, val_batch_size: 50,
+      kind: 'train',
+      name: 'gomoku_training',
+      batch_size: 8,
+      total_steps: 1000,
+      val_batch_size: 50,
       rollout: { temperature: 1, max_turns: 39, max_new_tokens: 256 },
       algorithm: { adv_estimator: 'grpo_per_step', rollout_n: 16 },
       environment: { id: 'gomoku', config: { board_size: 9 }, url: 'http://0.0.0.0:9000', protocol: 'opentinker' },

@@ -13,11 +13,7 @@ export type OverrideKind = 'train' | 'inference';
  * translated), a special rule, accepted with no effect here (`ignore`: why, printed as a note), or
  * refused (`refuse`: what to use instead).
  */
-export type SeedTarget =
-  | { path: string[]; value?: (value: unknown, token: string) => unknown }
-  | { special: SeedSpecial }
-  | { ignore: string }
-  | { refuse: string };
+export type SeedTarget = { path: string[]; value?: (value: unknown, token: string) => unknown } | { special: SeedSpecial } | { ignore: string } | { refuse: string };
 
 type SeedSpecial =
   | 'url'
@@ -52,12 +48,12 @@ const COMMON_SEED_KEYS: Record<string, SeedTarget> = {
   'interaction.config.env_port': { special: 'env_port' },
   'interaction.config.env_endpoint': { special: 'env_endpoint' },
   'interaction.config.env_shards': { special: 'env_shards' },
-  'interaction.config.max_steps': { ignore: 'rollout.max_turns (the seed\'s multi_turn.max_assistant_turns) bounds an episode\'s turns here' },
-  'interaction.config.max_total_steps': { ignore: 'rollout.max_turns (the seed\'s multi_turn.max_assistant_turns) bounds an episode\'s turns here' },
+  'interaction.config.max_steps': { ignore: "rollout.max_turns (the seed's multi_turn.max_assistant_turns) bounds an episode's turns here" },
+  'interaction.config.max_total_steps': { ignore: "rollout.max_turns (the seed's multi_turn.max_assistant_turns) bounds an episode's turns here" },
   'interaction.config.observation_template': { ignore: "the game server's observation is the user message as it is" },
   'interaction.config.bind_worker_to_endpoint': { ignore: 'each episode picks its shard by crc32 of its instance id, as the seed routes unbound workers' },
   'interaction.name': { path: ['environment', 'id'] },
-  'interaction.class_path': { ignore: 'a game server given by env_host/env_port or env_endpoint is driven over OpenTinker\'s protocol (GymEnvironmentInteraction\'s calls)' },
+  'interaction.class_path': { ignore: "a game server given by env_host/env_port or env_endpoint is driven over OpenTinker's protocol (GymEnvironmentInteraction's calls)" },
   batch_size: { path: ['batch_size'] },
   temperature: { path: ['rollout', 'temperature'] },
   top_p: { path: ['rollout', 'top_p'] },
@@ -86,7 +82,9 @@ const COMMON_SEED_KEYS: Record<string, SeedTarget> = {
   weave_project: { ignore: LOGGING },
   wandb_key: { ignore: LOGGING },
   board_size: { path: ['environment', 'config', 'board_size'] },
-  'reward.type': { refuse: 'rewards come from the environment: write one with @opentinker/env-sdk, or serve your reward as an OpenTinker game server (interaction.config.env_host/env_port)' },
+  'reward.type': {
+    refuse: 'rewards come from the environment: write one with @opentinker/env-sdk, or serve your reward as an OpenTinker game server (interaction.config.env_host/env_port)',
+  },
 };
 for (const key of ['reward.code.code_function', 'reward.remote.auto_start', 'reward.remote.remote_api_key', 'reward.remote.reward_ip', 'reward.remote.reward_port']) {
   COMMON_SEED_KEYS[key] = COMMON_SEED_KEYS['reward.type'];
@@ -172,7 +170,18 @@ interface Entry {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Keys only the seed's client configs have at their top level: a --config holding one is a seed config. */
-const SEED_CONFIG_MARKERS = ['tokenizer_path', 'model_path', 'scheduler_url', 'interaction', 'multi_turn', 'data_path', 'num_steps', 'logger_backends', 'output_path', 'max_samples'];
+const SEED_CONFIG_MARKERS = [
+  'tokenizer_path',
+  'model_path',
+  'scheduler_url',
+  'interaction',
+  'multi_turn',
+  'data_path',
+  'num_steps',
+  'logger_backends',
+  'output_path',
+  'max_samples',
+];
 
 /** Whether a --config file is one of the seed's client configs (math_param.yaml, …) rather than a job spec. */
 export function isSeedConfig(config: Record<string, unknown>): boolean {
@@ -269,7 +278,10 @@ export function buildJobSpec(
     const { key, raw, value, token } = entry;
     // The game server's env kwargs (board_size, split, …) that the seed keeps beside env_host/env_port.
     const target: SeedTarget | undefined =
-      seed[key] ?? (key.startsWith('interaction.config.') && key.length > 'interaction.config.'.length ? { path: ['environment', 'config', key.slice('interaction.config.'.length)] } : undefined);
+      seed[key] ??
+      (key.startsWith('interaction.config.') && key.length > 'interaction.config.'.length
+        ? { path: ['environment', 'config', key.slice('interaction.config.'.length)] }
+        : undefined);
     if (target && 'refuse' in target) {
       throw new CliError(`"${token}": ${key} is not supported here; ${target.refuse}`, EXIT.USAGE, undefined, key);
     }
@@ -297,7 +309,12 @@ export function buildJobSpec(
           // The seed's `algorithm: agent_loop` names its rollout loop, the only one here; an object is ours.
           if (typeof value === 'object' && value !== null) set(['algorithm'], value, entry);
           else if (raw !== 'agent_loop') {
-            throw new CliError(`"${token}": algorithm=${raw} is not supported here; rollouts always run the agent loop (the seed's agent_loop), and adv_estimator picks the RL algorithm`, EXIT.USAGE, undefined, key);
+            throw new CliError(
+              `"${token}": algorithm=${raw} is not supported here; rollouts always run the agent loop (the seed's agent_loop), and adv_estimator picks the RL algorithm`,
+              EXIT.USAGE,
+              undefined,
+              key,
+            );
           }
           break;
         case 'lora_rank':
@@ -348,12 +365,18 @@ export function buildJobSpec(
   let gameServer: { url: string; entry: Entry } | undefined;
   if (host || port) {
     if (!host || !port) {
-      throw new CliError(`"${(host ?? port)!.token}" needs ${host ? 'interaction.config.env_port' : 'interaction.config.env_host'} too (a remote environment server's host and port)`, EXIT.USAGE);
+      throw new CliError(
+        `"${(host ?? port)!.token}" needs ${host ? 'interaction.config.env_port' : 'interaction.config.env_host'} too (a remote environment server's host and port)`,
+        EXIT.USAGE,
+      );
     }
     const n = Number(port.raw);
     if (!Number.isInteger(n) || n < 1 || n > 65535) throw new CliError(`"${port.token}": the port must be a whole number from 1 to 65535`, EXIT.USAGE);
     const bare = host.raw.replace(/\/+$/, '');
-    gameServer = { url: `${/^https?:\/\//.test(bare) ? bare : `http://${bare}`}:${n}`, entry: { ...host, token: `${host.token} ${port.token}`, fromConfig: host.fromConfig && port.fromConfig } };
+    gameServer = {
+      url: `${/^https?:\/\//.test(bare) ? bare : `http://${bare}`}:${n}`,
+      entry: { ...host, token: `${host.token} ${port.token}`, fromConfig: host.fromConfig && port.fromConfig },
+    };
   }
   if (endpoint && (!gameServer || gameServer.entry.fromConfig || !endpoint.fromConfig)) {
     const url = endpoint.raw.replace(/\/+$/, '');
@@ -362,7 +385,8 @@ export function buildJobSpec(
     }
     gameServer = { url, entry: endpoint };
   }
-  if (shards && !gameServer) throw new CliError(`"${shards.token}" needs the game server too: interaction.config.env_host and env_port, or env_endpoint`, EXIT.USAGE, undefined, shards.key);
+  if (shards && !gameServer)
+    throw new CliError(`"${shards.token}" needs the game server too: interaction.config.env_host and env_port, or env_endpoint`, EXIT.USAGE, undefined, shards.key);
   if (gameServer) {
     set(['environment', 'url'], gameServer.url, gameServer.entry);
     set(['environment', 'protocol'], 'opentinker', gameServer.entry);
@@ -376,10 +400,22 @@ export function buildJobSpec(
   }
   const named = spec.model as Record<string, unknown> | undefined;
   if (named?.preset === undefined && named?.path === undefined) {
-    throw new CliError('Name the model: model_path=<Org/Name or hf:Org/Name (a Hugging Face repo), a model folder, or job:<id>> or model.preset=tiny-char', EXIT.USAGE, undefined, 'model');
+    throw new CliError(
+      'Name the model: model_path=<Org/Name or hf:Org/Name (a Hugging Face repo), a model folder, or job:<id>> or model.preset=tiny-char',
+      EXIT.USAGE,
+      undefined,
+      'model',
+    );
   }
   const output = special.get('output')?.raw;
-  return { spec, url: special.get('url')?.raw, apiKey: special.get('api_key')?.raw, uploads: [...uploads.values()].map(({ key, path, token }) => ({ key, path, token })), outputPath: output, notes };
+  return {
+    spec,
+    url: special.get('url')?.raw,
+    apiKey: special.get('api_key')?.raw,
+    uploads: [...uploads.values()].map(({ key, path, token }) => ({ key, path, token })),
+    outputPath: output,
+    notes,
+  };
 }
 
 /**

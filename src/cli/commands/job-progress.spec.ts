@@ -18,7 +18,17 @@ describe('the watch progress line', () => {
   const events: JobEvent[] = [
     { type: 'state', id: 1, data: { state: 'running', time: at(0) } },
     progress(2, 10, 100, 10),
-    { type: 'metrics', id: 3, data: { points: [{ step: 10, name: 'reward', value: 0.5 }, { step: 10, name: 'loss', value: 1.23456 }], time: at(10) } },
+    {
+      type: 'metrics',
+      id: 3,
+      data: {
+        points: [
+          { step: 10, name: 'reward', value: 0.5 },
+          { step: 10, name: 'loss', value: 1.23456 },
+        ],
+        time: at(10),
+      },
+    },
     progress(4, 30, 100, 30),
     { type: 'metrics', id: 5, data: { points: [{ step: 30, name: 'reward', value: 0.75 }], time: at(30) } },
   ];
@@ -58,7 +68,17 @@ describe('plain event lines', () => {
     );
     expect(plainEventLine({ type: 'progress', id: 2, data: { step: 3, total: 10, message: 'tick', time: at(0) } })).toBe('progress 3/10 tick');
     expect(
-      plainEventLine({ type: 'metrics', id: 3, data: { points: [{ step: 3, name: 'a', value: 1 }, { step: 3, name: 'b', value: 0.5 }], time: at(0) } }),
+      plainEventLine({
+        type: 'metrics',
+        id: 3,
+        data: {
+          points: [
+            { step: 3, name: 'a', value: 1 },
+            { step: 3, name: 'b', value: 0.5 },
+          ],
+          time: at(0),
+        },
+      }),
     ).toBe('metrics step 3: a=1 b=0.5');
     expect(plainEventLine({ type: 'artifact', id: 4, data: { name: 'result.json', size: 2048, time: at(0) } })).toBe('artifact result.json (2.0 KiB)');
     expect(plainEventLine({ type: 'end', data: { state: 'succeeded' } })).toBeUndefined();
@@ -73,12 +93,7 @@ describe('the summary', () => {
       { type: 'artifact', id: 3, data: { name: 'ckpt', size: 10, time: at(0) } },
     ]);
     const job = { id: 'j1', name: 'demo', state: 'failed', started_at: at(0), finished_at: at(65), error: 'boom at step 7' } as Job;
-    expect(summaryLines(job, s)).toEqual([
-      'Job j1 "demo" failed in 1m05s (7/10 steps)',
-      '  metrics    reward 0.25',
-      '  artifacts  ckpt (10 B)',
-      '  error      boom at step 7',
-    ]);
+    expect(summaryLines(job, s)).toEqual(['Job j1 "demo" failed in 1m05s (7/10 steps)', '  metrics    reward 0.25', '  artifacts  ckpt (10 B)', '  error      boom at step 7']);
   });
 });
 
@@ -86,7 +101,13 @@ describe('progressLine with preferred metrics', () => {
   it('shows the preferred metrics the job reports, in that order, else the first ones', () => {
     const s = initialSnapshot();
     s.state = 'running';
-    for (const [k, v] of [['sft/loss', 1.5], ['actor/kl_loss', 0.01], ['val/accuracy', 0.25], ['reward/mean', 0.5]] as const) s.metrics.set(k, v);
+    for (const [k, v] of [
+      ['sft/loss', 1.5],
+      ['actor/kl_loss', 0.01],
+      ['val/accuracy', 0.25],
+      ['reward/mean', 0.5],
+    ] as const)
+      s.metrics.set(k, v);
     expect(progressLine(s, 200, ['reward/mean', 'val/accuracy', 'val/win_rate'])).toBe('running  reward/mean 0.5 · val/accuracy 0.25');
     expect(progressLine(s, 200, ['val/win_rate'])).toBe('running  sft/loss 1.5 · actor/kl_loss 0.01 · val/accuracy 0.25 · reward/mean 0.5');
   });
@@ -95,7 +116,12 @@ describe('progressLine with preferred metrics', () => {
 describe('summaryLines with preferred metrics', () => {
   it('lists the preferred metrics and counts the others', () => {
     const s = initialSnapshot();
-    for (const [k, v] of [['sft/loss', 1.5], ['val/accuracy', 0.25], ['reward/mean', 0.5]] as const) s.metrics.set(k, v);
+    for (const [k, v] of [
+      ['sft/loss', 1.5],
+      ['val/accuracy', 0.25],
+      ['reward/mean', 0.5],
+    ] as const)
+      s.metrics.set(k, v);
     const job = { id: 'j1', name: null, state: 'succeeded', started_at: null, finished_at: null, error: null } as unknown as Job;
     expect(summaryLines(job, s, ['reward/mean', 'val/accuracy'])[1]).toBe('  metrics    reward/mean 0.5 · val/accuracy 0.25 (and 1 more: opentinker jobs metrics j1)');
     expect(summaryLines(job, s)[1]).toBe('  metrics    sft/loss 1.5 · val/accuracy 0.25 · reward/mean 0.5');

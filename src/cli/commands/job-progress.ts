@@ -92,7 +92,12 @@ export function progressLine(s: WatchSnapshot, width = 80, prefer: readonly stri
   if (s.metrics.size) {
     const preferred = prefer.filter((k) => s.metrics.has(k)).map((k): [string, number] => [k, s.metrics.get(k)!]);
     const shown = preferred.length ? preferred : [...s.metrics];
-    parts.push(shown.slice(0, LINE_METRICS).map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · '));
+    parts.push(
+      shown
+        .slice(0, LINE_METRICS)
+        .map(([k, v]) => `${k} ${formatNumber(v)}`)
+        .join(' · '),
+    );
   }
   const line = parts.join('  ');
   return line.length > width - 1 ? `${line.slice(0, Math.max(0, width - 2))}…` : line;
@@ -103,7 +108,9 @@ export function plainEventLine(e: JobEvent): string | undefined {
   switch (e.type) {
     case 'state': {
       const { state, time: _time, ...detail } = e.data;
-      const extra = Object.entries(detail).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+      const extra = Object.entries(detail)
+        .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+        .join(' ');
       return `state ${state}${extra ? ` ${extra}` : ''}`;
     }
     case 'progress':
@@ -141,7 +148,9 @@ export function summaryLines(job: Job, s: WatchSnapshot, prefer: readonly string
   const preferred = prefer.filter((k) => s.metrics.has(k));
   if (preferred.length) {
     const rest = s.metrics.size - preferred.length;
-    lines.push(`  metrics    ${preferred.map((k) => `${k} ${formatNumber(s.metrics.get(k)!)}`).join(' · ')}${rest ? ` (and ${rest} more: opentinker jobs metrics ${job.id})` : ''}`);
+    lines.push(
+      `  metrics    ${preferred.map((k) => `${k} ${formatNumber(s.metrics.get(k)!)}`).join(' · ')}${rest ? ` (and ${rest} more: opentinker jobs metrics ${job.id})` : ''}`,
+    );
   } else if (s.metrics.size) lines.push(`  metrics    ${[...s.metrics].map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · ')}`);
   if (s.artifacts.length) lines.push(`  artifacts  ${s.artifacts.map((a) => `${a.name} (${formatBytes(a.size)})`).join(', ')}`);
   if (job.error) lines.push(`  error      ${job.error}`);

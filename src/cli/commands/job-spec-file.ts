@@ -34,10 +34,20 @@ export function parseJobSpec(text: string, label: string, format: 'json' | 'yaml
     // YAML is a superset of JSON, so stdin of either kind parses as YAML; a .json file gets JSON's stricter errors.
     value = format === 'json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
   } catch (error) {
-    throw new CliError(`${label} is not valid ${format === 'json' ? 'JSON' : 'YAML or JSON'}: ${(error as Error).message.split('\n')[0].replace(/:$/, '')}`, EXIT.USAGE, undefined, '--config');
+    throw new CliError(
+      `${label} is not valid ${format === 'json' ? 'JSON' : 'YAML or JSON'}: ${(error as Error).message.split('\n')[0].replace(/:$/, '')}`,
+      EXIT.USAGE,
+      undefined,
+      '--config',
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new CliError(`${label} must hold one job spec (an object with "kind"), not ${Array.isArray(value) ? 'a list' : JSON.stringify(value)}`, EXIT.USAGE, undefined, '--config');
+    throw new CliError(
+      `${label} must hold one job spec (an object with "kind"), not ${Array.isArray(value) ? 'a list' : JSON.stringify(value)}`,
+      EXIT.USAGE,
+      undefined,
+      '--config',
+    );
   }
   return value as Record<string, unknown>;
 }

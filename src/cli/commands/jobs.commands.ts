@@ -36,7 +36,7 @@ export function registerJobsCommands(program: Command): void {
   withCommonOptions(jobs.command('submit').description('Submit a job spec (JSON or YAML; unknown keys are refused with their path)'))
     .requiredOption('-c, --config <file>', 'job spec file (.json, .yaml, .yml), or - for stdin')
     .option('--watch', 'then follow it as `jobs watch` does')
-    .option('--logs', 'with --watch: print the job\'s log lines too')
+    .option('--logs', "with --watch: print the job's log lines too")
     .action(
       clientAction<{ config: string; watch?: boolean; logs?: boolean }, []>(async ({ client, json, options, connection }) => {
         const spec = await readJobSpec(options.config);
@@ -51,7 +51,7 @@ export function registerJobsCommands(program: Command): void {
       }),
     );
 
-  withCommonOptions(jobs.command('list').description('Jobs, newest first (yours; everyone\'s for admins)'))
+  withCommonOptions(jobs.command('list').description("Jobs, newest first (yours; everyone's for admins)"))
     .option('--state <states>', `comma-separated: ${STATES.join(',')}`)
     .option('--kind <kind>', 'only this job kind')
     .option('--page <n>', 'page number', '1')
@@ -108,14 +108,14 @@ export function registerJobsCommands(program: Command): void {
   );
 
   withCommonOptions(jobs.command('watch').description('Follow a job until it ends: progress, metrics, ETA, then a summary').argument('<id>', 'job id or a unique prefix'))
-    .option('--logs', 'print the job\'s log lines too')
+    .option('--logs', "print the job's log lines too")
     .action(
       clientAction<{ logs?: boolean }, [string]>(async ({ client, json, options, connection }, ref) =>
         watchJobUntilEnd(client, await resolveJobId(client, ref), { json, logs: options.logs === true }, connection.url),
       ),
     );
 
-  withCommonOptions(jobs.command('logs').description('The job runner\'s output').argument('<id>', 'job id or a unique prefix'))
+  withCommonOptions(jobs.command('logs').description("The job runner's output").argument('<id>', 'job id or a unique prefix'))
     .option('--tail <n>', 'only the last N lines')
     .option('-f, --follow', 'keep printing new output until the job ends')
     .action(
@@ -171,10 +171,13 @@ export function registerJobsCommands(program: Command): void {
         const steps = new Map<number, Map<string, number>>();
         for (const p of points) steps.set(p.step, (steps.get(p.step) ?? new Map()).set(p.name, p.value));
         printLine(
-          table([...steps], [
-            ['STEP', ([step]) => step],
-            ...names.map((n): [string, (r: [number, Map<string, number>]) => string] => [n.toUpperCase(), ([, v]) => (v.has(n) ? formatNumber(v.get(n)!) : '')]),
-          ]),
+          table(
+            [...steps],
+            [
+              ['STEP', ([step]) => step],
+              ...names.map((n): [string, (r: [number, Map<string, number>]) => string] => [n.toUpperCase(), ([, v]) => (v.has(n) ? formatNumber(v.get(n)!) : '')]),
+            ],
+          ),
         );
       }),
     );
@@ -184,7 +187,14 @@ export function registerJobsCommands(program: Command): void {
       const list = await client.jobs.artifacts(await resolveJobId(client, ref));
       if (json) return printJson(list);
       if (list.length === 0) return printLine('No artifacts.');
-      printLine(table(list, [['NAME', (a) => a.name], ['SIZE', (a) => formatBytes(a.size)], ['CREATED', (a) => formatAge(a.created_at)], ['WORKER', (a) => a.worker_id]]));
+      printLine(
+        table(list, [
+          ['NAME', (a) => a.name],
+          ['SIZE', (a) => formatBytes(a.size)],
+          ['CREATED', (a) => formatAge(a.created_at)],
+          ['WORKER', (a) => a.worker_id],
+        ]),
+      );
     }),
   );
 
@@ -236,7 +246,10 @@ export async function submit(client: OpenTinkerClient, spec: Record<string, unkn
 }
 
 function parseStates(value: string): JobState[] {
-  const states = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const states = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const s of states) {
     if (!STATES.includes(s as JobState)) {
       throw new CliError(`Unknown state "${s}" in --state (known: ${STATES.join(', ')})`, EXIT.USAGE, undefined, '--state');

@@ -45,7 +45,7 @@ export function registerKeysCommands(program: Command): void {
     }),
   );
 
-  withCommonOptions(keys.command('revoke').description('Revoke a key: requests with it fail from now on').argument('<key>', 'the key\'s id or name')).action(
+  withCommonOptions(keys.command('revoke').description('Revoke a key: requests with it fail from now on').argument('<key>', "the key's id or name")).action(
     clientAction<object, [string]>(async ({ client, json }, ref) => {
       const revoked = await client.keys.revoke(await keyId(client, ref));
       if (json) return printJson(revoked);

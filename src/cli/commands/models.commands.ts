@@ -39,8 +39,20 @@ export function registerModelsCommands(program: Command): void {
         log: (l) => process.stderr.write(`${l}\n`),
       });
       const bytes = snap.files.reduce((a, f) => a + f.size, 0);
-      if (opts.json) return printJson({ repo: ref.repo, type: ref.type, revision: ref.revision ?? 'main', commit: snap.commit, dir: snap.dir, files: snap.files.map((f) => f.path), bytes, downloaded_bytes: snap.downloadedBytes });
-      printLine(`${formatHubRef(ref)} at ${snap.commit}: ${snap.files.length} files, ${formatBytes(bytes)}${snap.downloadedBytes > 0 ? ` (${formatBytes(snap.downloadedBytes)} downloaded)` : ' (all cached)'}`);
+      if (opts.json)
+        return printJson({
+          repo: ref.repo,
+          type: ref.type,
+          revision: ref.revision ?? 'main',
+          commit: snap.commit,
+          dir: snap.dir,
+          files: snap.files.map((f) => f.path),
+          bytes,
+          downloaded_bytes: snap.downloadedBytes,
+        });
+      printLine(
+        `${formatHubRef(ref)} at ${snap.commit}: ${snap.files.length} files, ${formatBytes(bytes)}${snap.downloadedBytes > 0 ? ` (${formatBytes(snap.downloadedBytes)} downloaded)` : ' (all cached)'}`,
+      );
       printLine(`Folder: ${snap.dir}`);
       if (ref.type === 'model') printLine(`Use it: model.path=hf:${ref.repo}${ref.revision ? `@${ref.revision}` : ''}   (jobs on this worker find it cached)`);
     });
@@ -57,7 +69,13 @@ export function registerModelsCommands(program: Command): void {
       printLine(
         table(repos, [
           ['REPO', (r) => formatHubRef({ ...r, revision: null })],
-          ['REFS', (r) => Object.entries(r.refs).map(([name, sha]) => `${name}=${sha.slice(0, 12)}`).join(' ')],
+          [
+            'REFS',
+            (r) =>
+              Object.entries(r.refs)
+                .map(([name, sha]) => `${name}=${sha.slice(0, 12)}`)
+                .join(' '),
+          ],
           ['SNAPSHOTS', (r) => r.snapshots.length],
           ['SIZE', (r) => formatBytes(r.bytes)],
           ['PARTIAL', (r) => (r.partialBytes > 0 ? formatBytes(r.partialBytes) : null)],

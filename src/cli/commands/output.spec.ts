@@ -2,10 +2,17 @@ import { formatAge, formatBytes, formatDuration, formatNumber, table } from './o
 
 describe('output helpers', () => {
   it('aligns table columns and marks empty cells', () => {
-    const rows = [{ id: 'a', state: 'running', note: null }, { id: 'bbbb', state: 'queued', note: 'two\nlines' }];
-    expect(table(rows, [['ID', (r) => r.id], ['STATE', (r) => r.state], ['NOTE', (r) => r.note]])).toBe(
-      ['ID    STATE    NOTE', 'a     running  -', 'bbbb  queued   two lines'].join('\n'),
-    );
+    const rows = [
+      { id: 'a', state: 'running', note: null },
+      { id: 'bbbb', state: 'queued', note: 'two\nlines' },
+    ];
+    expect(
+      table(rows, [
+        ['ID', (r) => r.id],
+        ['STATE', (r) => r.state],
+        ['NOTE', (r) => r.note],
+      ]),
+    ).toBe(['ID    STATE    NOTE', 'a     running  -', 'bbbb  queued   two lines'].join('\n'));
   });
 
   it('formats sizes, durations, ages and metric values compactly', () => {

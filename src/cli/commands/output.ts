@@ -22,7 +22,11 @@ export function printLine(text = ''): void {
 export function table<T>(rows: readonly T[], columns: [header: string, cell: (row: T) => string | number | null | undefined][]): string {
   const cells = rows.map((row) => columns.map(([, cell]) => oneLine(cell(row))));
   const widths = columns.map(([header], i) => Math.max(header.length, ...cells.map((r) => r[i].length)));
-  const render = (values: string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]))).join('  ').trimEnd();
+  const render = (values: string[]) =>
+    values
+      .map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [render(columns.map(([h]) => h)), ...cells.map(render)].join('\n');
 }
 

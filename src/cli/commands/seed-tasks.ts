@@ -22,7 +22,10 @@ export async function readSeedTasks(path: string, token: string): Promise<Record
     }
   } catch (error) {
     if (error instanceof CliError) throw error;
-    const why = error instanceof DatasetCapError ? `${path} has more than ${MAX_GAME_TASKS} rows (an OpenTinker game server's split holds at most ${MAX_GAME_TASKS} tasks)` : `cannot read ${path}: ${(error as Error).message}`;
+    const why =
+      error instanceof DatasetCapError
+        ? `${path} has more than ${MAX_GAME_TASKS} rows (an OpenTinker game server's split holds at most ${MAX_GAME_TASKS} tasks)`
+        : `cannot read ${path}: ${(error as Error).message}`;
     throw new CliError(`"${token}": ${why}`, EXIT.USAGE);
   }
   if (tasks.length === 0) throw new CliError(`"${token}": ${path} has no rows`, EXIT.USAGE);

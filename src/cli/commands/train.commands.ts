@@ -35,7 +35,7 @@ export const LINE_METRICS: Record<OverrideKind, readonly string[]> = {
  */
 export function registerTrainCommands(program: Command): void {
   register(program, 'train', 'train', 'Submit a training job (RL, with an optional SFT warm-up) and follow it');
-  register(program, 'infer', 'inference', 'Run a policy (a checkpoint, model folder or preset) on an environment\'s tasks and follow it');
+  register(program, 'infer', 'inference', "Run a policy (a checkpoint, model folder or preset) on an environment's tasks and follow it");
 }
 
 function register(program: Command, name: string, kind: OverrideKind, description: string): void {
@@ -44,12 +44,12 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
       .command(name)
       .description(description)
       .argument('[env]', 'environment id (e.g. math, gomoku); optional when --config names it')
-      .argument('[overrides...]', 'key=value: the seed\'s names (batch_size, data_path, model_path, scheduler_url, …) or a spec path (algorithm.clip_ratio=0.28)'),
+      .argument('[overrides...]', "key=value: the seed's names (batch_size, data_path, model_path, scheduler_url, …) or a spec path (algorithm.clip_ratio=0.28)"),
   )
     .option('-c, --config <file>', "a job spec file (.json, .yaml), or one of the seed's client configs (math_param.yaml, …), the overrides apply to")
-    .option('--config-name <file>', 'the same as --config (the seed\'s Hydra flag)')
+    .option('--config-name <file>', "the same as --config (the seed's Hydra flag)")
     .option('--no-watch', 'print the job id and return instead of following it')
-    .option('--logs', 'while watching, print the job\'s log lines too')
+    .option('--logs', "while watching, print the job's log lines too")
     .addHelpText('after', `\nSeed names (docs/seed-compatibility.md): ${Object.keys(SEED_KEYS[kind]).join(' ')}\n`);
 
   type Options = { config?: string; configName?: string; watch: boolean; logs?: boolean };
@@ -57,7 +57,12 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
     const built = await buildFromArgs(kind, env, tokens, options.config ?? options.configName);
     for (const note of built.notes) process.stderr.write(`opentinker: note: ${note}\n`);
     if (built.outputPath !== undefined && !options.watch) {
-      throw new CliError('output_path needs the command to follow the job: leave out --no-watch, or download later with opentinker jobs download <id> results.jsonl', 2, undefined, 'output_path');
+      throw new CliError(
+        'output_path needs the command to follow the job: leave out --no-watch, or download later with opentinker jobs download <id> results.jsonl',
+        2,
+        undefined,
+        'output_path',
+      );
     }
     await sendData(client, built, json);
     const job = await submit(client, built.spec);

@@ -35,7 +35,14 @@ export function registerUsersCommands(program: Command): void {
     clientAction(async ({ client, json }) => {
       const list = await client.users.list();
       if (json) return printJson(list);
-      printLine(table(list, [['NAME', (u) => u.name], ['ROLE', (u) => u.role], ['ID', (u) => u.id], ['CREATED', (u) => formatAge(u.created_at)]]));
+      printLine(
+        table(list, [
+          ['NAME', (u) => u.name],
+          ['ROLE', (u) => u.role],
+          ['ID', (u) => u.id],
+          ['CREATED', (u) => formatAge(u.created_at)],
+        ]),
+      );
     }),
   );
 

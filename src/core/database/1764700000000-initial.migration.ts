@@ -78,20 +78,20 @@ export class Initial1764700000000 implements MigrationInterface {
         indices,
         foreignKeys: [{ columnNames: ['job_id'], referencedTableName: 'jobs', referencedColumnNames: ['id'], onDelete: 'CASCADE' }],
       });
+    await q.createTable(jobChild('job_events', [str('type', 16), text('data'), ms('created_at')], [new TableIndex({ name: 'idx_job_events_job', columnNames: ['job_id', 'id'] })]));
     await q.createTable(
-      jobChild('job_events', [str('type', 16), text('data'), ms('created_at')], [
-        new TableIndex({ name: 'idx_job_events_job', columnNames: ['job_id', 'id'] }),
-      ]),
+      jobChild(
+        'job_metrics',
+        [int('step'), str('name', 128), { name: 'value', type: 'double precision' }, ms('created_at')],
+        [new TableIndex({ name: 'idx_job_metrics_job', columnNames: ['job_id', 'name', 'step'] })],
+      ),
     );
     await q.createTable(
-      jobChild('job_metrics', [int('step'), str('name', 128), { name: 'value', type: 'double precision' }, ms('created_at')], [
-        new TableIndex({ name: 'idx_job_metrics_job', columnNames: ['job_id', 'name', 'step'] }),
-      ]),
-    );
-    await q.createTable(
-      jobChild('job_artifacts', [str('name', 255), text('path'), str('worker_id', 64, true), ms('size'), ms('created_at')], [
-        new TableIndex({ name: 'idx_job_artifacts_name', columnNames: ['job_id', 'name'], isUnique: true }),
-      ]),
+      jobChild(
+        'job_artifacts',
+        [str('name', 255), text('path'), str('worker_id', 64, true), ms('size'), ms('created_at')],
+        [new TableIndex({ name: 'idx_job_artifacts_name', columnNames: ['job_id', 'name'], isUnique: true })],
+      ),
     );
     await q.createTable(
       new Table({

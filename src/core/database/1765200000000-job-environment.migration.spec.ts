@@ -57,7 +57,10 @@ describe('migration JobEnvironment1765200000000', () => {
   it('gives the jobs table every column the entity maps', async () => {
     const [columns, mapped] = await withDatabase(MIGRATIONS, async (db) => [
       (await db.query('PRAGMA table_info("jobs")')).map((c: { name: string }) => c.name).sort(),
-      db.getMetadata(JobEntity).columns.map((c) => c.databaseName).sort(),
+      db
+        .getMetadata(JobEntity)
+        .columns.map((c) => c.databaseName)
+        .sort(),
     ]);
     expect(columns).toEqual(mapped);
     expect(columns).toContain('environment_id');

@@ -6,9 +6,24 @@ describe('iso', () => {
   it('writes what Date.prototype.toISOString writes', () => {
     const day = 86_400_000;
     const edges = [
-      0, 1, 999, 1000, 59_999, 60_000, 3_599_999, 3_600_000, day - 1, day, day + 1,
-      Date.UTC(2000, 1, 29, 23, 59, 59, 999), Date.UTC(2000, 2, 1), Date.UTC(2100, 1, 28, 12), Date.UTC(2100, 2, 1),
-      Date.UTC(2026, 11, 3, 7, 16, 25, 125), Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 0, 1),
+      0,
+      1,
+      999,
+      1000,
+      59_999,
+      60_000,
+      3_599_999,
+      3_600_000,
+      day - 1,
+      day,
+      day + 1,
+      Date.UTC(2000, 1, 29, 23, 59, 59, 999),
+      Date.UTC(2000, 2, 1),
+      Date.UTC(2100, 1, 28, 12),
+      Date.UTC(2100, 2, 1),
+      Date.UTC(2026, 11, 3, 7, 16, 25, 125),
+      Date.UTC(2026, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2027, 0, 1),
       253_402_300_799_999, // 9999-12-31T23:59:59.999Z, the last four-digit year
     ];
     for (const ms of edges) expect([ms, iso(ms)]).toEqual([ms, reference(ms)]);

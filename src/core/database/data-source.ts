@@ -24,7 +24,17 @@ import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
 import { JobSecretEntity } from '../../jobs/job-secret.entity';
 
 export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
-export const MIGRATIONS = [Initial1764700000000, JobListIndexes1764800000000, SessionCalls1765000000000, Datasets1765100000000, JobEnvironment1765200000000, JobRowVersion1765300000000, JobSecrets1765400000000, DropJobRowVersion1765500000000, JobVersion1765600000000];
+export const MIGRATIONS = [
+  Initial1764700000000,
+  JobListIndexes1764800000000,
+  SessionCalls1765000000000,
+  Datasets1765100000000,
+  JobEnvironment1765200000000,
+  JobRowVersion1765300000000,
+  JobSecrets1765400000000,
+  DropJobRowVersion1765500000000,
+  JobVersion1765600000000,
+];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   const common = { entities: ENTITIES, migrations: MIGRATIONS, migrationsRun: false, synchronize: false, logging: false } as const;

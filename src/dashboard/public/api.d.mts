@@ -16,10 +16,5 @@ export interface DashboardApi {
   ndjson(path: string, opts?: { signal?: AbortSignal }): Promise<string>;
   blob(path: string, opts?: { signal?: AbortSignal }): Promise<Blob>;
 }
-export declare function createApi(options?: {
-  key?: string;
-  baseUrl?: string;
-  fetch?: typeof fetch;
-  onUnauthorized?: (error: ApiError) => void;
-}): DashboardApi;
+export declare function createApi(options?: { key?: string; baseUrl?: string; fetch?: typeof fetch; onUnauthorized?: (error: ApiError) => void }): DashboardApi;
 export declare function describeError(error: unknown): string;

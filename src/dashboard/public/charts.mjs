@@ -93,13 +93,7 @@ export class MetricCharts {
     const plotBox = h('div', { class: 'chart-plot', role: 'img', 'aria-label': `${group.title} by step` });
     const summary = h('span', { class: 'chart-summary' });
     const legend = h('ul', { class: 'chart-legend', 'aria-label': `${group.title} series` });
-    const figure = h(
-      'figure',
-      { class: 'chart', dataset: { group: group.id, points: '0' } },
-      h('figcaption', {}, h('h3', {}, group.title), summary),
-      plotBox,
-      legend,
-    );
+    const figure = h('figure', { class: 'chart', dataset: { group: group.id, points: '0' } }, h('figcaption', {}, h('h3', {}, group.title), summary), plotBox, legend);
     const chart = { id: group.id, names: group.names, figure, plotBox, summary, legend, plot: null, items: [] };
     chart.items = group.names.map((name, i) => {
       const value = h('span', { class: 'legend-value' }, '—');
@@ -171,7 +165,10 @@ export class MetricCharts {
       height: HEIGHT,
       legend: { show: false },
       scales: { x: { time: false } },
-      axes: [{ ...axisStyle, label: 'step', labelSize: 20 }, { ...axisStyle, size: 60, values: (_, ticks) => ticks.map(metricValue) }],
+      axes: [
+        { ...axisStyle, label: 'step', labelSize: 20 },
+        { ...axisStyle, size: 60, values: (_, ticks) => ticks.map(metricValue) },
+      ],
       series: [{ label: 'step' }, ...chart.names.map((name, i) => ({ label: name, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true }))],
     };
   }

@@ -51,7 +51,15 @@ export function mountDevices(ctx, main) {
               'table',
               { class: 'data' },
               h('caption', { class: 'visually-hidden' }, `Devices of ${w.hostname}`),
-              h('thead', {}, h('tr', {}, ['Device', 'Kind', 'Name', 'Memory', 'Held by'].map((c) => h('th', { scope: 'col' }, c)))),
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  ['Device', 'Kind', 'Name', 'Memory', 'Held by'].map((c) => h('th', { scope: 'col' }, c)),
+                ),
+              ),
               h(
                 'tbody',
                 {},
@@ -63,7 +71,14 @@ export function mountDevices(ctx, main) {
                     cell('Kind', d.kind.toUpperCase()),
                     cell('Name', d.name),
                     cell('Memory', d.memory_mb ? `${(d.memory_mb / 1024).toFixed(1)} GiB` : '—'),
-                    cell('Held by', d.job_id ? h('a', { href: `#/jobs/${d.job_id}` }, `job ${shortId(d.job_id)}`) : d.busy ? h('span', {}, "another user's job") : h('span', { class: 'muted' }, 'free')),
+                    cell(
+                      'Held by',
+                      d.job_id
+                        ? h('a', { href: `#/jobs/${d.job_id}` }, `job ${shortId(d.job_id)}`)
+                        : d.busy
+                          ? h('span', {}, "another user's job")
+                          : h('span', { class: 'muted' }, 'free'),
+                    ),
                   ),
                 ),
               ),

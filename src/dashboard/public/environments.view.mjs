@@ -11,7 +11,11 @@ export function mountEnvironments(ctx, main) {
   replace(
     main,
     h('h1', { tabindex: '-1' }, 'Environments'),
-    h('p', { class: 'hint' }, 'Found at start-up among the server’s dependencies and in its plugins folder. A failed third-party package is listed with its reason; the server runs on without it.'),
+    h(
+      'p',
+      { class: 'hint' },
+      'Found at start-up among the server’s dependencies and in its plugins folder. A failed third-party package is listed with its reason; the server runs on without it.',
+    ),
     error,
     body,
   );
@@ -31,7 +35,15 @@ export function mountEnvironments(ctx, main) {
             'table',
             { class: 'data envs-table' },
             h('caption', { class: 'visually-hidden' }, 'Environments'),
-            h('thead', {}, h('tr', {}, ['Id', 'Status', 'Package', 'Version', 'Source', 'Turns', 'Details'].map((c) => h('th', { scope: 'col' }, c)))),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Id', 'Status', 'Package', 'Version', 'Source', 'Turns', 'Details'].map((c) => h('th', { scope: 'col' }, c)),
+              ),
+            ),
             h(
               'tbody',
               {},

@@ -11,10 +11,14 @@ const sleep = (ms, signal) =>
   new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
 /**
@@ -33,15 +37,7 @@ const sleep = (ms, signal) =>
  * });
  */
 export async function followEventStream(url, options = {}) {
-  const {
-    headers = {},
-    onEvent = () => {},
-    onStatus = () => {},
-    signal,
-    fetch: fetchImpl = globalThis.fetch.bind(globalThis),
-    retryMs = 500,
-    maxRetryMs = 10_000,
-  } = options;
+  const { headers = {}, onEvent = () => {}, onStatus = () => {}, signal, fetch: fetchImpl = globalThis.fetch.bind(globalThis), retryMs = 500, maxRetryMs = 10_000 } = options;
   let lastEventId = options.lastEventId;
   let delay = retryMs;
   onStatus('connecting');

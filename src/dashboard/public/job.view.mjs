@@ -100,7 +100,10 @@ export function mountJob(ctx, main, [id]) {
     ];
     if (job.error) rows.push(['Error', h('span', { class: 'error-text' }, job.error)]);
     if (job.exit_code !== null && job.exit_code !== undefined) rows.push(['Exit code', String(job.exit_code)]);
-    replace(details, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
+    replace(
+      details,
+      rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))),
+    );
     cancelButton.hidden = !cancellable(job);
     cancelButton.setAttribute('aria-label', `Cancel ${label}`);
     replace(spec, JSON.stringify(job.spec, null, 2));

@@ -77,7 +77,15 @@ export function mountJobs(ctx, main) {
     'table',
     { class: 'data jobs-table' },
     h('caption', { class: 'visually-hidden' }, 'Jobs, newest first'),
-    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col', class: c === 'Actions' ? 'actions' : null }, c === 'Actions' ? h('span', { class: 'visually-hidden' }, c) : c)))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        columns.map((c) => h('th', { scope: 'col', class: c === 'Actions' ? 'actions' : null }, c === 'Actions' ? h('span', { class: 'visually-hidden' }, c) : c)),
+      ),
+    ),
     tbody,
   );
   const newer = h('button', { type: 'button', onclick: () => page(-1) }, 'Newer');
@@ -203,18 +211,22 @@ export function mountJobs(ctx, main) {
       if (c === 'Actions') row.cells[c].classList.add('actions');
       row.tr.append(row.cells[c]);
     }
-    row.cancel = h('button', {
-      type: 'button',
-      class: 'danger small',
-      onclick: async () => {
-        showAlert(error, '');
-        try {
-          if (await confirmCancel(api, row.job)) refresh();
-        } catch (e) {
-          showAlert(error, `Could not cancel ${jobLabel(row.job)}: ${describeError(e)}`);
-        }
+    row.cancel = h(
+      'button',
+      {
+        type: 'button',
+        class: 'danger small',
+        onclick: async () => {
+          showAlert(error, '');
+          try {
+            if (await confirmCancel(api, row.job)) refresh();
+          } catch (e) {
+            showAlert(error, `Could not cancel ${jobLabel(row.job)}: ${describeError(e)}`);
+          }
+        },
       },
-    }, 'Cancel');
+      'Cancel',
+    );
     row.cells.Actions.append(row.cancel);
     row.link = h('a', { href: `#/jobs/${job.id}`, class: 'job-link' });
     row.cells.Name.append(row.link, h('span', { class: 'muted mono id' }, shortId(job.id)));

@@ -56,7 +56,15 @@ export function mountKeys(ctx, main) {
     h('div', { class: 'field grow' }, h('label', { for: 'key-name' }, 'Name for a new key'), name),
     h('div', { class: 'field' }, create),
   );
-  replace(main, h('h1', { tabindex: '-1' }, 'API keys'), h('p', { class: 'hint' }, `Keys of ${ctx.me.name}. Any of them signs in here and to the API and CLI.`), form, error, fresh, body);
+  replace(
+    main,
+    h('h1', { tabindex: '-1' }, 'API keys'),
+    h('p', { class: 'hint' }, `Keys of ${ctx.me.name}. Any of them signs in here and to the API and CLI.`),
+    form,
+    error,
+    fresh,
+    body,
+  );
 
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
@@ -108,7 +116,17 @@ export function mountKeys(ctx, main) {
             'table',
             { class: 'data keys-table' },
             h('caption', { class: 'visually-hidden' }, 'Your API keys'),
-            h('thead', {}, h('tr', {}, ['Name', 'Key starts with', 'Created', 'Last used', 'Status', 'Actions'].map((c) => h('th', { scope: 'col', class: c === 'Actions' ? 'actions' : null }, c === 'Actions' ? h('span', { class: 'visually-hidden' }, c) : c)))),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Name', 'Key starts with', 'Created', 'Last used', 'Status', 'Actions'].map((c) =>
+                  h('th', { scope: 'col', class: c === 'Actions' ? 'actions' : null }, c === 'Actions' ? h('span', { class: 'visually-hidden' }, c) : c),
+                ),
+              ),
+            ),
             h(
               'tbody',
               {},
@@ -122,7 +140,10 @@ export function mountKeys(ctx, main) {
                   cell('Created', h('time', { datetime: k.created_at, title: dateTime(k.created_at) }, `${age(k.created_at)} ago`)),
                   cell('Last used', k.last_used_at ? h('time', { datetime: k.last_used_at, title: dateTime(k.last_used_at) }, `${age(k.last_used_at)} ago`) : 'never'),
                   cell('Status', k.revoked_at ? h('span', { class: 'badge state-cancelled' }, 'revoked') : h('span', { class: 'badge state-succeeded' }, 'active')),
-                  cell('Actions', k.revoked_at ? null : h('button', { type: 'button', class: 'danger small', 'aria-label': `Revoke key ${k.name}`, onclick: () => revoke(k) }, 'Revoke')),
+                  cell(
+                    'Actions',
+                    k.revoked_at ? null : h('button', { type: 'button', class: 'danger small', 'aria-label': `Revoke key ${k.name}`, onclick: () => revoke(k) }, 'Revoke'),
+                  ),
                 );
               }),
             ),

@@ -21,7 +21,10 @@ function perSecond(words) {
 
 /** Lower-case words of a metric name: `actor/ppo_kl` → `['actor', 'ppo', 'kl']`. */
 export function metricWords(name) {
-  return String(name).toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  return String(name)
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
 }
 
 /** The group a metric name belongs to, or null when it gets its own chart. */

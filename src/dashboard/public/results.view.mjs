@@ -47,22 +47,32 @@ export function checkpointsSection({ api, jobId, error, signal }) {
         h(
           'table',
           { class: 'data' },
-          h('thead', {}, h('tr', {}, ['Step', 'Saved', 'Size', 'Kind', 'Model path', ''].map((c) => h('th', { scope: 'col' }, c)))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              ['Step', 'Saved', 'Size', 'Kind', 'Model path', ''].map((c) => h('th', { scope: 'col' }, c)),
+            ),
+          ),
           h(
             'tbody',
             {},
-            [...list].reverse().map((c) =>
-              h(
-                'tr',
-                {},
-                cell('Step', String(c.step)),
-                cell('Saved', dateTime(c.created_at)),
-                cell('Size', bytes(c.size_bytes)),
-                cell('Kind', c.has_adapter ? 'LoRA adapter + merged model' : 'full model'),
-                cell('Model path', h('code', { class: 'mono' }, c.model_path)),
-                cell('', h('button', { type: 'button', class: 'link', onclick: () => download(c.step), 'aria-label': `Download checkpoint ${c.step}` }, 'Download')),
+            [...list]
+              .reverse()
+              .map((c) =>
+                h(
+                  'tr',
+                  {},
+                  cell('Step', String(c.step)),
+                  cell('Saved', dateTime(c.created_at)),
+                  cell('Size', bytes(c.size_bytes)),
+                  cell('Kind', c.has_adapter ? 'LoRA adapter + merged model' : 'full model'),
+                  cell('Model path', h('code', { class: 'mono' }, c.model_path)),
+                  cell('', h('button', { type: 'button', class: 'link', onclick: () => download(c.step), 'aria-label': `Download checkpoint ${c.step}` }, 'Download')),
+                ),
               ),
-            ),
           ),
         ),
       );
@@ -102,21 +112,31 @@ export function resultsSection({ api, jobId, error, signal }) {
       h(
         'table',
         { class: 'data' },
-        h('thead', {}, h('tr', {}, ['Task', 'Reward', 'Outcome', 'Response', ''].map((c) => h('th', { scope: 'col' }, c)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Task', 'Reward', 'Outcome', 'Response', ''].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
         h(
           'tbody',
           {},
-          episodes.slice(0, MAX_ROWS).map((e, i) =>
-            h(
-              'tr',
-              {},
-              cell('Task', `${e.task_index ?? i}${e.sample ? ` #${e.sample}` : ''}`),
-              cell('Reward', number(e.reward)),
-              cell('Outcome', outcome(e)),
-              cell('Response', h('span', { class: 'mono clip' }, String(e.response ?? '').slice(0, 80))),
-              cell('', h('button', { type: 'button', class: 'link', onclick: () => show(e), 'aria-label': `View episode ${e.task_index ?? i}` }, 'View')),
+          episodes
+            .slice(0, MAX_ROWS)
+            .map((e, i) =>
+              h(
+                'tr',
+                {},
+                cell('Task', `${e.task_index ?? i}${e.sample ? ` #${e.sample}` : ''}`),
+                cell('Reward', number(e.reward)),
+                cell('Outcome', outcome(e)),
+                cell('Response', h('span', { class: 'mono clip' }, String(e.response ?? '').slice(0, 80))),
+                cell('', h('button', { type: 'button', class: 'link', onclick: () => show(e), 'aria-label': `View episode ${e.task_index ?? i}` }, 'View')),
+              ),
             ),
-          ),
         ),
       ),
       episodes.length > MAX_ROWS ? h('p', { class: 'muted' }, `Showing the first ${MAX_ROWS}.`) : null,

@@ -21,7 +21,15 @@ export function mountUsers(ctx, main) {
     h('div', { class: 'field' }, h('label', { for: 'user-role' }, 'Role'), role),
     h('div', { class: 'field' }, create),
   );
-  replace(main, h('h1', { tabindex: '-1' }, 'Users'), h('p', { class: 'hint' }, 'Names use letters, digits, dot, dash and underscore. A new user gets one API key; hand it over safely.'), form, error, fresh, body);
+  replace(
+    main,
+    h('h1', { tabindex: '-1' }, 'Users'),
+    h('p', { class: 'hint' }, 'Names use letters, digits, dot, dash and underscore. A new user gets one API key; hand it over safely.'),
+    form,
+    error,
+    fresh,
+    body,
+  );
 
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
@@ -53,7 +61,15 @@ export function mountUsers(ctx, main) {
             'table',
             { class: 'data users-table' },
             h('caption', { class: 'visually-hidden' }, 'Users'),
-            h('thead', {}, h('tr', {}, ['Name', 'Role', 'Created', 'Id'].map((c) => h('th', { scope: 'col' }, c)))),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Name', 'Role', 'Created', 'Id'].map((c) => h('th', { scope: 'col' }, c)),
+              ),
+            ),
             h(
               'tbody',
               {},

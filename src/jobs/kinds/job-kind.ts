@@ -30,13 +30,7 @@ export const commonSpecShape = {
     })
     .strict()
     .default({ gpus: 0, cpu_slots: 1 }),
-  max_attempts: z
-    .number()
-    .int()
-    .min(1)
-    .max(20)
-    .optional()
-    .describe('Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1)'),
+  max_attempts: z.number().int().min(1).max(20).optional().describe('Runs allowed when a worker is lost mid-job (resumable kinds default to 3, others to 1)'),
 };
 
 /** The common keys of a spec after defaults (what is stored, and what a runner gets besides its own keys). */

@@ -5,7 +5,13 @@ import { findJobKind, JOB_KINDS, jobSpecJsonSchemas, kindList, kindsWith, parseJ
 describe('parseJobSpec', () => {
   it('fills every default, including max_attempts by resumability', () => {
     expect(parseJobSpec({ kind: 'sleep' }).spec).toEqual({
-      kind: 'sleep', priority: 0, resources: { gpus: 0, cpu_slots: 1 }, max_attempts: 3, steps: 10, step_seconds: 1, message: 'tick',
+      kind: 'sleep',
+      priority: 0,
+      resources: { gpus: 0, cpu_slots: 1 },
+      max_attempts: 3,
+      steps: 10,
+      step_seconds: 1,
+      message: 'tick',
     });
     expect(parseJobSpec({ kind: 'sleep', resources: { gpus: 2 } }).spec.resources).toEqual({ gpus: 2, cpu_slots: 1 });
   });
@@ -43,9 +49,7 @@ describe('the job kind registry', () => {
   it('refuses an unknown kind, naming the known ones', () => {
     const known = JOB_KINDS.map((k) => k.kind).join(', ');
     expect(known).toMatch(/^sleep, train, inference, session\b/);
-    expect(() => parseJobSpec({ kind: 'nope' })).toThrow(
-      expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'kind', message: `Unknown job kind nope (known: ${known})` }),
-    );
+    expect(() => parseJobSpec({ kind: 'nope' })).toThrow(expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'kind', message: `Unknown job kind nope (known: ${known})` }));
     expect(findJobKind('nope')).toBeUndefined();
     expect(() => parseStoredSpec('nope', { kind: 'nope' })).toThrow(`This job runner has no kind nope (known: ${known})`);
   });
@@ -85,7 +89,12 @@ describe('the job kind registry', () => {
   });
 
   it('leaves every capability off unless the kind turns it on', async () => {
-    const plain = defineJobKind({ kind: 'plain', description: 'A kind with no capability', spec: z.object({ text: z.string().default('hi') }), runner: async () => async () => undefined });
+    const plain = defineJobKind({
+      kind: 'plain',
+      description: 'A kind with no capability',
+      spec: z.object({ text: z.string().default('hi') }),
+      runner: async () => async () => undefined,
+    });
     expect(plain).toMatchObject({ resumable: false, checkpoints: false, trains: false, calls: false, results: null });
     expect(Object.isFrozen(plain)).toBe(true);
     expect(plain.parse({ kind: 'plain' })).toEqual({ kind: 'plain', priority: 0, resources: { gpus: 0, cpu_slots: 1 }, max_attempts: 1, text: 'hi' });

@@ -29,14 +29,16 @@ export const environmentSpec = z
     protocol: z
       .enum(['opentinker-v1', 'opentinker'])
       .optional()
-      .describe("What the server at url speaks: opentinker-v1 (default: this project's /v1 protocol, opentinker env serve) or opentinker (OpenTinker's game-server protocol: /reset, /step, /finalize, /stats)"),
+      .describe(
+        "What the server at url speaks: opentinker-v1 (default: this project's /v1 protocol, opentinker env serve) or opentinker (OpenTinker's game-server protocol: /reset, /step, /finalize, /stats)",
+      ),
     shards: z
       .number()
       .int()
       .min(1)
       .max(256)
       .optional()
-      .describe('protocol opentinker: game servers on consecutive ports from the url\'s port (OpenTinker\'s --shards / env_shards); each episode goes to one'),
+      .describe("protocol opentinker: game servers on consecutive ports from the url's port (OpenTinker's --shards / env_shards); each episode goes to one"),
     tasks: z
       .object({
         train: z.array(openTinkerTask).min(1).max(10_000).optional(),
@@ -77,7 +79,12 @@ export const loraSpec = z
 export const modelSpec = z
   .object({
     preset: z.string().min(1).optional().describe('Built-in preset with random weights, e.g. tiny-char'),
-    path: z.string().min(1).max(4096).optional().describe('hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker\'s cache), a model folder on the worker, or job:<id>[/step-<n>]'),
+    path: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .describe("hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>]"),
     lora: loraSpec.optional().describe('Train LoRA adapters with the base frozen (PEFT layout)'),
     chat_template: z
       .enum(['auto', 'chatml', 'plain'])

@@ -71,8 +71,15 @@ export class OutputCollector {
       return { text: chars.slice(0, headChars).join(''), tail: tailChars > 0 ? chars.slice(-tailChars).join('') : '', truncated: true, ...base };
     }
     // A multi-byte character split at a cut decodes as U+FFFD: drop it.
-    const headText = Array.from(head.replace(/\uFFFD+$/, '')).slice(0, headChars).join('');
-    const tailText = tailChars > 0 ? Array.from(this.tail.toString('utf8').replace(/^\uFFFD+/, '')).slice(-tailChars).join('') : '';
+    const headText = Array.from(head.replace(/\uFFFD+$/, ''))
+      .slice(0, headChars)
+      .join('');
+    const tailText =
+      tailChars > 0
+        ? Array.from(this.tail.toString('utf8').replace(/^\uFFFD+/, ''))
+            .slice(-tailChars)
+            .join('')
+        : '';
     return { text: headText, tail: tailText, truncated: true, ...base };
   }
 }

@@ -173,7 +173,7 @@ export function runSandboxed(plan: CommandPlan, code: string, signal?: AbortSign
         resolve({ status: 'sandbox_error', exitCode: null, signal: null, output, wallMs, detail: (spawnError as Error).message });
         return;
       }
-      const fromCode = exitCode !== null && exitCode > 128 ? SIGNALS[exitCode - 128] ?? `signal ${exitCode - 128}` : null;
+      const fromCode = exitCode !== null && exitCode > 128 ? (SIGNALS[exitCode - 128] ?? `signal ${exitCode - 128}`) : null;
       const sigName = fromCode ?? exitSignal;
       let status: RunStatus;
       if (stoppedFor !== null) status = stoppedFor;

@@ -103,7 +103,9 @@ describe('PythonSandbox (real bubblewrap)', () => {
         '        print("DENIED", p, e.strerror)',
       ].join('\n'),
     );
-    expect(r.output.text).toBe('DENIED /usr/x Read-only file system\nDENIED /x Read-only file system\nDENIED /dev/x Read-only file system\nDENIED /dev/shm/x Read-only file system\nWROTE /tmp/x\n');
+    expect(r.output.text).toBe(
+      'DENIED /usr/x Read-only file system\nDENIED /x Read-only file system\nDENIED /dev/x Read-only file system\nDENIED /dev/shm/x Read-only file system\nWROTE /tmp/x\n',
+    );
     const again = await sandbox.run('import os\nprint(os.listdir("/tmp"))');
     expect(again.output.text).toBe('[]\n');
   });
@@ -146,7 +148,10 @@ describe('PythonSandbox (real bubblewrap)', () => {
       expect(r.wallMs).toBeGreaterThanOrEqual(1400);
       expect(r.wallMs).toBeLessThan(4000);
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const left = execFileSync('ps', ['-eo', 'pid=,stat=,args=']).toString().split('\n').filter((l) => l.includes('wall-test-marker'));
+      const left = execFileSync('ps', ['-eo', 'pid=,stat=,args='])
+        .toString()
+        .split('\n')
+        .filter((l) => l.includes('wall-test-marker'));
       expect(left).toEqual([]);
     } finally {
       quick.close();
@@ -213,9 +218,16 @@ describe('PythonSandbox (real bubblewrap)', () => {
 
   it('stops a huge file at the file-size limit', async () => {
     const r = await sandbox.run(
-      ['try:', '    with open("/tmp/big", "wb") as f:', '        for _ in range(1024):', '            f.write(b"z" * 1048576)', 'except OSError as e:', '    print(e.strerror)', 'import os', 'print(os.path.getsize("/tmp/big") // 1048576)'].join(
-        '\n',
-      ),
+      [
+        'try:',
+        '    with open("/tmp/big", "wb") as f:',
+        '        for _ in range(1024):',
+        '            f.write(b"z" * 1048576)',
+        'except OSError as e:',
+        '    print(e.strerror)',
+        'import os',
+        'print(os.path.getsize("/tmp/big") // 1048576)',
+      ].join('\n'),
     );
     expect(r.status).toBe('ok');
     expect(r.output.text).toBe(`File too large\n${DEFAULT_LIMITS.fileSizeMb}\n`);
@@ -223,14 +235,21 @@ describe('PythonSandbox (real bubblewrap)', () => {
 
   it('fills the scratch folder only up to its size', async () => {
     const r = await sandbox.run(
-      ['n = 0', 'try:', '    while True:', '        open(f"/tmp/f{n}", "wb").write(b"z" * 8 * 1048576); n += 1', 'except OSError as e:', '    print(e.strerror, n <= 8)'].join('\n'),
+      ['n = 0', 'try:', '    while True:', '        open(f"/tmp/f{n}", "wb").write(b"z" * 8 * 1048576); n += 1', 'except OSError as e:', '    print(e.strerror, n <= 8)'].join(
+        '\n',
+      ),
     );
     expect(r.output.text).toBe('No space left on device True\n');
   });
 
   it('cannot create user namespaces or see host processes', async () => {
     const r = await sandbox.run(
-      ['import os, ctypes', 'libc = ctypes.CDLL(None, use_errno=True)', 'print(libc.unshare(0x10000000), ctypes.get_errno())', 'print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit())[:2])'].join('\n'),
+      [
+        'import os, ctypes',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'print(libc.unshare(0x10000000), ctypes.get_errno())',
+        'print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit())[:2])',
+      ].join('\n'),
     );
     expect(r.status).toBe('ok');
     const [unshare, pids] = r.output.text.trim().split('\n');
@@ -310,7 +329,21 @@ describe('sandboxCommand', () => {
     const limits = argv.indexOf('/usr/bin/prlimit');
     expect(argv[limits - 1]).toBe('--');
     expect(argv.slice(limits, limits + 8)).toEqual(['/usr/bin/prlimit', '--cpu=5:6', '--as=536870912', '--nproc=7', '--fsize=16777216', '--core=0', '--nofile=256', '--']);
-    expect(argv.slice(limits + 8)).toEqual(['/usr/bin/timeout', '-s', 'KILL', '12', '/usr/bin/sh', '-c', 'exec "$0" "$@" 2>&1', '/usr/bin/python3', '-B', '-u', '-s', '-c', 'print(1)']);
+    expect(argv.slice(limits + 8)).toEqual([
+      '/usr/bin/timeout',
+      '-s',
+      'KILL',
+      '12',
+      '/usr/bin/sh',
+      '-c',
+      'exec "$0" "$@" 2>&1',
+      '/usr/bin/python3',
+      '-B',
+      '-u',
+      '-s',
+      '-c',
+      'print(1)',
+    ]);
     const joined = argv.join(' ');
     for (const flag of ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--as-pid-1', '--clearenv']) expect(argv).toContain(flag);
     expect(joined).toContain('--info-fd 3');

@@ -73,12 +73,10 @@ export class PythonSandbox {
     };
     const python = checkPython(options.python ?? '/usr/bin/python3', rootEntries);
     const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-    const uid = isRoot ? options.uid ?? 65534 : null;
+    const uid = isRoot ? (options.uid ?? 65534) : null;
     if (uid !== null && (!Number.isInteger(uid) || uid < 1 || uid > 0xfffffffe)) unavailable(`the sandbox uid must be a positive integer, got ${uid}`);
     if (!isRoot) {
-      log(
-        'math-tool: the server is not root, so sandboxed Python keeps the server user id (inside its own user, pid and mount namespaces)',
-      );
+      log('math-tool: the server is not root, so sandboxed Python keeps the server user id (inside its own user, pid and mount namespaces)');
     }
     const sandbox = new PythonSandbox({ tools, python, rootEntries, limits, uid }, options.maxConcurrent ?? 2);
     await sandbox.selfTest();

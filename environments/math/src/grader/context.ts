@@ -38,7 +38,11 @@ export type ContextProblem = 'hedged' | 'retracted';
  */
 export function contextProblem(text: string, start: number, end: number): ContextProblem | null {
   const before = clauseBefore(text, start);
-  const lastWords = before.split(/\s+/).filter((w) => w !== '').slice(-WORDS_BEFORE).join(' ');
+  const lastWords = before
+    .split(/\s+/)
+    .filter((w) => w !== '')
+    .slice(-WORDS_BEFORE)
+    .join(' ');
   if (HEDGE_OR_NEGATION.test(lastWords.replace(/\bor\b/gi, '')) || CANDIDATE_OR.test(before)) return 'hedged';
   const after = text.slice(end);
   // `\boxed{12}?`, `$\boxed{12}$?`: a question, not an answer.

@@ -92,22 +92,14 @@ class Comparer {
       case 'expr':
         return b.kind === 'expr' && this.scalars(a.text, a.percent, b.text, b.percent);
       case 'seq':
-        return (
-          b.kind === 'seq' &&
-          a.open === b.open &&
-          a.close === b.close &&
-          a.items.length === b.items.length &&
-          a.items.every((x, i) => this.values(x, b.items[i]))
-        );
+        return b.kind === 'seq' && a.open === b.open && a.close === b.close && a.items.length === b.items.length && a.items.every((x, i) => this.values(x, b.items[i]));
       case 'set':
         return b.kind === 'set' && this.unordered(a.items, b.items);
       case 'union':
         return b.kind === 'union' && this.unordered(a.items, b.items);
       case 'matrix':
         return (
-          b.kind === 'matrix' &&
-          a.rows.length === b.rows.length &&
-          a.rows.every((row, i) => row.length === b.rows[i].length && row.every((x, j) => this.values(x, b.rows[i][j])))
+          b.kind === 'matrix' && a.rows.length === b.rows.length && a.rows.every((row, i) => row.length === b.rows[i].length && row.every((x, j) => this.values(x, b.rows[i][j])))
         );
       case 'relation':
         return b.kind === 'relation' && this.relations(a, b);

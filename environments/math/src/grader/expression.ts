@@ -25,15 +25,43 @@ export class ExpressionError extends Error {
   }
 }
 
-const FUNCTIONS = new Set([
-  'sin', 'cos', 'tan', 'sec', 'csc', 'cot', 'arcsin', 'arccos', 'arctan', 'sinh', 'cosh', 'tanh',
-  'ln', 'log', 'exp', 'lg',
-]);
+const FUNCTIONS = new Set(['sin', 'cos', 'tan', 'sec', 'csc', 'cot', 'arcsin', 'arccos', 'arctan', 'sinh', 'cosh', 'tanh', 'ln', 'log', 'exp', 'lg']);
 const INVERSE: Record<string, string> = { sin: 'arcsin', cos: 'arccos', tan: 'arctan' };
 const GREEK = new Set([
-  'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'varepsilon', 'zeta', 'eta', 'theta', 'vartheta', 'iota', 'kappa',
-  'lambda', 'mu', 'nu', 'xi', 'rho', 'sigma', 'tau', 'upsilon', 'phi', 'varphi', 'chi', 'psi', 'omega',
-  'Gamma', 'Delta', 'Theta', 'Lambda', 'Xi', 'Sigma', 'Phi', 'Psi', 'Omega',
+  'alpha',
+  'beta',
+  'gamma',
+  'delta',
+  'epsilon',
+  'varepsilon',
+  'zeta',
+  'eta',
+  'theta',
+  'vartheta',
+  'iota',
+  'kappa',
+  'lambda',
+  'mu',
+  'nu',
+  'xi',
+  'rho',
+  'sigma',
+  'tau',
+  'upsilon',
+  'phi',
+  'varphi',
+  'chi',
+  'psi',
+  'omega',
+  'Gamma',
+  'Delta',
+  'Theta',
+  'Lambda',
+  'Xi',
+  'Sigma',
+  'Phi',
+  'Psi',
+  'Omega',
 ]);
 /** Commands that start an operand (so `2\pi` and `3\sqrt{2}` are products). */
 const ATOM_COMMANDS = new Set(['frac', 'sqrt', 'binom', 'pi', 'infty', 'infinity', 'lfloor', 'lceil', ...FUNCTIONS, ...GREEK]);

@@ -107,7 +107,10 @@ export function normalizeAnswer(raw: string): Normalized {
     percent = true;
     s = s.replace(/\s*(?:percent|per\s*cent)$/i, '');
   }
-  s = s.replace(/[.]+$/, '').replace(/^(?:[,;:=]|\.(?!\d))+/, '').trim();
+  s = s
+    .replace(/[.]+$/, '')
+    .replace(/^(?:[,;:=]|\.(?!\d))+/, '')
+    .trim();
   // "a 5", "an 8": an article, not the variable a times 5.
   s = s.replace(/^(?:a|an)\s+(?=[-\d.])/i, '');
   // `1,000,000` and `12,345.5` are single numbers.

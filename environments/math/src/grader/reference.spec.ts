@@ -27,10 +27,7 @@ describe('strict grader vs the reference graders', () => {
     expect(agreed).toHaveLength(40);
   });
 
-  it.each(agreed.map((c) => [c.id, JSON.stringify(c.solution_text).slice(0, 60), verdicts(c)[0], c] as const))(
-    '%s %s → %i',
-    (_id, _text, expected, c) => {
-      expect(gradeAnswer(c.solution_text, c.ground_truth, SOURCE[c.primary_scorer]).correct).toBe(expected === 1);
-    },
-  );
+  it.each(agreed.map((c) => [c.id, JSON.stringify(c.solution_text).slice(0, 60), verdicts(c)[0], c] as const))('%s %s → %i', (_id, _text, expected, c) => {
+    expect(gradeAnswer(c.solution_text, c.ground_truth, SOURCE[c.primary_scorer]).correct).toBe(expected === 1);
+  });
 });

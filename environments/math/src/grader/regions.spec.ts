@@ -16,7 +16,10 @@ describe('maskAsides', () => {
   });
 
   it('finds thoughts in pairs, after a template-opened <think>, and to the end when unclosed', () => {
-    expect(thoughtRanges('a<think>b</think>c<think>d</think>e')).toEqual([[1, 17], [18, 34]]);
+    expect(thoughtRanges('a<think>b</think>c<think>d</think>e')).toEqual([
+      [1, 17],
+      [18, 34],
+    ]);
     expect(thoughtRanges('reasoning</think>answer')).toEqual([[0, 17]]);
     expect(thoughtRanges('answer <think>more')).toEqual([[7, 18]]);
     expect(thoughtRanges('no thoughts')).toEqual([]);

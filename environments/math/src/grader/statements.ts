@@ -185,7 +185,10 @@ function cutSentence(line: string): string {
  */
 export function cleanLineAnswer(raw: string): string | null {
   let s = raw.trim();
-  s = s.replace(/^\*+|\*+$/g, '').replace(/^_+|_+$/g, '').trim();
+  s = s
+    .replace(/^\*+|\*+$/g, '')
+    .replace(/^_+|_+$/g, '')
+    .trim();
   s = s.replace(/[.。]+$/, '').trim();
   s = stripMathDelimiters(s);
   s = s.replace(/[.。]+$/, '').trim();

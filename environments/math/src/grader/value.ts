@@ -131,14 +131,10 @@ function parseRelation(s: string, percent: boolean, depth: number): Value | null
     const op = ops[0];
     if (VARIABLE.test(a) && !VARIABLE.test(b)) {
       // x > 3 → (3, ∞); x ≤ 2 → (-∞, 2]
-      return lower(op)
-        ? interval(strict(op) ? '(' : '[', b, INF, ')', percent, depth)
-        : interval('(', `-${INF}`, b, strict(op) ? ')' : ']', percent, depth);
+      return lower(op) ? interval(strict(op) ? '(' : '[', b, INF, ')', percent, depth) : interval('(', `-${INF}`, b, strict(op) ? ')' : ']', percent, depth);
     }
     if (VARIABLE.test(b) && !VARIABLE.test(a)) {
-      return lower(op)
-        ? interval('(', `-${INF}`, a, strict(op) ? ')' : ']', percent, depth)
-        : interval(strict(op) ? '(' : '[', a, INF, ')', percent, depth);
+      return lower(op) ? interval('(', `-${INF}`, a, strict(op) ? ')' : ']', percent, depth) : interval(strict(op) ? '(' : '[', a, INF, ')', percent, depth);
     }
   }
   if (ops.length === 2 && VARIABLE.test(sides[1]) && ops.every((o) => o === '<' || o === '\\le')) {

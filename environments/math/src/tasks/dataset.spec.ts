@@ -9,7 +9,8 @@ import { rowToTask, toJson } from './rows';
 const dir = mkdtempSync(join(tmpdir(), 'env-math-dataset-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const GSM8K_PROMPT = 'Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether? Let\'s think step by step and output the final answer after "####".';
+const GSM8K_PROMPT =
+  'Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether? Let\'s think step by step and output the final answer after "####".';
 
 /** Rows as verl's preprocessing scripts write them. */
 const VERL_ROWS = [

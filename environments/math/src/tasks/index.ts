@@ -31,7 +31,9 @@ export const mathConfigShape = {
   style: z
     .enum(['word', 'equation'])
     .optional()
-    .describe("Synthetic problems: 'word' (default: word problems, \\boxed{} answer) or 'equation' (`47+385=`, bare answer on the first line; difficulty 3: + of 1–3 digit numbers)"),
+    .describe(
+      "Synthetic problems: 'word' (default: word problems, \\boxed{} answer) or 'equation' (`47+385=`, bare answer on the first line; difficulty 3: + of 1–3 digit numbers)",
+    ),
   seed: z.number().int().default(0).describe('Seed of the synthetic generator (and of the held-out rows of a dataset)'),
   test_size: z.number().int().min(1).max(1_000_000).default(200).describe('Test split size (synthetic), or rows held out when no test_path'),
   train_path: z.string().min(1).optional().describe('Train dataset: .jsonl, .json or .parquet (verl layout)'),
@@ -135,7 +137,10 @@ async function loadDatasetTasks(c: MathTaskConfig, ctx?: Pick<EnvironmentContext
     }
     const where = `${key} ${file}`;
     if (invalid.length > 0) {
-      const list = invalid.slice(0, 10).map((r) => `row ${r.row}: ${r.reason}`).join('; ');
+      const list = invalid
+        .slice(0, 10)
+        .map((r) => `row ${r.row}: ${r.reason}`)
+        .join('; ');
       const more = invalid.length > 10 ? `; and ${invalid.length - 10} more` : '';
       if (c.invalid_rows === 'error' || tasks.length === 0) {
         throw new EnvironmentError('ENV_INVALID_CONFIG', `${invalid.length} of ${rows.length} rows of ${where} are not usable (${list}${more})`, `config.${key}`);

@@ -96,8 +96,7 @@ describe('synthetic arithmetic problems', () => {
 });
 
 describe("synthetic equations (style: 'equation')", () => {
-  const equation = (difficulty: number, index: number, split: 'train' | 'test' = 'train') =>
-    generateProblem({ seed: 0, difficulty, split, index, style: 'equation' });
+  const equation = (difficulty: number, index: number, split: 'train' | 'test' = 'train') => generateProblem({ seed: 0, difficulty, split, index, style: 'equation' });
 
   it.each([1, 2, 3, 4, 5])('difficulty %i: the answer is the equation computed independently', (difficulty) => {
     const maxDigits = Math.min(3, difficulty);
@@ -127,7 +126,13 @@ describe("synthetic equations (style: 'equation')", () => {
 
   it('serves bare prompts, graded on the first line, never sharing a problem between train and test', () => {
     const tasks = createSyntheticTasks({ difficulty: 3, style: 'equation', seed: 1, test_size: 300 });
-    const t = tasks.get('test', 0) as { prompt: Array<{ role: string; content: string }>; ground_truth: string; data_source: string; question: string; extra_info: Record<string, unknown> };
+    const t = tasks.get('test', 0) as {
+      prompt: Array<{ role: string; content: string }>;
+      ground_truth: string;
+      data_source: string;
+      question: string;
+      extra_info: Record<string, unknown>;
+    };
     expect(t.prompt).toEqual([{ role: 'user', content: t.question }]);
     expect(t.extra_info).toEqual({ split: 'test', index: 0, difficulty: 3, style: 'equation', expression: t.question.slice(0, -1) });
     expect(t.question).toMatch(/^\d+\+\d+=$/);
@@ -143,6 +148,8 @@ describe("synthetic equations (style: 'equation')", () => {
   it('leaves the word style as it was', () => {
     const word = createSyntheticTasks({ difficulty: 2 }).get('train', 5);
     expect(createSyntheticTasks({ difficulty: 2, style: 'word' }).get('train', 5)).toEqual(word);
-    expect(word).toEqual(expect.objectContaining({ data_source: 'opentinker/synthetic-arithmetic', metadata: { difficulty: 2 }, extra_info: { split: 'train', index: 5, difficulty: 2 } }));
+    expect(word).toEqual(
+      expect.objectContaining({ data_source: 'opentinker/synthetic-arithmetic', metadata: { difficulty: 2 }, extra_info: { split: 'train', index: 5, difficulty: 2 } }),
+    );
   });
 });

@@ -21,13 +21,33 @@ export interface SyntheticProblem {
 }
 
 const NAMES: ReadonlyArray<[string, 'she' | 'he']> = [
-  ['Ava', 'she'], ['Liam', 'he'], ['Maya', 'she'], ['Noah', 'he'], ['Zoe', 'she'], ['Omar', 'he'],
-  ['Lena', 'she'], ['Kenji', 'he'], ['Priya', 'she'], ['Diego', 'he'], ['Sara', 'she'], ['Tom', 'he'],
-  ['Amara', 'she'], ['Felix', 'he'], ['Nina', 'she'], ['Ravi', 'he'], ['Elena', 'she'], ['Jonas', 'he'],
+  ['Ava', 'she'],
+  ['Liam', 'he'],
+  ['Maya', 'she'],
+  ['Noah', 'he'],
+  ['Zoe', 'she'],
+  ['Omar', 'he'],
+  ['Lena', 'she'],
+  ['Kenji', 'he'],
+  ['Priya', 'she'],
+  ['Diego', 'he'],
+  ['Sara', 'she'],
+  ['Tom', 'he'],
+  ['Amara', 'she'],
+  ['Felix', 'he'],
+  ['Nina', 'she'],
+  ['Ravi', 'he'],
+  ['Elena', 'she'],
+  ['Jonas', 'he'],
 ];
 const ITEMS = ['apples', 'marbles', 'stickers', 'pencils', 'books', 'cookies', 'shells', 'cards', 'stamps', 'beads', 'oranges', 'toy cars'];
 const CONTAINERS: ReadonlyArray<[string, string]> = [
-  ['box', 'boxes'], ['bag', 'bags'], ['jar', 'jars'], ['crate', 'crates'], ['pack', 'packs'], ['basket', 'baskets'],
+  ['box', 'boxes'],
+  ['bag', 'bags'],
+  ['jar', 'jars'],
+  ['crate', 'crates'],
+  ['pack', 'packs'],
+  ['basket', 'baskets'],
 ];
 
 /** The instruction appended to every prompt (verl's MATH convention). */
@@ -58,13 +78,7 @@ const PARTITION = 5;
  * // { question: 'Zoe has 7 shells. …', answer: '10', difficulty: 1 }
  * ```
  */
-export function generateProblem(options: {
-  seed: number;
-  difficulty: number;
-  split: 'train' | 'test';
-  index: number;
-  style?: ProblemStyle;
-}): SyntheticProblem {
+export function generateProblem(options: { seed: number; difficulty: number; split: 'train' | 'test'; index: number; style?: ProblemStyle }): SyntheticProblem {
   const difficulty = Math.min(5, Math.max(1, Math.trunc(options.difficulty)));
   const stream = options.split === 'test' ? 0x7e57 : 0x7a11;
   const generate = options.style === 'equation' ? equationGenerator(difficulty) : GENERATORS[difficulty - 1];
@@ -211,7 +225,17 @@ const GENERATORS: Generator[] = [
     const [name, he] = rng.pick(NAMES);
     switch (rng.int(0, 3)) {
       case 0: {
-        const [p, q] = rng.pick([[1, 2], [1, 3], [2, 3], [1, 4], [3, 4], [2, 5], [3, 5], [5, 6], [3, 8]] as const);
+        const [p, q] = rng.pick([
+          [1, 2],
+          [1, 3],
+          [2, 3],
+          [1, 4],
+          [3, 4],
+          [2, 5],
+          [3, 5],
+          [5, 6],
+          [3, 8],
+        ] as const);
         const batches = rng.int(2, 9);
         return {
           question: `A recipe needs ${p}/${q} cup of sugar for one batch. ${name} makes ${batches} batches. How many cups of sugar does ${he} use?`,
@@ -228,8 +252,20 @@ const GENERATORS: Generator[] = [
         };
       }
       case 2: {
-        const [p, q] = rng.pick([[1, 2], [1, 3], [1, 4], [2, 5], [1, 5], [3, 4]] as const);
-        const [r, s] = rng.pick([[1, 2], [1, 3], [2, 3], [1, 4]] as const);
+        const [p, q] = rng.pick([
+          [1, 2],
+          [1, 3],
+          [1, 4],
+          [2, 5],
+          [1, 5],
+          [3, 4],
+        ] as const);
+        const [r, s] = rng.pick([
+          [1, 2],
+          [1, 3],
+          [2, 3],
+          [1, 4],
+        ] as const);
         const unit = q * s;
         const pages = unit * rng.int(2, 12);
         const first = (pages * p) / q;

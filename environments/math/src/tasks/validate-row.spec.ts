@@ -22,14 +22,25 @@ describe('math dataset row check (validateRow)', () => {
     expect(validateMathRow({ prompt: 'What is 2+2?' })).toMatch(/^no ground truth/);
     expect(validateMathRow({ ground_truth: '4' })).toBe('no prompt');
     expect(validateMathRow({ text: 'hello', label: 1 })).toBe('no prompt');
-    expect(validateMathRow({ prompt: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], ground_truth: '1' })).toMatch(
-      /ending with a user message/,
-    );
+    expect(
+      validateMathRow({
+        prompt: [
+          { role: 'user', content: 'q' },
+          { role: 'assistant', content: 'a' },
+        ],
+        ground_truth: '1',
+      }),
+    ).toMatch(/ending with a user message/);
     expect(checkDatasetRow(math, 'a string row')).toBe('not a JSON object');
   });
 
   it('agrees with the task loader on every row (same rowToTask)', () => {
-    const rows = [{ prompt: 'q', ground_truth: '' }, { prompt: '', ground_truth: '1' }, { question: 'q', answer: 7 }, { prompt: 'q', answer: 'x' }];
+    const rows = [
+      { prompt: 'q', ground_truth: '' },
+      { prompt: '', ground_truth: '1' },
+      { question: 'q', answer: 7 },
+      { prompt: 'q', answer: 'x' },
+    ];
     for (const row of rows) {
       const task = rowToTask(row, 'train', 0);
       expect(validateMathRow(row)).toBe('error' in task ? task.error : null);

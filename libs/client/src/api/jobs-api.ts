@@ -56,10 +56,7 @@ export class JobsApi {
    */
   async cancel(id: string, options: RequestOptions = {}): Promise<Job> {
     try {
-      return await this.t.call(
-        this.t.api.POST('/v1/jobs/{id}/cancel', { params: { path: { id } }, signal: options.signal, fetch: this.t.idempotentFetch }),
-        options.signal,
-      );
+      return await this.t.call(this.t.api.POST('/v1/jobs/{id}/cancel', { params: { path: { id } }, signal: options.signal, fetch: this.t.idempotentFetch }), options.signal);
     } catch (error) {
       // A retry after a lost answer finds the job already cancelled: that is the outcome asked for.
       if (isOpenTinkerError(error) && error.code === 'OT_ERR_JOB_NOT_CANCELLABLE') {

@@ -22,7 +22,16 @@ const fixtureDir = join(dirname(fileURLToPath(import.meta.url)), '..', '__golden
  * scores `favourite` far above the rest.
  */
 function fixedModel(favourite: number): { config: ModelConfig; weights: NamedWeights } {
-  const config: ModelConfig = { ...modelPreset('tiny-char'), hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 2, tie_word_embeddings: false, max_position_embeddings: 64 };
+  const config: ModelConfig = {
+    ...modelPreset('tiny-char'),
+    hidden_size: 16,
+    intermediate_size: 32,
+    num_hidden_layers: 1,
+    num_attention_heads: 2,
+    num_key_value_heads: 2,
+    tie_word_embeddings: false,
+    max_position_embeddings: 64,
+  };
   const weights: NamedWeights = new Map();
   for (const spec of weightSpecs(config)) {
     const data = new Float32Array(spec.shape.reduce((a, b) => a * b, 1));
@@ -156,9 +165,15 @@ describe('opentinker model', () => {
       // This fixture's linears are zero: v and o in series are the shortest path that changes the output.
       for (const m of ['model.layers.0.self_attn.v_proj', 'model.layers.0.self_attn.o_proj']) {
         const [out, inF] = weights.get(`${m}.weight`)!.shape;
-        factors.set(m, { A: { shape: [2, inF], data: Float32Array.from({ length: 2 * inF }, () => rng.normal()) }, B: { shape: [out, 2], data: Float32Array.from({ length: out * 2 }, () => rng.normal()) } });
+        factors.set(m, {
+          A: { shape: [2, inF], data: Float32Array.from({ length: 2 * inF }, () => rng.normal()) },
+          B: { shape: [out, 2], data: Float32Array.from({ length: out * 2 }, () => rng.normal()) },
+        });
       }
-      const adapter = { config: { r: 2, lora_alpha: 4, target_modules: ['v_proj', 'o_proj'], base_model_name_or_path: null, lora_dropout: 0, use_rslora: false }, weights: factors };
+      const adapter = {
+        config: { r: 2, lora_alpha: 4, target_modules: ['v_proj', 'o_proj'], base_model_name_or_path: null, lora_dropout: 0, use_rslora: false },
+        weights: factors,
+      };
       const adapterDir = join(tmp, 'adapter');
       await saveLoraAdapter(adapterDir, adapter, { modelConfig: config });
       const plain = await modelScore(aDir, { text: 'aab', backend: 'cpu' });

@@ -214,7 +214,12 @@ function backendText(b: BackendInfo): string {
 }
 
 /** Loads a folder and a backend, runs `fn` with the model, and frees the model's tensors. */
-async function withModel<T>(dir: string, backend: BackendName | undefined, adapter: string | undefined, fn: (ctx: { info: Awaited<ReturnType<typeof loadHfModelDir>>; model: import('../model/transformer').Model; backend: string }) => T): Promise<T> {
+async function withModel<T>(
+  dir: string,
+  backend: BackendName | undefined,
+  adapter: string | undefined,
+  fn: (ctx: { info: Awaited<ReturnType<typeof loadHfModelDir>>; model: import('../model/transformer').Model; backend: string }) => T,
+): Promise<T> {
   const { initBackend } = await import('../backend.js');
   const { Model } = await import('../model/transformer.js');
   const backendInfo = await initBackend(backend ? { backend } : {});
@@ -341,7 +346,8 @@ function number(value: string | undefined, flag: string, check: (n: number) => b
 
 function backendOption(value: string | undefined): BackendName | undefined {
   if (value === undefined) return undefined;
-  if (value !== 'tensorflow' && value !== 'wasm' && value !== 'cpu') throw new EngineError('ENGINE_INVALID_OPTIONS', `--backend must be tensorflow, wasm or cpu, got ${JSON.stringify(value)}`, '--backend');
+  if (value !== 'tensorflow' && value !== 'wasm' && value !== 'cpu')
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `--backend must be tensorflow, wasm or cpu, got ${JSON.stringify(value)}`, '--backend');
   return value;
 }
 
@@ -423,7 +429,10 @@ export function registerModelCommands(
         });
         if (opts.json) json(report);
         else output.out(`${report.text}\n`);
-        if (!opts.json) output.err(`[${report.tokens.length} tokens, finish: ${report.finishReason}${report.stop !== null ? ` at ${JSON.stringify(report.stop)}` : ''}, backend ${report.backend}]\n`);
+        if (!opts.json)
+          output.err(
+            `[${report.tokens.length} tokens, finish: ${report.finishReason}${report.stop !== null ? ` at ${JSON.stringify(report.stop)}` : ''}, backend ${report.backend}]\n`,
+          );
       }),
     );
   model
@@ -437,7 +446,12 @@ export function registerModelCommands(
     .option('--json', 'print JSON')
     .action(
       run(async (dir: string, opts: { text: string; addSpecialTokens?: boolean; backend?: string; adapter?: string; json?: boolean }) => {
-        const report = await modelScore(await resolveDir(dir), { text: opts.text, addSpecialTokens: opts.addSpecialTokens === true, backend: backendOption(opts.backend), ...(opts.adapter ? { adapter: opts.adapter } : {}) });
+        const report = await modelScore(await resolveDir(dir), {
+          text: opts.text,
+          addSpecialTokens: opts.addSpecialTokens === true,
+          backend: backendOption(opts.backend),
+          ...(opts.adapter ? { adapter: opts.adapter } : {}),
+        });
         if (opts.json) json(report);
         else output.out(formatModelScore(report));
       }),

@@ -12,9 +12,9 @@ import {
   float32ToFloat16Bits,
 } from './half-precision';
 
-const golden = JSON.parse(
-  readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '__golden__', 'safetensors', 'expected.json'), 'utf8'),
-) as { narrowing: Array<{ f32: number; f16: number | null; bf16: number | null }> };
+const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '__golden__', 'safetensors', 'expected.json'), 'utf8')) as {
+  narrowing: Array<{ f32: number; f16: number | null; bf16: number | null }>;
+};
 
 function fromBits(bits: number): number {
   return new Float32Array(new Uint32Array([bits]).buffer)[0];
@@ -79,8 +79,8 @@ describe('half precision', () => {
       if (nan16 ? !Number.isNaN(f16[h]) : back16[h] !== h) mismatches++;
       if (nanBf ? !Number.isNaN(bf16[h]) : backBf16[h] !== h) mismatches++;
       // Quiet NaNs keep their payload both ways.
-      if (nan16 && (h & 0x200) && back16[h] !== h) mismatches++;
-      if (nanBf && (h & 0x40) && backBf16[h] !== h) mismatches++;
+      if (nan16 && h & 0x200 && back16[h] !== h) mismatches++;
+      if (nanBf && h & 0x40 && backBf16[h] !== h) mismatches++;
     }
     expect(mismatches).toBe(0);
   });

@@ -74,7 +74,12 @@ describe('Hugging Face model folders', () => {
     const configJson = readJson(join(dir, 'config.json'));
     expect(configJson).toMatchObject({ architectures: ['LlamaForCausalLM'], model_type: 'llama', torch_dtype: 'float32', tie_word_embeddings: true, vocab_size: 260 });
     expect(readJson(join(dir, 'generation_config.json'))).toEqual({ bos_token_id: 256, eos_token_id: 258, pad_token_id: 259 });
-    expect(readJson(join(dir, 'tokenizer_config.json'))).toMatchObject({ chat_template: CHATML_TEMPLATE, eos_token: '<|im_end|>', bos_token: '<|endoftext|>', pad_token: '<|pad|>' });
+    expect(readJson(join(dir, 'tokenizer_config.json'))).toMatchObject({
+      chat_template: CHATML_TEMPLATE,
+      eos_token: '<|im_end|>',
+      bos_token: '<|endoftext|>',
+      pad_token: '<|pad|>',
+    });
     const file = await SafetensorsFile.open(join(dir, 'model.safetensors'));
     // transformers refuses safetensors without format metadata; a tied head is not stored.
     expect(file.header.metadata).toEqual({ format: 'pt' });
@@ -137,7 +142,16 @@ describe('Hugging Face model folders', () => {
     const dir = join(tmp, 'templates');
     cpSync(fixtureDir, dir, { recursive: true });
     const tc = readJson(join(dir, 'tokenizer_config.json'));
-    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...tc, chat_template: [{ name: 'tool_use', template: 'T' }, { name: 'default', template: 'D' }] }));
+    writeFileSync(
+      join(dir, 'tokenizer_config.json'),
+      JSON.stringify({
+        ...tc,
+        chat_template: [
+          { name: 'tool_use', template: 'T' },
+          { name: 'default', template: 'D' },
+        ],
+      }),
+    );
     expect((await inspectHfModelDir(dir)).chatTemplate!.source).toBe('D');
     writeFileSync(join(dir, 'chat_template.jinja'), 'J{{ eos_token }}');
     const info = await inspectHfModelDir(dir);
@@ -162,7 +176,9 @@ describe('Hugging Face model folders', () => {
       await expect(loadHfModelDir(dir)).rejects.toMatchObject({
         code: 'ENGINE_INVALID_CONFIG',
         field: 'model_type',
-        message: expect.stringMatching(/model_type "gemma2" \(architectures: Gemma2ForCausalLM\) is not supported; supported: llama \(LlamaForCausalLM\), qwen2 \(Qwen2ForCausalLM\)/),
+        message: expect.stringMatching(
+          /model_type "gemma2" \(architectures: Gemma2ForCausalLM\) is not supported; supported: llama \(LlamaForCausalLM\), qwen2 \(Qwen2ForCausalLM\)/,
+        ),
       });
     });
 
@@ -184,7 +200,9 @@ describe('Hugging Face model folders', () => {
         for (const f of readdirSync(d)) if (f.includes('safetensors')) rmSync(join(d, f));
         writeFileSync(join(d, 'pytorch_model.bin'), 'x');
       });
-      await expect(loadHfModelDir(bin)).rejects.toMatchObject({ message: expect.stringMatching(/neither model.safetensors nor model.safetensors.index.json \(PyTorch pickle weights are not read/) });
+      await expect(loadHfModelDir(bin)).rejects.toMatchObject({
+        message: expect.stringMatching(/neither model.safetensors nor model.safetensors.index.json \(PyTorch pickle weights are not read/),
+      });
       const noTok = variant('notok', (d) => rmSync(join(d, 'tokenizer.json')));
       await expect(loadHfModelDir(noTok)).rejects.toMatchObject({ message: expect.stringContaining('has no tokenizer.json') });
       const badJson = variant('badjson', (d) => writeFileSync(join(d, 'generation_config.json'), '{'));
@@ -193,12 +211,16 @@ describe('Hugging Face model folders', () => {
 
     it('checks the index against the shards', async () => {
       const indexPath = (d: string) => join(d, 'model.safetensors.index.json');
-      const traversal = variant('traversal', (d) => editJson(indexPath(d), (i) => ({ ...i, weight_map: { ...(i.weight_map as object), 'model.norm.weight': '../x.safetensors' } })));
+      const traversal = variant('traversal', (d) =>
+        editJson(indexPath(d), (i) => ({ ...i, weight_map: { ...(i.weight_map as object), 'model.norm.weight': '../x.safetensors' } })),
+      );
       await expect(loadHfModelDir(traversal)).rejects.toMatchObject({ message: expect.stringContaining('must be a file name in the folder') });
       const misplaced = variant('misplaced', (d) =>
         editJson(indexPath(d), (i) => ({ ...i, weight_map: { ...(i.weight_map as object), 'model.norm.weight': 'model-00001-of-00002.safetensors' } })),
       );
-      await expect(loadHfModelDir(misplaced)).rejects.toMatchObject({ message: expect.stringContaining('places model.norm.weight in model-00001-of-00002.safetensors, which does not hold it') });
+      await expect(loadHfModelDir(misplaced)).rejects.toMatchObject({
+        message: expect.stringContaining('places model.norm.weight in model-00001-of-00002.safetensors, which does not hold it'),
+      });
       const missingShard = variant('missingshard', (d) => rmSync(join(d, 'model-00002-of-00002.safetensors')));
       await expect(loadHfModelDir(missingShard)).rejects.toMatchObject({ code: 'ENGINE_IO', message: expect.stringContaining('model-00002-of-00002.safetensors') });
     });
@@ -215,7 +237,10 @@ describe('Hugging Face model folders', () => {
       expect((await loadHfModelDir(dir, { allowExtraWeights: true })).weights.has('model.layers.1.input_layernorm.weight')).toBe(false);
       // One layer more: layer 2's tensors are missing.
       editJson(join(dir, 'config.json'), (c) => ({ ...c, num_hidden_layers: 3 }));
-      await expect(loadHfModelDir(dir)).rejects.toMatchObject({ code: 'ENGINE_INVALID_WEIGHTS', message: expect.stringContaining('model.layers.2.input_layernorm.weight is missing') });
+      await expect(loadHfModelDir(dir)).rejects.toMatchObject({
+        code: 'ENGINE_INVALID_WEIGHTS',
+        message: expect.stringContaining('model.layers.2.input_layernorm.weight is missing'),
+      });
     });
 
     it('refuses a tokenizer larger than the model vocabulary, and weights that do not fit the config on save', async () => {

@@ -193,7 +193,8 @@ async function listWeightFiles(dir: string): Promise<{ files: string[]; indexMap
     if (!map || typeof map !== 'object' || Array.isArray(map)) ioError(`${indexPath}: weight_map must be an object of tensor name to file name`, indexPath);
     const indexMap = new Map<string, string>();
     for (const [name, file] of Object.entries(map as Record<string, unknown>)) {
-      if (typeof file !== 'string' || !isSafeFileName(file)) ioError(`${indexPath}: weight_map["${name}"] must be a file name in the folder, got ${JSON.stringify(file)}`, indexPath);
+      if (typeof file !== 'string' || !isSafeFileName(file))
+        ioError(`${indexPath}: weight_map["${name}"] must be a file name in the folder, got ${JSON.stringify(file)}`, indexPath);
       indexMap.set(name, file);
     }
     return { files: [...new Set(indexMap.values())].sort(), indexMap };
@@ -489,7 +490,11 @@ export async function saveHfModelDir(dir: string, model: HfModelToSave, options:
     files.push(weightFiles[i]);
   }
   if (shards.length > 1) {
-    const sorted = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]]));
+    const sorted = Object.fromEntries(
+      Object.keys(weightMap)
+        .sort()
+        .map((k) => [k, weightMap[k]]),
+    );
     await writeFile(join(dir, 'model.safetensors.index.json'), `${JSON.stringify({ metadata: { total_size: totalSize }, weight_map: sorted }, null, 2)}\n`);
     files.push('model.safetensors.index.json');
   }

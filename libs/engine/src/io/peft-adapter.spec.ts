@@ -59,7 +59,17 @@ describe('PEFT LoRA adapters', () => {
     const dir = join(tmp, 'out');
     await saveLoraAdapter(dir, adapter, { modelConfig: config });
     const json = readJson(join(dir, 'adapter_config.json'));
-    expect(json).toMatchObject({ peft_type: 'LORA', r: 2, lora_alpha: 4, target_modules: ['q_proj', 'down_proj'], base_model_name_or_path: 'tiny-test', task_type: 'CAUSAL_LM', bias: 'none', use_rslora: true, use_dora: false });
+    expect(json).toMatchObject({
+      peft_type: 'LORA',
+      r: 2,
+      lora_alpha: 4,
+      target_modules: ['q_proj', 'down_proj'],
+      base_model_name_or_path: 'tiny-test',
+      task_type: 'CAUSAL_LM',
+      bias: 'none',
+      use_rslora: true,
+      use_dora: false,
+    });
     const file = await SafetensorsFile.open(join(dir, 'adapter_model.safetensors'));
     expect(file.names.sort()).toEqual([
       'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight',
@@ -119,8 +129,12 @@ describe('PEFT LoRA adapters', () => {
       weights: new Map([[module, f]]),
     });
     await expect(saveLoraAdapter(join(tmp, 'x1'), make('model.layers.0.self_attn.k_proj', factors(2, 8, 16, 0)))).rejects.toThrow(/not among target_modules/);
-    await expect(saveLoraAdapter(join(tmp, 'x2'), make('model.layers.0.self_attn.q_proj', factors(3, 16, 16, 0)))).rejects.toThrow(/lora_A has shape \[3,16\], expected \[2, in_features\]/);
-    await expect(saveLoraAdapter(join(tmp, 'x3'), make('model.layers.0.self_attn.q_proj', factors(2, 8, 16, 0)), { modelConfig: config })).rejects.toThrow(/do not match the base weight \[16,16\]/);
+    await expect(saveLoraAdapter(join(tmp, 'x2'), make('model.layers.0.self_attn.q_proj', factors(3, 16, 16, 0)))).rejects.toThrow(
+      /lora_A has shape \[3,16\], expected \[2, in_features\]/,
+    );
+    await expect(saveLoraAdapter(join(tmp, 'x3'), make('model.layers.0.self_attn.q_proj', factors(2, 8, 16, 0)), { modelConfig: config })).rejects.toThrow(
+      /do not match the base weight \[16,16\]/,
+    );
     await expect(saveLoraAdapter(join(tmp, 'x4'), make('model.layers.9.self_attn.q_proj', factors(2, 16, 16, 0)), { modelConfig: config })).rejects.toMatchObject({
       code: 'ENGINE_INVALID_WEIGHTS',
       field: 'model.layers.9.self_attn.q_proj',
@@ -136,7 +150,10 @@ describe('PEFT LoRA adapters', () => {
     ]);
     writeFileSync(join(dir, 'adapter_model.safetensors'), tensors);
     await expect(loadLoraAdapter(dir)).rejects.toThrow(/base_model.model.lm_head.weight is not a LoRA factor/);
-    writeFileSync(join(dir, 'adapter_model.safetensors'), encodeSafetensors([['base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight', { shape: [4, 16], data: new Float32Array(64) }]]));
+    writeFileSync(
+      join(dir, 'adapter_model.safetensors'),
+      encodeSafetensors([['base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight', { shape: [4, 16], data: new Float32Array(64) }]]),
+    );
     await expect(loadLoraAdapter(dir)).rejects.toThrow(/has lora_A but no lora_B/);
     writeFileSync(join(dir, 'adapter_config.json'), '{');
     await expect(loadLoraAdapter(dir)).rejects.toMatchObject({ code: 'ENGINE_IO', message: expect.stringContaining('is not valid JSON') });

@@ -135,7 +135,13 @@ export function validateLoraAdapterConfig(raw: unknown, where = 'adapter_config.
  */
 export function validateLoraWeights(adapter: Pick<LoraAdapter, 'config' | 'weights'>, modelConfig?: ModelConfig): void {
   const { r, target_modules: targets } = adapter.config;
-  const linear = modelConfig ? new Map(weightSpecs(modelConfig).filter((s) => s.kind === 'linear').map((s) => [s.name, s.shape])) : null;
+  const linear = modelConfig
+    ? new Map(
+        weightSpecs(modelConfig)
+          .filter((s) => s.kind === 'linear')
+          .map((s) => [s.name, s.shape]),
+      )
+    : null;
   const bad = (module: string, message: string): never => {
     throw new EngineError('ENGINE_INVALID_WEIGHTS', `LoRA module ${module}: ${message}`, module);
   };
@@ -186,7 +192,11 @@ function adapterConfigJson(adapter: LoraAdapter): Record<string, unknown> {
     peft_type: 'LORA',
   };
   const merged: Record<string, unknown> = { ...defaults, ...(adapter.rawConfig ?? {}), ...own };
-  return Object.fromEntries(Object.keys(merged).sort().map((k) => [k, merged[k]]));
+  return Object.fromEntries(
+    Object.keys(merged)
+      .sort()
+      .map((k) => [k, merged[k]]),
+  );
 }
 
 /**

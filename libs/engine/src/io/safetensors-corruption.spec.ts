@@ -31,11 +31,27 @@ describe('safetensors corruption', () => {
     ['an empty file', new Uint8Array(0), /shorter than the 8-byte header length/],
     ['a 5-byte file', new Uint8Array(5), /shorter than the 8-byte header length/],
     ['a header length past the end', fileOf('{}', 0, 100), /runs past the end/],
-    ['a header length of 2^63', (() => { const b = new Uint8Array(16); new DataView(b.buffer).setBigUint64(0, 2n ** 63n, true); return b; })(), /exceeds the 100000000-byte limit/],
+    [
+      'a header length of 2^63',
+      (() => {
+        const b = new Uint8Array(16);
+        new DataView(b.buffer).setBigUint64(0, 2n ** 63n, true);
+        return b;
+      })(),
+      /exceeds the 100000000-byte limit/,
+    ],
     ['a zero header length', fileOf('', 0), /too small/],
     ['a header that is not JSON', fileOf('{"a":', 0), /not valid JSON/],
     ['a header that is a JSON array', fileOf('[1,2]', 0), /does not start with "\{"/],
-    ['a header that is not UTF-8', (() => { const b = fileOf('{"a":1}', 0); b[10] = 0xff; return b; })(), /not valid UTF-8/],
+    [
+      'a header that is not UTF-8',
+      (() => {
+        const b = fileOf('{"a":1}', 0);
+        b[10] = 0xff;
+        return b;
+      })(),
+      /not valid UTF-8/,
+    ],
     ['a tensor that is not an object', fileOf('{"a":1}', 0), /tensor "a" is not an object/],
     ['an unknown dtype', fileOf(`{"a":${t('F128', [1], [0, 16])}}`, 16), /unknown dtype "F128"/],
     ['a negative dimension', fileOf(`{"a":${t('F32', [-1], [0, 4])}}`, 4), /shape must be a list of non-negative integers/],

@@ -2,18 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  SafetensorsFile,
-  decodeSafetensors,
-  encodeSafetensors,
-  readSafetensors,
-  writeSafetensors,
-  type SafetensorsWriteTensor,
-} from './safetensors';
+import { SafetensorsFile, decodeSafetensors, encodeSafetensors, readSafetensors, writeSafetensors, type SafetensorsWriteTensor } from './safetensors';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '__golden__', 'safetensors');
 const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) as {
-  files: Record<string, { metadata: Record<string, string> | null; tensors: Record<string, { dtype: string; shape: number[]; f32_bits?: Array<number | 'nan'>; values?: unknown[] }> }>;
+  files: Record<
+    string,
+    { metadata: Record<string, string> | null; tensors: Record<string, { dtype: string; shape: number[]; f32_bits?: Array<number | 'nan'>; values?: unknown[] }> }
+  >;
 };
 
 function bitsOf(data: Float32Array): number[] {
@@ -130,7 +126,10 @@ describe('safetensors', () => {
   });
 
   it('refuses tensors it cannot write, naming them', () => {
-    const bad = (t: SafetensorsWriteTensor, name = 'w') => () => encodeSafetensors([[name, t]]);
+    const bad =
+      (t: SafetensorsWriteTensor, name = 'w') =>
+      () =>
+        encodeSafetensors([[name, t]]);
     expect(bad({ shape: [3], data: new Float32Array(2) })).toThrow(expect.objectContaining({ code: 'ENGINE_IO', field: 'w' }));
     expect(bad({ shape: [-1], data: new Float32Array(0) })).toThrow(/non-negative integers/);
     expect(bad({ shape: [2], data: new Int32Array(2), dtype: 'F16' })).toThrow(/cannot write I32 data as F16/);

@@ -13,22 +13,7 @@ import { decodeBfloat16, decodeFloat16, encodeBfloat16, encodeFloat16 } from './
  */
 
 /** Every dtype name the format defines (a header naming another one is corrupt). */
-export type SafetensorsDtype =
-  | 'BOOL'
-  | 'U8'
-  | 'I8'
-  | 'F8_E5M2'
-  | 'F8_E4M3'
-  | 'I16'
-  | 'U16'
-  | 'F16'
-  | 'BF16'
-  | 'I32'
-  | 'U32'
-  | 'F32'
-  | 'F64'
-  | 'I64'
-  | 'U64';
+export type SafetensorsDtype = 'BOOL' | 'U8' | 'I8' | 'F8_E5M2' | 'F8_E4M3' | 'I16' | 'U16' | 'F16' | 'BF16' | 'I32' | 'U32' | 'F32' | 'F64' | 'I64' | 'U64';
 
 /** The dtypes written from float32 weights. */
 export type SafetensorsFloatDtype = 'F32' | 'F16' | 'BF16';
@@ -84,17 +69,7 @@ export interface SafetensorsHeader {
 }
 
 /** Typed data of a decoded tensor: float dtypes widen to float32 (F64 stays float64); integers keep their type. */
-export type SafetensorsData =
-  | Float32Array
-  | Float64Array
-  | BigInt64Array
-  | BigUint64Array
-  | Int32Array
-  | Uint32Array
-  | Int16Array
-  | Uint16Array
-  | Int8Array
-  | Uint8Array;
+export type SafetensorsData = Float32Array | Float64Array | BigInt64Array | BigUint64Array | Int32Array | Uint32Array | Int16Array | Uint16Array | Int8Array | Uint8Array;
 
 /** A decoded tensor with the dtype it had in the file. */
 export interface SafetensorsTensor {
@@ -303,9 +278,7 @@ function planTensor(name: string, t: SafetensorsWriteTensor): { dtype: Safetenso
   if (t.data.length !== n) throw new EngineError('ENGINE_IO', `tensor "${name}": shape [${t.shape}] needs ${n} values, data has ${t.data.length}`, name);
   const natural = naturalDtype(t.data);
   const ok =
-    dtype === natural ||
-    ((dtype === 'F16' || dtype === 'BF16' || dtype === 'F64') && t.data instanceof Float32Array) ||
-    (dtype === 'BOOL' && t.data instanceof Uint8Array);
+    dtype === natural || ((dtype === 'F16' || dtype === 'BF16' || dtype === 'F64') && t.data instanceof Float32Array) || (dtype === 'BOOL' && t.data instanceof Uint8Array);
   if (!ok) throw new EngineError('ENGINE_IO', `tensor "${name}": cannot write ${natural} data as ${dtype}`, name);
   if (dtype === 'F8_E4M3' || dtype === 'F8_E5M2') throw new EngineError('ENGINE_IO', `tensor "${name}": writing ${dtype} is not supported`, name);
   return { dtype, bytes: n * DTYPE_BYTES[dtype] };
@@ -396,7 +369,10 @@ export function encodeSafetensors(tensors: Iterable<[string, SafetensorsWriteTen
  * const { tensors, metadata } = decodeSafetensors(fs.readFileSync('adapter_model.safetensors'));
  * ```
  */
-export function decodeSafetensors(bytes: Uint8Array, maxHeaderBytes = MAX_SAFETENSORS_HEADER_BYTES): { tensors: Map<string, SafetensorsTensor>; metadata: Record<string, string> | null } {
+export function decodeSafetensors(
+  bytes: Uint8Array,
+  maxHeaderBytes = MAX_SAFETENSORS_HEADER_BYTES,
+): { tensors: Map<string, SafetensorsTensor>; metadata: Record<string, string> | null } {
   const len = parseSafetensorsPrefix(bytes, bytes.length, maxHeaderBytes);
   const header = parseSafetensorsHeader(bytes.subarray(8, 8 + len), bytes.length - 8 - len);
   const dataStart = 8 + len;

@@ -39,6 +39,18 @@ export function nativeBatchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend
   const batch = Math.max(batchA, batchB);
   const out = backend.makeOutput(outShape, 'float32');
   // Views after allocating: growing wasm memory replaces the ArrayBuffer.
-  addon.gemm(ta, tb, batch, m, n, k, backend.typedArrayFromHeap(a), batchA === 1 ? 0 : m * k, backend.typedArrayFromHeap(b), batchB === 1 ? 0 : k * n, backend.typedArrayFromHeap(out));
+  addon.gemm(
+    ta,
+    tb,
+    batch,
+    m,
+    n,
+    k,
+    backend.typedArrayFromHeap(a),
+    batchA === 1 ? 0 : m * k,
+    backend.typedArrayFromHeap(b),
+    batchB === 1 ? 0 : k * n,
+    backend.typedArrayFromHeap(out),
+  );
   return out;
 }

@@ -86,11 +86,13 @@ function gradient(withHead: boolean): tf.GradConfig {
       const [entropy, lse] = rest.slice(-2);
       const useEntropy = Boolean(attrs.entropy) && dentIn !== null;
       const grad = (part: 'h' | 'w') => () =>
-        tf.engine().runKernel(
-          GRAD,
-          { h, targets, lse, dlogp: dlogpIn ?? tf.zerosLike(lse), ...(w ? { w } : {}), ...(useEntropy ? { entropy, dent: dentIn! } : {}) },
-          { ...attrs, part },
-        ) as tf.Tensor;
+        tf
+          .engine()
+          .runKernel(
+            GRAD,
+            { h, targets, lse, dlogp: dlogpIn ?? tf.zerosLike(lse), ...(w ? { w } : {}), ...(useEntropy ? { entropy, dent: dentIn! } : {}) },
+            { ...attrs, part },
+          ) as tf.Tensor;
       return { h: grad('h'), ...(w ? { w: grad('w') } : {}) };
     },
   };

@@ -8,7 +8,10 @@ import { type WasmMatMul, useWasmMatMul, wasmMatMul } from './wasm-batch-matmul'
 function random(shape: number[], seed: number): tf.Tensor {
   const rng = new Prng(seed);
   const n = shape.reduce((a, b) => a * b, 1);
-  return tf.tensor(Float32Array.from({ length: n }, () => rng.normal()), shape);
+  return tf.tensor(
+    Float32Array.from({ length: n }, () => rng.normal()),
+    shape,
+  );
 }
 
 /** [aShape, bShape, transposeA, transposeB] */

@@ -66,7 +66,10 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
     expect(Math.max(...q.A.data.map(Math.abs))).toBeGreaterThan(bound / 2);
     expect(q.B.data.every((x) => x === 0)).toBe(true);
     const down = adapter.weights.get('model.layers.1.mlp.down_proj')!;
-    expect([down.A.shape, down.B.shape]).toEqual([[4, config.intermediate_size], [config.hidden_size, 4]]);
+    expect([down.A.shape, down.B.shape]).toEqual([
+      [4, config.intermediate_size],
+      [config.hidden_size, 4],
+    ]);
     model.dispose();
   });
 
@@ -91,7 +94,12 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
     const ref = model.scoreTokens(batch, { adapter: false });
     expect(maxAbsDiff(ref.logProbs, baseScores.logProbs)).toBeLessThan(1e-6);
     const base = Model.fromWeights(config, weights);
-    expect(maxAbsDiff(model.withoutAdapter(() => logits(model)), logits(base))).toBeLessThan(1e-6);
+    expect(
+      maxAbsDiff(
+        model.withoutAdapter(() => logits(model)),
+        logits(base),
+      ),
+    ).toBeLessThan(1e-6);
     base.dispose();
     expect(maxAbsDiff(model.scoreTokens(batch).logProbs, baseScores.logProbs)).toBeGreaterThan(1e-3);
     trainer.dispose();
@@ -150,7 +158,10 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
     const adapter = randomised(model.exportLora(), 9);
     model.removeLora();
     model.loadLora(adapter);
-    const prompts = [[1, 2, 3], [4, 5]];
+    const prompts = [
+      [1, 2, 3],
+      [4, 5],
+    ];
     const outs = sample(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 3, stopTokenIds: [] });
     const full = padBatch(prompts.map((p, i) => [...p, ...outs[i].tokens]));
     const withAdapter = model.scoreTokens(full);

@@ -15,7 +15,17 @@ import { Trainer } from '../train/trainer';
 const ALL_LINEARS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 /** A Qwen2.5-like shape (wide MLP, grouped-query attention), small enough for a unit test. */
-const WIDE: ModelConfig = { ...modelPreset('qwen2.5-0.5b'), vocab_size: 512, hidden_size: 256, intermediate_size: 1408, num_hidden_layers: 3, num_attention_heads: 4, num_key_value_heads: 2, bos_token_id: 1, eos_token_id: 2 };
+const WIDE: ModelConfig = {
+  ...modelPreset('qwen2.5-0.5b'),
+  vocab_size: 512,
+  hidden_size: 256,
+  intermediate_size: 1408,
+  num_hidden_layers: 3,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  bos_token_id: 1,
+  eos_token_id: 2,
+};
 
 function measure(run: () => void): number {
   resetWasmHeapPeak();

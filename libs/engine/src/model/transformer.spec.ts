@@ -69,10 +69,7 @@ describe.each(TEST_BACKENDS)('transformer against the NumPy float64 reference on
     it('gradients of a log-prob + entropy (+ value) loss match finite differences', () => {
       const vars = model.namedVariables();
       const coefs = { logProbCoef: c.logProbCoef, entropyCoef: c.entropyCoef, ...(c.valueCoef ? { valueCoef: c.valueCoef } : {}) };
-      const { value, grads } = tf.variableGrads(
-        () => surrogateLoss(model, batch, coefs).loss,
-        [...vars.values()],
-      );
+      const { value, grads } = tf.variableGrads(() => surrogateLoss(model, batch, coefs).loss, [...vars.values()]);
       expect(Math.abs(value.dataSync()[0] - c.loss)).toBeLessThan(1e-4 * Math.max(1, Math.abs(c.loss)));
       const scale = Math.max(...c.grads.map((g) => Math.abs(g.grad)));
       let worst = 0;

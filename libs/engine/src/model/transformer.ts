@@ -765,7 +765,12 @@ export class Model {
         return out;
       };
       const values = join((s) => s.values) as Float32Array | undefined;
-      return { logProbs: join((s) => s.logProbs) as Float32Array, entropy: join((s) => s.entropy) as Float32Array, valid: join((s) => s.valid) as unknown as Uint8Array, ...(values ? { values } : {}) };
+      return {
+        logProbs: join((s) => s.logProbs) as Float32Array,
+        entropy: join((s) => s.entropy) as Float32Array,
+        valid: join((s) => s.valid) as unknown as Uint8Array,
+        ...(values ? { values } : {}),
+      };
     }
     let valNext: Float32Array | undefined;
     const [lpNext, entNext] = tf.tidy(() => {
@@ -782,7 +787,11 @@ function resolvePlacement(trainable: boolean, wanted?: 'native' | 'heap'): 'nati
   if (trainable || wanted === 'heap') return 'heap';
   const available = engineAddon() !== undefined && backendRunsNativeKernels();
   if (wanted === 'native' && !available) {
-    throw new EngineError('ENGINE_BACKEND_UNAVAILABLE', `native placement needs the engine's native addon on the wasm or cpu backend (backend ${tf.getBackend()}, addon ${engineAddon() ? 'loaded' : 'not loaded'})`, 'placement');
+    throw new EngineError(
+      'ENGINE_BACKEND_UNAVAILABLE',
+      `native placement needs the engine's native addon on the wasm or cpu backend (backend ${tf.getBackend()}, addon ${engineAddon() ? 'loaded' : 'not loaded'})`,
+      'placement',
+    );
   }
   return available ? 'native' : 'heap';
 }

@@ -25,14 +25,36 @@ export type MappingHandle = { readonly __nativeMapping: unique symbol };
 export interface EngineAddon {
   info(): { kernel: string; threads: number };
   setThreads(threads: number): void;
-  gemm(ta: boolean, tb: boolean, batch: number, m: number, n: number, k: number, a: Float32Array, strideA: number, b: Float32Array | TensorHandle, strideB: number, c: Float32Array): void;
+  gemm(
+    ta: boolean,
+    tb: boolean,
+    batch: number,
+    m: number,
+    n: number,
+    k: number,
+    a: Float32Array,
+    strideA: number,
+    b: Float32Array | TensorHandle,
+    strideB: number,
+    c: Float32Array,
+  ): void;
   tensorCopy(data: Float32Array | Uint16Array, dtype: number): TensorHandle;
   mapFile(path: string): MappingHandle;
   tensorView(mapping: MappingHandle, byteOffset: number, dtype: number, numel: number): TensorHandle;
   tensorFree(t: TensorHandle): void;
   tensorRead(t: TensorHandle, start: number, out: Float32Array): void;
   gatherRows(table: TensorHandle, rowLength: number, ids: Int32Array, out: Float32Array): void;
-  tokenScores(h: Float32Array, n: number, d: number, w: Float32Array | TensorHandle, vocab: number, targets: Int32Array, logp: Float32Array, lse: Float32Array, entropy: Float32Array | null): void;
+  tokenScores(
+    h: Float32Array,
+    n: number,
+    d: number,
+    w: Float32Array | TensorHandle,
+    vocab: number,
+    targets: Int32Array,
+    logp: Float32Array,
+    lse: Float32Array,
+    entropy: Float32Array | null,
+  ): void;
   tokenScoresGrad(
     h: Float32Array,
     n: number,

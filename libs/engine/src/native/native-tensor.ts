@@ -8,7 +8,7 @@ let nextId = 1;
 
 function requireAddon(): EngineAddon {
   const a = engineAddon();
-  if (!a) throw new EngineError('ENGINE_BACKEND_UNAVAILABLE', 'native tensors need the engine\'s native addon, which is not loaded', 'native');
+  if (!a) throw new EngineError('ENGINE_BACKEND_UNAVAILABLE', "native tensors need the engine's native addon, which is not loaded", 'native');
   return a;
 }
 
@@ -54,7 +54,12 @@ export class NativeTensor {
 
   /** A view of `shape` elements of `dtype` at `byteOffset` of a mapped file (see {@link MappedFile}). */
   static view(file: MappedFile, byteOffset: number, shape: readonly number[], dtype: NativeDtype): NativeTensor {
-    const handle = requireAddon().tensorView(file.handle, byteOffset, NATIVE_DTYPES[dtype], shape.reduce((x, y) => x * y, 1));
+    const handle = requireAddon().tensorView(
+      file.handle,
+      byteOffset,
+      NATIVE_DTYPES[dtype],
+      shape.reduce((x, y) => x * y, 1),
+    );
     return new NativeTensor(handle, [...shape], dtype);
   }
 

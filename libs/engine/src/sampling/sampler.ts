@@ -99,7 +99,8 @@ function keepRun(fn: () => RunResult): { logits: tf.Tensor2D; present: KvLayer[]
  * token), the slices' caches joined along the batch axis.
  */
 function prefillRows(model: Model, batch: TokenBatch): { logits: tf.Tensor2D; present: KvLayer[] } {
-  const run = (part: TokenBatch) => keepRun(() => model.run(tf.tensor2d(part.ids, [part.batchSize, part.seqLen], 'int32'), part.mask, undefined, { lastOnly: true, present: true }));
+  const run = (part: TokenBatch) =>
+    keepRun(() => model.run(tf.tensor2d(part.ids, [part.batchSize, part.seqLen], 'int32'), part.mask, undefined, { lastOnly: true, present: true }));
   const rows = maxScoringRows(model.config, batch.seqLen);
   if (rows >= batch.batchSize) return run(batch);
   const parts: Array<{ logits: tf.Tensor2D; present: KvLayer[] }> = [];

@@ -73,7 +73,10 @@ export class ByteTokenizer implements Tokenizer {
     this.eosId = role(options.eosToken, '<|im_end|>');
     this.padId = role(options.padToken, '<|pad|>');
     // Longest first, so a special token that prefixes another never wins over it.
-    const alternatives = entries.map(([t]) => t).sort((a, b) => b.length - a.length).map(escapeRegExp);
+    const alternatives = entries
+      .map(([t]) => t)
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp);
     this.splitter = alternatives.length > 0 ? new RegExp(`(${alternatives.join('|')})`) : null;
   }
 

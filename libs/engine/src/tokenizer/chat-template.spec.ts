@@ -30,9 +30,7 @@ describe('ChatTemplate', () => {
       { role: 'assistant', content: 'The answer is 56.' },
     ]);
     expect(out).toBe(
-      '<|im_start|>system\nYou are a careful math tutor.<|im_end|>\n' +
-        '<|im_start|>user\nWhat is 7 * 8?<|im_end|>\n' +
-        '<|im_start|>assistant\nThe answer is 56.<|im_end|>\n',
+      '<|im_start|>system\nYou are a careful math tutor.<|im_end|>\n' + '<|im_start|>user\nWhat is 7 * 8?<|im_end|>\n' + '<|im_start|>assistant\nThe answer is 56.<|im_end|>\n',
     );
   });
 

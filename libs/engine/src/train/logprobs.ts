@@ -82,11 +82,7 @@ export interface SurrogateLoss {
  * depends on the current policy, needs one forward pass only. Must be called inside `tf.tidy` (or
  * `tf.variableGrads`). @internal
  */
-export function surrogateLoss(
-  model: Model,
-  batch: TokenBatch,
-  coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients),
-): SurrogateLoss {
+export function surrogateLoss(model: Model, batch: TokenBatch, coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients)): SurrogateLoss {
   const { hidden, ...scores } = model.nextTokenScores(batch);
   return { ...surrogateOfScores(batch, scores, coefficients), hidden };
 }
@@ -100,12 +96,7 @@ export function surrogateOfScores(
   const { logProbs, entropy, values } = scores;
   let coefs: LossCoefficients;
   if (typeof coefficients === 'function') {
-    const s = alignToTokens(
-      batch,
-      logProbs.dataSync() as Float32Array,
-      entropy.dataSync() as Float32Array,
-      values?.dataSync() as Float32Array | undefined,
-    );
+    const s = alignToTokens(batch, logProbs.dataSync() as Float32Array, entropy.dataSync() as Float32Array, values?.dataSync() as Float32Array | undefined);
     coefs = coefficients({ logProbs: s.logProbs, entropy: s.entropy, ...(s.values ? { values: s.values } : {}) });
   } else {
     coefs = coefficients;

@@ -63,12 +63,18 @@ describe.each(TEST_BACKENDS)('Trainer on %s', (backend) => {
     const ra = ta.trainStep(whole, ce);
     // Same per-token coefficients, split into two micro-batches of two rows.
     const rowsOf = (rows: number[]) => {
-      const part = padBatch(rows.map((r) => sequences[r]), { length: whole.seqLen });
+      const part = padBatch(
+        rows.map((r) => sequences[r]),
+        { length: whole.seqLen },
+      );
       const coef = new Float32Array(part.ids.length);
       rows.forEach((r, i) => coef.set(ce.logProbCoef.slice(r * whole.seqLen, (r + 1) * whole.seqLen) as Float32Array, i * whole.seqLen));
       return { part, coef };
     };
-    for (const rows of [[0, 1], [2, 3]]) {
+    for (const rows of [
+      [0, 1],
+      [2, 3],
+    ]) {
       const { part, coef } = rowsOf(rows);
       tb.accumulate(part, { logProbCoef: coef });
     }

@@ -296,5 +296,3 @@ function assertJson(value: unknown, what: string): void {
 function assert(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`Conformance: ${message}`);
 }
-
-

@@ -62,7 +62,21 @@ describe('grpo_per_step vs the NumPy reference (through the adv_estimator regist
   });
 
   test("every verl estimator is registered under verl's name, plus grpo_per_step", () => {
-    const verl = ['gae', 'grpo', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'remax', 'rloo', 'opo', 'grpo_passk', 'gpg', 'rloo_vectorized', 'grpo_vectorized', 'optimal_token_baseline', 'tir_optimal_token_baseline'];
+    const verl = [
+      'gae',
+      'grpo',
+      'reinforce_plus_plus',
+      'reinforce_plus_plus_baseline',
+      'remax',
+      'rloo',
+      'opo',
+      'grpo_passk',
+      'gpg',
+      'rloo_vectorized',
+      'grpo_vectorized',
+      'optimal_token_baseline',
+      'tir_optimal_token_baseline',
+    ];
     for (const name of [...verl, 'grpo_per_step']) expect(listAdvEstimators()).toContain(name);
   });
 });
@@ -198,7 +212,13 @@ describe('group statistics edge cases', () => {
 
 describe('grpo_per_step', () => {
   test('turns are runs of unmasked tokens; returns-to-go are discounted', () => {
-    expect(turnBoundaries([1, 1, 0, 1, 0, 0, 1, 1], 2, 4)).toEqual([[[0, 2], [3, 4]], [[2, 4]]]);
+    expect(turnBoundaries([1, 1, 0, 1, 0, 0, 1, 1], 2, 4)).toEqual([
+      [
+        [0, 2],
+        [3, 4],
+      ],
+      [[2, 4]],
+    ]);
     expect(cumulativeReturns([0, 0.5, 1], 1)).toEqual([1.5, 1.5, 1]);
     expectClose(cumulativeReturns([1, 0, 2], 0.5), [1.5, 1, 2], F64, 'discounted');
   });
@@ -223,9 +243,7 @@ describe('grpo_per_step', () => {
   test('without turn scores it is exactly GRPO', () => {
     const input: AdvantageInput = { batch: 3, seqLen: 2, tokenLevelRewards: [0, 1, 0, 0, 0, 1], responseMask: [1, 1, 1, 0, 1, 1], index: [0, 0, 0] };
     expect(Array.from(computeGrpoPerStepAdvantage(input).advantages)).toEqual(Array.from(computeGrpoOutcomeAdvantage(input).advantages));
-    expect(Array.from(computeGrpoPerStepAdvantage({ ...input, turnScores: [[], [], []] }).advantages)).toEqual(
-      Array.from(computeGrpoOutcomeAdvantage(input).advantages),
-    );
+    expect(Array.from(computeGrpoPerStepAdvantage({ ...input, turnScores: [[], [], []] }).advantages)).toEqual(Array.from(computeGrpoOutcomeAdvantage(input).advantages));
   });
 });
 
@@ -251,16 +269,41 @@ describe('registry', () => {
 
 describe('empty batches', () => {
   test.each(listAdvEstimators().filter((n) => n !== 'const42' && n !== 'grpo_passk'))('%s handles batch 0 and seqLen 0', (name) => {
-    for (const [batch, seqLen] of [[0, 5], [0, 0]]) {
+    for (const [batch, seqLen] of [
+      [0, 5],
+      [0, 0],
+    ]) {
       const n = batch * seqLen;
       const out = computeAdvantage(
-        { batch, seqLen, tokenLevelRewards: new Float32Array(n), responseMask: new Float32Array(n), index: [], values: new Float32Array(n), rewardBaselines: [], turnScores: [], oldLogProbs: new Float32Array(n), sumPiSquared: new Float32Array(n) },
+        {
+          batch,
+          seqLen,
+          tokenLevelRewards: new Float32Array(n),
+          responseMask: new Float32Array(n),
+          index: [],
+          values: new Float32Array(n),
+          rewardBaselines: [],
+          turnScores: [],
+          oldLogProbs: new Float32Array(n),
+          sumPiSquared: new Float32Array(n),
+        },
         { adv_estimator: name },
       );
       expect(out.advantages.length).toBe(0);
     }
     const rows = computeAdvantage(
-      { batch: 2, seqLen: 0, tokenLevelRewards: [], responseMask: [], index: ['a', 'a'], values: [], rewardBaselines: [0, 0], turnScores: [[1], [0]], oldLogProbs: [], sumPiSquared: [] },
+      {
+        batch: 2,
+        seqLen: 0,
+        tokenLevelRewards: [],
+        responseMask: [],
+        index: ['a', 'a'],
+        values: [],
+        rewardBaselines: [0, 0],
+        turnScores: [[1], [0]],
+        oldLogProbs: [],
+        sumPiSquared: [],
+      },
       { adv_estimator: name },
     );
     expect(rows.advantages.length).toBe(0);

@@ -4,17 +4,7 @@
  * tensor, padded positions included.
  */
 import { expectClose, reportWorst } from '../testing/golden';
-import {
-  FIXTURE_FILES,
-  GRPO_VECTORIZED_TOL,
-  loadVerlFixture,
-  matrix,
-  plainConfig,
-  tensor,
-  vectorCases,
-  VERL_TOL,
-  type VerlVector,
-} from '../testing/verl-vectors';
+import { FIXTURE_FILES, GRPO_VECTORIZED_TOL, loadVerlFixture, matrix, plainConfig, tensor, vectorCases, VERL_TOL, type VerlVector } from '../testing/verl-vectors';
 import { computeAdvantage, type AlgoConfig } from './registry';
 import type { AdvantageInput } from './types';
 

@@ -99,8 +99,7 @@ export function computeGrpoPerStepAdvantage(input: AdvantageInput, options: Grpo
   assertLength('tokenLevelRewards', tokenLevelRewards, n);
   assertLength('responseMask', responseMask, n);
   const index = requireIndex(input.index, batch);
-  const hasTurnScores =
-    turnScores != null && turnScores.length === batch && turnScores.some((ts) => ts != null && ts.length > 0);
+  const hasTurnScores = turnScores != null && turnScores.length === batch && turnScores.some((ts) => ts != null && ts.length > 0);
   if (!hasTurnScores) return computeGrpoOutcomeAdvantage(input, options);
 
   const gamma = options.gamma ?? 1;

@@ -30,10 +30,7 @@ export interface ReinforcePlusPlusOptions {
  *   { batch: 2, seqLen: 2, tokenLevelRewards: [0, 1, 0, 0], responseMask: [1, 1, 1, 1] }, { gamma: 1 });
  * ```
  */
-export function computeReinforcePlusPlusOutcomeAdvantage(
-  input: AdvantageInput,
-  options: ReinforcePlusPlusOptions = {},
-): AdvantageOutput {
+export function computeReinforcePlusPlusOutcomeAdvantage(input: AdvantageInput, options: ReinforcePlusPlusOptions = {}): AdvantageOutput {
   const n = checkShape(input);
   const { batch, seqLen, tokenLevelRewards: r, responseMask: m } = input;
   assertLength('tokenLevelRewards', r, n);

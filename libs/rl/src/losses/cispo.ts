@@ -22,11 +22,7 @@ import { resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOut
  * // r = e ≈ 2.718 → weight 1.28: loss = 1.28, dLogProb = [-1.28]
  * ```
  */
-export function computePolicyLossCispo(
-  input: PolicyLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossCispo(input: PolicyLossInput, lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const { low, high } = resolveClip(config);

@@ -20,11 +20,7 @@ import { RlError } from '../errors';
  * computePolicyLossClipCov(input, 'token-mean', { clip_ratio: 0.2, policy_loss: { loss_mode: 'clip_cov', clip_cov_ratio: 0.0002 } });
  * ```
  */
-export function computePolicyLossClipCov(
-  input: PolicyLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossClipCov(input: PolicyLossInput, lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const { low, high } = resolveClip(config);

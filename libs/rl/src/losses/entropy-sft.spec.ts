@@ -20,7 +20,13 @@ afterAll(reportWorst);
 describe('entropy from logits', () => {
   test('gradient matches finite differences; limits', () => {
     const z = [0.3, -1.2, 2.0, 0.0, 0.7];
-    expectClose(entropyGradLogits(z, 1, 5), finiteDiff((x) => entropyFromLogits(x, 1, 5)[0], z), { rtol: 1e-6, atol: 1e-9 }, 'own FD', 'entropy own FD');
+    expectClose(
+      entropyGradLogits(z, 1, 5),
+      finiteDiff((x) => entropyFromLogits(x, 1, 5)[0], z),
+      { rtol: 1e-6, atol: 1e-9 },
+      'own FD',
+      'entropy own FD',
+    );
     expectClose(entropyFromLogits([5, 5, 5, 5], 1, 4), [Math.log(4)], F64, 'uniform');
     expectClose(entropyFromLogits([1e4, 0, -1e4], 1, 3), [0], F64, 'one-hot');
     expectClose(entropyFromLogits([0, -Infinity], 1, 2), [0], F64, '-inf logit');

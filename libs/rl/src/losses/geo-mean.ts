@@ -23,11 +23,7 @@ import { resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossOut
  *   'token-mean', { clip_ratio: 0.4 });
  * ```
  */
-export function computePolicyLossGeoMean(
-  input: PolicyLossInput,
-  _lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossGeoMean(input: PolicyLossInput, _lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { batch, seqLen, oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const { low, high } = resolveClip(config);

@@ -16,11 +16,7 @@ import { aggOptionsFromConfig, type ActorConfig, type PolicyLossInput, type Poli
  * // loss = 1.5, dLogProb = [-0.5, -0.5]
  * ```
  */
-export function computePolicyLossGpg(
-  input: PolicyLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossGpg(input: PolicyLossInput, lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const pgLosses = new Float64Array(n);

@@ -23,11 +23,7 @@ import { maxGrad, resolveClip, type ActorConfig, type PolicyLossInput, type Poli
  *   'seq-mean-token-mean', { clip_ratio_low: 3e-4, clip_ratio_high: 4e-4 });
  * ```
  */
-export function computePolicyLossGspo(
-  input: PolicyLossInput,
-  _lossAggMode: LossAggMode = 'seq-mean-token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossGspo(input: PolicyLossInput, _lossAggMode: LossAggMode = 'seq-mean-token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { batch, seqLen, oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const { low, high } = resolveClip(config);

@@ -19,11 +19,7 @@ import { RlError } from '../errors';
  * computePolicyLossKlCov(input, 'token-mean', { policy_loss: { loss_mode: 'kl_cov', kl_cov_ratio: 0.0002, ppo_kl_coef: 1 } });
  * ```
  */
-export function computePolicyLossKlCov(
-  input: PolicyLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossKlCov(input: PolicyLossInput, lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const pl = config.policy_loss ?? {};

@@ -36,7 +36,14 @@ describe('sapo semantics', () => {
   });
 
   test('dLogProb matches finite differences (no stop-gradient in sapo)', () => {
-    const input: PolicyLossInput = { batch: 2, seqLen: 3, oldLogProb: [-1, -2, -0.5, -1, -1, -3], logProb: [-0.7, -2.4, -0.5, -1.3, -0.2, -3], advantages: [1, 1, 1, -0.5, -0.5, 0], responseMask: [1, 1, 0, 1, 1, 1] };
+    const input: PolicyLossInput = {
+      batch: 2,
+      seqLen: 3,
+      oldLogProb: [-1, -2, -0.5, -1, -1, -3],
+      logProb: [-0.7, -2.4, -0.5, -1.3, -0.2, -3],
+      advantages: [1, 1, 1, -0.5, -0.5, 0],
+      responseMask: [1, 1, 0, 1, 1, 1],
+    };
     const out = computePolicyLossSapo(input);
     const fd = finiteDiff((lp) => computePolicyLossSapo({ ...input, logProb: lp }).loss, input.logProb);
     expectClose(out.dLogProb, fd, { rtol: 1e-6, atol: 1e-9 }, 'sapo FD');
@@ -70,7 +77,11 @@ describe('vanilla PPO semantics', () => {
   });
 
   test('very negative log-probs stay finite (log-ratio clamped at ±20 like verl)', () => {
-    for (const [lp, old] of [[-1e4, -5], [-5, -1e4], [-1e30, -1e30]]) {
+    for (const [lp, old] of [
+      [-1e4, -5],
+      [-5, -1e4],
+      [-1e30, -1e30],
+    ]) {
       const r = one(lp, old, 1.5);
       expect(Number.isFinite(r.loss)).toBe(true);
       expect(Number.isFinite(r.dLogProb[0])).toBe(true);

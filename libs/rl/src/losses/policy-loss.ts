@@ -4,16 +4,7 @@
  */
 import { aggLoss, type LossAggMode } from '../aggregation';
 import { assertLength, checkShape } from '../shape';
-import {
-  aggOptionsFromConfig,
-  maxGrad,
-  minGrad,
-  resolveClip,
-  type ActorConfig,
-  type PolicyLossInput,
-  type PolicyLossMetrics,
-  type PolicyLossOutput,
-} from './types';
+import { aggOptionsFromConfig, maxGrad, minGrad, resolveClip, type ActorConfig, type PolicyLossInput, type PolicyLossMetrics, type PolicyLossOutput } from './types';
 import { RlError } from '../errors';
 
 /**
@@ -53,14 +44,11 @@ export function checkPolicyInput(input: PolicyLossInput): number {
  * out.loss; out.dLogProb; out.metrics['actor/pg_clipfrac'];
  * ```
  */
-export function computePolicyLossVanilla(
-  input: PolicyLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossVanilla(input: PolicyLossInput, lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { low, high, c } = resolveClip(config);
-  if (!(c > 1)) throw new RlError('RL_INVALID_CONFIG', `The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get the value: ${c}.`, 'clip_ratio_c');
+  if (!(c > 1))
+    throw new RlError('RL_INVALID_CONFIG', `The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get the value: ${c}.`, 'clip_ratio_c');
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const pgLosses = new Float64Array(n);
   const dToken = new Float64Array(n);

@@ -20,11 +20,7 @@ import type { ActorConfig, PolicyLossInput, PolicyLossOutput } from './types';
  * // loss = 1.5, dLogProb = [-0.5, -0.5]
  * ```
  */
-export function computePolicyLossReinforce(
-  input: PolicyLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossReinforce(input: PolicyLossInput, lossAggMode: LossAggMode = 'token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const pgLosses = new Float64Array(n);

@@ -22,11 +22,7 @@ import type { ActorConfig, PolicyLossInput, PolicyLossOutput } from './types';
  *   'token-mean', { tau_pos: 1, tau_neg: 1.05 });
  * ```
  */
-export function computePolicyLossSapo(
-  input: PolicyLossInput,
-  _lossAggMode: LossAggMode = 'seq-mean-token-mean',
-  config: ActorConfig = {},
-): PolicyLossOutput {
+export function computePolicyLossSapo(input: PolicyLossInput, _lossAggMode: LossAggMode = 'seq-mean-token-mean', config: ActorConfig = {}): PolicyLossOutput {
   const n = checkPolicyInput(input);
   const { oldLogProb, logProb, advantages: A, responseMask: mask, rolloutIsWeights: isw } = input;
   const tauPos = config.tau_pos ?? 1.0;

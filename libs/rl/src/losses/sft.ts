@@ -55,11 +55,7 @@ export interface SftLossInput extends BatchShape {
  * sftLoss({ batch: 1, seqLen: 3, logProb: [-1, -2, -3], lossMask: [0, 1, 1] }); // loss 2.5
  * ```
  */
-export function sftLoss(
-  input: SftLossInput,
-  lossAggMode: LossAggMode = 'token-mean',
-  aggOptions: AggOptions = {},
-): { loss: number; dLogProb: Float64Array } {
+export function sftLoss(input: SftLossInput, lossAggMode: LossAggMode = 'token-mean', aggOptions: AggOptions = {}): { loss: number; dLogProb: Float64Array } {
   const n = checkShape(input);
   assertLength('logProb', input.logProb, n);
   const neg = new Float64Array(n);

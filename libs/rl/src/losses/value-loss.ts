@@ -51,12 +51,7 @@ export interface ValueLossOutput {
  * computeValueLoss({ batch: 1, seqLen: 2, vpreds: [0.9, 0], returns: [1, 1], values: [0, 0], responseMask: [1, 1] }, 0.5);
  * ```
  */
-export function computeValueLoss(
-  input: ValueLossInput,
-  cliprangeValue: number,
-  lossAggMode: LossAggMode = 'token-mean',
-  aggOptions: AggOptions = {},
-): ValueLossOutput {
+export function computeValueLoss(input: ValueLossInput, cliprangeValue: number, lossAggMode: LossAggMode = 'token-mean', aggOptions: AggOptions = {}): ValueLossOutput {
   const n = checkShape(input);
   const { vpreds, returns, values, responseMask: mask } = input;
   assertLength('vpreds', vpreds, n);

@@ -21,7 +21,14 @@ describe('compute_value_loss vs verl (fixtures/verl/value_loss.json)', () => {
     const a = v.args;
     const vpreds = matrix(a.vpreds);
     const r = computeValueLoss(
-      { batch: vpreds.batch, seqLen: vpreds.seqLen, vpreds: vpreds.data, returns: matrix(a.returns).data, values: matrix(a.values).data, responseMask: matrix(a.response_mask).data },
+      {
+        batch: vpreds.batch,
+        seqLen: vpreds.seqLen,
+        vpreds: vpreds.data,
+        returns: matrix(a.returns).data,
+        values: matrix(a.values).data,
+        responseMask: matrix(a.response_mask).data,
+      },
       a.cliprange_value,
       a.loss_agg_mode as LossAggMode,
     );

@@ -43,13 +43,7 @@ const worst = new Map<string, Worst>();
  * Asserts |a - e| <= atol + rtol·|e| element-wise and records the worst absolute and relative error
  * (relative over |e| > 1e-6) under `bucket`.
  */
-export function expectClose(
-  actual: ArrayLike<number> | number,
-  expected: ArrayLike<number> | number,
-  tol: Tol,
-  label: string,
-  bucket = 'misc',
-): void {
+export function expectClose(actual: ArrayLike<number> | number, expected: ArrayLike<number> | number, tol: Tol, label: string, bucket = 'misc'): void {
   const a = typeof actual === 'number' ? [actual] : actual;
   const e = typeof expected === 'number' ? [expected] : expected;
   if (a.length !== e.length) throw new Error(`${label}: length ${a.length} vs expected ${e.length}`);
@@ -73,9 +67,7 @@ export function expectClose(
 /** Prints the worst errors recorded in this test file (call from afterAll). */
 export function reportWorst(): void {
   if (!process.env.RL_REPORT_ERRORS) return;
-  const lines = [...worst.entries()].map(
-    ([b, w]) => `${b}: max |err| ${w.abs.toExponential(2)}, max rel ${w.rel.toExponential(2)} at ${w.where}`,
-  );
+  const lines = [...worst.entries()].map(([b, w]) => `${b}: max |err| ${w.abs.toExponential(2)}, max rel ${w.rel.toExponential(2)} at ${w.where}`);
   process.stdout.write(`\n[rl golden errors]\n${lines.join('\n')}\n`);
 }
 

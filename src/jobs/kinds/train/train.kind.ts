@@ -83,7 +83,7 @@ const sftSpec = z
       .max(64)
       .optional()
       .describe(
-        "Instead of target: one response template per assistant turn ({field} as in target), played through the environment; " +
+        'Instead of target: one response template per assistant turn ({field} as in target), played through the environment; ' +
           "the example is the whole conversation, with loss on the assistant's turns only; after the first turn {info.x} reads the previous step's info",
       ),
     turns_repeat_last: z
