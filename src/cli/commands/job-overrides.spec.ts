@@ -125,6 +125,8 @@ describe('train/infer key=value overrides', () => {
 /** A sample value for each of the seed's keys, of the type the seed gives it. */
 const SAMPLE: Record<string, string> = {
   model_path: '/models/m',
+  logger_backends: 'console,tensorboard',
+  project_name: 'runs',
   tokenizer_path: '/models/m',
   scheduler_url: 'http://box:8780',
   server_url: 'http://box:8780',
@@ -308,9 +310,10 @@ describe("the seed's keys", () => {
       environment: { id: 'gomoku', config: { board_size: 9 }, url: 'http://0.0.0.0:9000', protocol: 'opentinker' },
       resources: { gpus: 2 },
       model: { path: '/models/qwen' },
+      trainer: { project_name: 'opentinker', logger: ['console', 'wandb'] },
     });
     expect(built.url).toBe('http://gpu:8780');
-    expect(built.notes.map((n) => n.split(' ')[0])).toEqual(['project_name', 'logger_backends', 'interaction.class_path', 'interaction.config.max_steps']);
+    expect(built.notes.map((n) => n.split(' ')[0])).toEqual(['interaction.class_path', 'interaction.config.max_steps']);
     expect(() => parseJobSpec(built.spec)).not.toThrow();
   });
 

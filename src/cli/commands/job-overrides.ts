@@ -95,8 +95,8 @@ export const SEED_KEYS: Record<OverrideKind, Record<string, SeedTarget>> = {
   train: {
     ...COMMON_SEED_KEYS,
     // verl's trainer.logger / project_name (docs/metrics.md); the API and dashboard keep the metrics too.
-    logger_backends: { path: ['trainer', 'logger'] },
-    project_name: { path: ['trainer', 'project_name'] },
+    logger_backends: { path: ['trainer', 'logger'], value: (v) => (typeof v === 'string' ? v.split(',').map((l) => l.trim()) : v) },
+    project_name: { path: ['trainer', 'project_name'], value: (v) => String(v) },
     wandb_key: { ignore: 'W&B runs are written offline in the job folder (logger_backends=[wandb]) and uploaded with `wandb sync`' },
     val_batch_size: { path: ['val_batch_size'] },
     num_epochs: { path: ['num_epochs'] },
