@@ -35,6 +35,7 @@ describe('maskAsides', () => {
   ])('stays linear on %s', (_name, text) => {
     const t0 = Date.now();
     expect(maskAsides(text)).toHaveLength(text.length);
-    expect(Date.now() - t0).toBeLessThan(500);
+    // A guard against quadratic scans (seconds to minutes at this size), not a speed measure.
+    expect(Date.now() - t0).toBeLessThan(5_000);
   });
 });
