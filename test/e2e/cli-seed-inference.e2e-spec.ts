@@ -130,6 +130,17 @@ describe("the seed's README inference command, end to end", () => {
   let game: ChildProcess;
   let proxy: Awaited<ReturnType<typeof recordingProxy>>;
   let userKey: string;
+  let login: CliRun;
+
+  /** The keys of the seed's README command, as written (model_path=<model_name> a folder here). */
+  const readmeKeys = (data: string, output: string) => [
+    'model_path=models/tiny-math',
+    `data_path=${data}`,
+    `output_path=${output}`,
+    'max_samples=5',
+    `env_endpoint=http://127.0.0.1:${proxy.port}`,
+    `scheduler_url=${url}`,
+  ];
 
   function cli(args: string[]): Promise<CliRun> {
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
@@ -163,6 +174,8 @@ describe("the seed's README inference command, end to end", () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
     userKey = (await t.request('POST', '/v1/users', { body: { name: 'seed-user' } })).body.api_key.key;
+    // Step one for a seed user here: the key is saved, and every command after it uses it.
+    login = await cli(['login', '--url', url, '--key', userKey]);
   }, SLOW);
 
   afterAll(async () => {
@@ -231,20 +244,10 @@ describe("the seed's README inference command, end to end", () => {
   it(
     'runs as written after opentinker login, no key refused: 5 episodes played on the game server, results at output_path',
     async () => {
-      const login = await cli(['login', '--url', url, '--key', userKey]);
       expect(login).toMatchObject({ code: 0, stderr: '' });
       expect(login.stdout).toContain(`Logged in to ${url} as seed-user (user).`);
 
-      const run = await cli([
-        'infer',
-        'math',
-        'model_path=models/tiny-math',
-        'data_path=data/math/test.parquet',
-        'output_path=./tmp/results.jsonl',
-        'max_samples=5',
-        `env_endpoint=http://127.0.0.1:${proxy.port}`,
-        `scheduler_url=${url}`,
-      ]);
+      const run = await cli(['infer', 'math', ...readmeKeys('data/math/test.parquet', './tmp/results.jsonl')]);
       expect(run.stderr).toBe('');
       const id = expectPrinted(run, 'data/math/test.parquet', './tmp/results.jsonl');
       // The login's key submitted it: the plain user reads it as their own job.
@@ -265,18 +268,7 @@ describe("the seed's README inference command, end to end", () => {
   it(
     "runs the same keys over the seed's client config (--config-name), the login's key winning over the config's example key",
     async () => {
-      const run = await cli([
-        'infer',
-        'math',
-        '--config-name',
-        'math_inference_scheduler_config.yaml',
-        'model_path=models/tiny-math',
-        'data_path=data/math/test.jsonl',
-        'output_path=./tmp/config/results.jsonl',
-        'max_samples=5',
-        `env_endpoint=http://127.0.0.1:${proxy.port}`,
-        `scheduler_url=${url}`,
-      ]);
+      const run = await cli(['infer', 'math', '--config-name', 'math_inference_scheduler_config.yaml', ...readmeKeys('data/math/test.jsonl', './tmp/config/results.jsonl')]);
       // Only notes: the config's example key set aside, and the vLLM keys that change nothing here.
       const stderr = run.stderr.trim().split('\n');
       expect(stderr.every((l) => l.startsWith('opentinker: note: '))).toBe(true);
