@@ -228,14 +228,8 @@ export class HubCache {
     if (ref.type === 'model' && !loadableModel(files)) return null;
     const dir = join(storage, 'snapshots', commit);
     // stat follows the snapshot's links: a file counts once its blob is there too.
-    for (const f of files)
-      if (
-        !(await stat(join(dir, f.path)).then(
-          (st) => st.isFile(),
-          () => false,
-        ))
-      )
-        return null;
+    const present = async (path: string) => (await stat(path).catch(() => null))?.isFile() === true;
+    for (const f of files) if (!(await present(join(dir, f.path)))) return null;
     return { ref, commit, dir, files, downloadedBytes: 0 };
   }
 

@@ -56,8 +56,10 @@ describe('resolveConnection', () => {
     expect(() => resolveConnection('box:8780', {}, undefined)).toThrow('"box:8780" is not an http(s) URL');
     expect(() => resolveConnection('not a url', {}, undefined)).toThrow('"not a url" is not a URL');
   });
+});
 
-  it("use a seed client config's scheduler_url and scheduler_api_key only where nothing else names a server or key", () => {
+describe('connectionWithConfig', () => {
+  it("uses a seed client config's scheduler_url and scheduler_api_key only where nothing else names a server or key", () => {
     const seed = { url: 'http://0.0.0.0:8789', apiKey: 'otk_98b8db24ccd64c92e1fdd9a232e209fa' };
     const login = { url: 'http://gpu:8780', key: 'otk_mine' };
     // Logged in: the login's server and key, each set-aside said.
