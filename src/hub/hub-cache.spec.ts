@@ -266,6 +266,29 @@ describe('HubCache against a fake Hub', () => {
   );
 
   it(
+    'answers a cached snapshot without asking the Hub: by branch, tag or commit, none while a file is missing',
+    async () => {
+      const cache = new HubCache(settings());
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}`))).toBeNull();
+      const snap = await new HubCache(settings()).resolve(parseHubRef(`hf:${REPO}`));
+      hub.requests.length = 0;
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}`))).toMatchObject({ commit: snap.commit, dir: snap.dir, downloadedBytes: 0 });
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}@${snap.commit}`))).toMatchObject({ dir: snap.dir });
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}@v2`))).toBeNull();
+      expect(hub.requests).toEqual([]);
+      // A pull by another process after this one looked shows at once (no ref kept in memory).
+      const v2 = await new HubCache(settings()).resolve(parseHubRef(`hf:${REPO}@v2`));
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}@v2`))).toMatchObject({ commit: v2.commit });
+      // A blob gone (a partial or removed download): not cached.
+      const blob = join(snap.dir, readlinkSync(join(snap.dir, 'model.safetensors')));
+      rmSync(blob);
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}@main`))).toBeNull();
+      expect(await cache.cachedSnapshot(parseHubRef(`hf:${REPO}@v2`))).toBeNull();
+    },
+    SLOW,
+  );
+
+  it(
     'lists and removes cached repos',
     async () => {
       const cache = new HubCache(settings());

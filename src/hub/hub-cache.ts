@@ -95,6 +95,11 @@ export function isModelFile(path: string): boolean {
   return MODEL_FILES.has(path) || path.endsWith('.safetensors') || path.endsWith('.safetensors.index.json');
 }
 
+/** A model folder the engine can load: config.json and top-level safetensors weights. */
+function loadableModel(files: Array<Pick<HubFile, 'path'>>): boolean {
+  return files.some((f) => f.path === 'config.json') && files.some((f) => f.path.endsWith('.safetensors'));
+}
+
 /** A lock whose holder has not touched it for this long is taken to be dead (a crashed process elsewhere). */
 const STALE_LOCK_MS = 60_000;
 const LOCK_TOUCH_MS = 5_000;
@@ -207,6 +212,35 @@ export class HubCache {
     return { ref, commit, dir, files, downloadedBytes };
   }
 
+  /**
+   * The snapshot of `ref` when this cache holds every selected file of it (for a model: config.json and
+   * safetensors weights among them), else null. It never calls the Hub and remembers no ref between calls,
+   * so what another process puts in the cache (`opentinker models pull`, a job's worker) shows at once:
+   * for a server that answers only from what its operator cached.
+   */
+  async cachedSnapshot(ref: HubRef, select: (path: string) => boolean = isModelFile): Promise<HubSnapshot | null> {
+    const storage = this.repoDir(ref);
+    const commit = await this.recordedCommit(ref);
+    if (commit === null) return null;
+    const listing = await this.readListing(storage, commit);
+    if (listing === null) return this.adoptForeignSnapshot(ref, storage, commit, select);
+    const files = listing.filter((f) => select(f.path));
+    if (ref.type === 'model' && !loadableModel(files)) return null;
+    const dir = join(storage, 'snapshots', commit);
+    // stat follows the snapshot's links: a file counts once its blob is there too.
+    const present = async (path: string) => (await stat(path).catch(() => null))?.isFile() === true;
+    for (const f of files) if (!(await present(join(dir, f.path)))) return null;
+    return { ref, commit, dir, files, downloadedBytes: 0 };
+  }
+
+  /** The commit a ref names by this cache alone: a commit sha as it is, a branch or tag through `refs/`; null when not recorded. */
+  private async recordedCommit(ref: HubRef): Promise<string | null> {
+    const revision = ref.revision ?? 'main';
+    if (isCommitSha(revision)) return revision;
+    const recorded = await readFile(join(this.repoDir(ref), 'refs', revision), 'utf8').catch(() => null);
+    return recorded !== null && isCommitSha(recorded.trim()) ? recorded.trim() : null;
+  }
+
   /** The repo's files at `commit` as the Hub listed them (empty before a resolve of that commit). */
   async listing(ref: Pick<HubRef, 'type' | 'repo'>, commit: string): Promise<HubFile[]> {
     return (await this.readListing(this.repoDir(ref), commit)) ?? [];
@@ -221,12 +255,9 @@ export class HubCache {
     if (known) return known;
     let commit: string;
     if (this.settings.offline) {
-      if (isCommitSha(revision)) commit = revision;
-      else {
-        const recorded = await readFile(join(storage, 'refs', revision), 'utf8').catch(() => null);
-        if (recorded === null || !isCommitSha(recorded.trim())) throw this.notCached(formatHubRef(ref), field);
-        commit = recorded.trim();
-      }
+      const recorded = await this.recordedCommit(ref);
+      if (recorded === null) throw this.notCached(formatHubRef(ref), field);
+      commit = recorded;
     } else if (isCommitSha(revision) && (await exists(join(storage, '.opentinker', `${revision}.json`)))) {
       commit = revision; // a commit's files never change: nothing to ask
     } else {
@@ -314,9 +345,7 @@ export class HubCache {
   }
 
   private checkModelFiles(name: string, commit: string, listing: HubFile[], files: HubFile[], field: string): void {
-    const has = (p: string) => files.some((f) => f.path === p);
-    const weights = files.filter((f) => f.path.endsWith('.safetensors'));
-    if (!has('config.json') || weights.length === 0) {
+    if (!loadableModel(files)) {
       const others = listing
         .filter((f) => /\.(bin|pt|pth|gguf|h5|msgpack|onnx)$/.test(f.path))
         .map((f) => f.path)
@@ -377,7 +406,7 @@ export class HubCache {
       const s = await stat(join(dir, n)).catch(() => null);
       if (s?.isFile()) files.push({ path: n, size: s.size, oid: '', lfs: false });
     }
-    if (ref.type === 'model' && !(files.some((f) => f.path === 'config.json') && files.some((f) => f.path.endsWith('.safetensors')))) return null;
+    if (ref.type === 'model' && !loadableModel(files)) return null;
     return { ref, commit, dir, files, downloadedBytes: 0 };
   }
 

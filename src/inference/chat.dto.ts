@@ -20,7 +20,9 @@ export class StreamOptionsDto {
 export class ChatCompletionRequestDto {
   @ApiProperty({
     example: '4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20',
-    description: 'A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`)',
+    description:
+      'A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`); ' +
+      "or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)",
   })
   model!: string;
   @ApiProperty({ type: [ChatMessageDto], description: 'Rendered with the checkpoint’s chat template' }) messages!: ChatMessageDto[];
@@ -74,7 +76,7 @@ export class ChatCompletionDto {
   @ApiProperty({ example: 'chatcmpl-3f9a…' }) id!: string;
   @ApiProperty({ enum: ['chat.completion'] }) object!: 'chat.completion';
   @ApiProperty({ description: 'Unix seconds' }) created!: number;
-  @ApiProperty({ description: 'The checkpoint that answered: `<job id>/step-<n>`' }) model!: string;
+  @ApiProperty({ description: 'The model that answered: `<job id>/step-<n>`, or `hf:Org/Name@<commit>`' }) model!: string;
   @ApiProperty({ type: [ChatChoiceDto] }) choices!: ChatChoiceDto[];
   @ApiProperty({ type: UsageDto }) usage!: UsageDto;
 }
@@ -104,11 +106,15 @@ export class ChatCompletionChunkDto {
 export class ModelDto {
   @ApiProperty({ example: '4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }) id!: string;
   @ApiProperty({ enum: ['model'] }) object!: 'model';
-  @ApiProperty({ description: 'Unix seconds (the job’s creation)' }) created!: number;
-  @ApiProperty() owned_by!: string;
-  @ApiProperty() job_id!: string;
-  @ApiProperty({ nullable: true, type: String }) job_name!: string | null;
-  @ApiProperty() step!: number;
+  @ApiProperty({ description: 'Unix seconds (the job’s creation; a Hub model’s download)' }) created!: number;
+  @ApiProperty({ description: 'You, for a checkpoint; the repo’s organisation for a Hub model' }) owned_by!: string;
+  @ApiPropertyOptional({ description: 'A checkpoint’s job' }) job_id?: string;
+  @ApiPropertyOptional({ nullable: true, type: String }) job_name?: string | null;
+  @ApiPropertyOptional() step?: number;
+  @ApiPropertyOptional({ example: 'Qwen/Qwen2.5-0.5B-Instruct', description: 'A Hub model’s repo (`id` is `hf:<repo>@<commit>`)' }) repo?: string;
+  @ApiPropertyOptional({ description: 'A Hub model’s commit sha' }) commit?: string;
+  @ApiPropertyOptional({ type: [String], description: 'Branches and tags of the cache at this commit: `hf:<repo>@<revision>` names it too (`hf:<repo>` when `main`)' })
+  revisions?: string[];
 }
 
 export class ModelListDto {

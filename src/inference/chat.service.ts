@@ -9,16 +9,15 @@ import { jobCheckpointsDir } from '../training/checkpoint-folders';
 import { listCheckpointSteps } from './checkpoint-store';
 import { CheckpointsService } from './checkpoints.service';
 import { parseChatRequest, ParsedChat } from './chat-request';
+import { HubModelsService } from './hub-models.service';
 import { checkpointModelId, parseModelName } from './model-names';
 import { ModelPoolService } from './model-pool.service';
 import type { GenerateResult, TokenLogprob } from './model-protocol';
 
-/** One checkpoint a request may use. */
+/** One model a request may use: a checkpoint of the caller's, or a Hub model of the server's cache. */
 export interface ServedModel {
-  /** `<job id>/step-<n>`. */
+  /** `<job id>/step-<n>`, or `hf:Org/Name@<commit>`: what answers and `GET /v1/models` name it. */
   id: string;
-  jobId: string;
-  step: number;
   /** The Hugging Face folder to load. */
   dir: string;
 }
@@ -49,17 +48,27 @@ export interface Usage {
 
 const MODELS_SCANNED = 200;
 
-/** OpenAI-compatible chat completions served from jobs' checkpoints, in model server processes. */
+/** One entry of `GET /v1/models`: OpenAI's fields, then a checkpoint's job or a Hub model's repo. */
+type ModelEntry = { id: string; object: 'model'; created: number; owned_by: string } & (
+  { job_id: string; job_name: string | null; step: number } | { repo: string; commit: string; revisions: string[] }
+);
+
+/** OpenAI-compatible chat completions served from jobs' checkpoints and cached Hub models, in model server processes. */
 @Injectable()
 export class ChatService {
   constructor(
     private readonly jobs: JobsService,
     private readonly checkpoints: CheckpointsService,
+    private readonly hubModels: HubModelsService,
     private readonly pool: ModelPoolService,
   ) {}
 
-  /** The checkpoint a model name means for this caller; another user's job is "not found". */
+  /**
+   * The model a name means for this caller: `hf:Org/Name[@revision]` a Hub model of the server's cache
+   * (any caller's), anything else one of the caller's checkpoints (another user's job is "not found").
+   */
   async resolve(caller: Principal, model: string): Promise<ServedModel> {
+    if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(model.trim());
     const name = parseModelName(model);
     const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field: 'model' });
     if (!name) throw notFound('expected <job id>, <job id>/step-<n> or a job name');
@@ -87,7 +96,7 @@ export class ChatService {
     if (!steps.includes(step)) throw notFound(`job ${jobId} has no checkpoint at step ${step} (it has ${steps.map((s) => `step-${s}`).join(', ')})`);
     const dir = join(jobCheckpointsDir(this.checkpoints.jobsDir, jobId), `step-${step}`, 'model');
     if (!existsSync(join(dir, 'config.json'))) throw notFound(`checkpoint step-${step} of job ${jobId} has no model folder`);
-    return { id: checkpointModelId(jobId, step), jobId, step, dir };
+    return { id: checkpointModelId(jobId, step), dir };
   }
 
   /** Checks the body and finds the checkpoint (errors here are plain HTTP errors, before any stream starts). */
@@ -144,10 +153,10 @@ export class ChatService {
     if (p.chat.includeUsage) emit(chunk([], usageOf(result)));
   }
 
-  /** The caller's servable checkpoints (of their newest jobs), as OpenAI's model list. */
+  /** The caller's servable checkpoints (of their newest jobs), then the Hub models of the server's cache, as OpenAI's model list. */
   async models(caller: Principal) {
     const jobs = await this.jobs.recent(caller, MODELS_SCANNED);
-    const data: { id: string; object: 'model'; created: number; owned_by: string; job_id: string; job_name: string | null; step: number }[] = [];
+    const data: ModelEntry[] = [];
     for (const job of jobs) {
       for (const step of (await listCheckpointSteps(this.checkpoints.jobsDir, job.id)).reverse()) {
         if (!existsSync(join(jobCheckpointsDir(this.checkpoints.jobsDir, job.id), `step-${step}`, 'model', 'config.json'))) continue;
@@ -161,6 +170,9 @@ export class ChatService {
           step,
         });
       }
+    }
+    for (const m of await this.hubModels.list()) {
+      data.push({ id: m.id, object: 'model', created: m.created, owned_by: m.owner, repo: m.repo, commit: m.commit, revisions: m.revisions });
     }
     return { object: 'list' as const, data };
   }

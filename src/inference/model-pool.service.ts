@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import type { JobResources } from '../jobs/job.entity';
 import { DevicePoolService } from '../scheduler/device-pool.service';
+import { HubModelsService } from './hub-models.service';
 import { ModelPool } from './model-pool';
 
 /** What one model server holds while it runs: one CPU slot (its engine's threads), no GPU. */
@@ -11,7 +12,7 @@ export const MODEL_SERVER_RESOURCES: JobResources = { gpus: 0, cpu_slots: 1 };
 /** The API's pool of model server processes, on devices of the process's device pool, shut down with the application. */
 @Injectable()
 export class ModelPoolService extends ModelPool implements OnApplicationShutdown {
-  constructor(config: AppConfig, devices: DevicePoolService) {
+  constructor(config: AppConfig, devices: DevicePoolService, hubModels: HubModelsService) {
     const logger = new Logger('Serving');
     super({
       entry: config.install.modelServerEntry,
@@ -21,6 +22,8 @@ export class ModelPoolService extends ModelPool implements OnApplicationShutdown
       requestTimeoutMs: config.values.serving_request_timeout_seconds * 1000,
       home: config.home,
       jobsDir: join(config.home, 'jobs'),
+      // Chat serves jobs' checkpoints and the snapshots of this machine's Hub cache.
+      modelRoots: [join(config.home, 'jobs'), hubModels.cacheDir],
       engine: config.engine,
       log: (line) => logger.debug(line),
       devices: {

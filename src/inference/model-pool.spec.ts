@@ -52,6 +52,7 @@ describe('ModelPool', () => {
       requestTimeoutMs: 10_000,
       home: tmp,
       jobsDir: tmp,
+      modelRoots: [tmp],
       ...o,
     }));
   const answer = async (dir: string, content: string) => (await pool.generate(dir, request(content))).choices[0].text.split(' ');

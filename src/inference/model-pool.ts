@@ -19,6 +19,8 @@ export interface ModelPoolOptions {
   /** Sent to each model server with the folder to load. */
   home: string;
   jobsDir: string;
+  /** Folders a model server may load a model from (jobs' checkpoints, this machine's Hub cache), links followed. */
+  modelRoots: string[];
   /** The engine settings each model server starts its engine with (default: the engine's own defaults). */
   engine?: EngineSettings;
   /** Diagnostics (process start and exit, its stderr). */
@@ -163,7 +165,7 @@ class ModelProcess {
     // A model server's engine runs as many threads as the CPU slots it holds, unless the settings name a count.
     const engine: EngineSettings | undefined =
       this.opts.devices && this.opts.engine ? { ...this.opts.engine, engine_threads: this.opts.engine.engine_threads ?? cpuThreads(devices) } : this.opts.engine;
-    this.post({ type: 'load', dir: this.dir, jobsDir: this.opts.jobsDir, home: this.opts.home, engine });
+    this.post({ type: 'load', dir: this.dir, jobsDir: this.opts.jobsDir, modelRoots: this.opts.modelRoots, home: this.opts.home, engine });
     await ready;
   }
 

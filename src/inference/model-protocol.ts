@@ -45,7 +45,8 @@ export interface GenerateResult {
 /** Why a request failed inside the child: `invalid` and `context_length` are the caller's fault. */
 export type GenerateErrorKind = 'invalid' | 'context_length' | 'internal';
 
-export type ToModelServer = { type: 'load'; dir: string; jobsDir: string; home: string; engine?: EngineSettings } | { type: 'generate'; id: number; request: GenerateRequest };
+export type ToModelServer =
+  { type: 'load'; dir: string; jobsDir: string; modelRoots: string[]; home: string; engine?: EngineSettings } | { type: 'generate'; id: number; request: GenerateRequest };
 
 export interface DeltaMessage {
   type: 'delta';

@@ -20,7 +20,7 @@ function send(message: FromModelServer): void {
 async function handle(message: ToModelServer): Promise<void> {
   if (message.type === 'load') {
     try {
-      // The API resolved the name to one of the caller's checkpoints: model folders here are job folders.
+      // The API resolved the name to a folder: one of the caller's checkpoints, or a snapshot of its Hub cache.
       if (message.engine) configureEngine(message.engine);
       const paths = {
         hostRoot: process.cwd(),
@@ -28,7 +28,7 @@ async function handle(message: ToModelServer): Promise<void> {
         home: message.home,
         jobsDir: message.jobsDir,
         datasetsDir: join(message.home, 'datasets'),
-        modelRoots: [message.jobsDir],
+        modelRoots: message.modelRoots,
       };
       policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) }, { trainable: false });
       send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });

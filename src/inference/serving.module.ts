@@ -5,12 +5,13 @@ import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
+import { HubModelsService } from './hub-models.service';
 import { ModelPoolService } from './model-pool.service';
 
-/** Checkpoints (list, download) and chat completions over them. API role only. */
+/** Checkpoints (list, download) and chat completions over them and the cached Hub models. API role only. */
 @Module({
   imports: [JobsModule, DevicePoolModule],
   controllers: [CheckpointsController, ChatController],
-  providers: [CheckpointsService, ChatService, ModelPoolService],
+  providers: [CheckpointsService, ChatService, HubModelsService, ModelPoolService],
 })
 export class ServingModule {}

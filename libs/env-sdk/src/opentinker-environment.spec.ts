@@ -257,6 +257,35 @@ describe('OpenTinkerEnvironment against FastAPI-shaped servers', () => {
     expect(s.count('POST', '/finalize')).toBeGreaterThanOrEqual(1);
   });
 
+  it("starts from the task's data-row prompt when the game answers an empty observation, as OpenTinker's MathGame does", async () => {
+    const [s] = await shards(1);
+    s.handler = (req, res) => {
+      if (req.path.split('?')[0] === '/reset') return json(res, 200, { observation: '', system_prompt: 'Answer in \\boxed{}.' });
+      game(req, res, 0);
+    };
+    const env = await connect(s.url);
+    const prompt = [{ role: 'user', content: 'What is 2+3?' }];
+    expect(await env.newEpisode().reset({ prompt, ground_truth: '5' }, 0)).toEqual([{ role: 'system', content: 'Answer in \\boxed{}.' }, ...prompt]);
+    expect(s.seen.find((c) => c.path === '/reset')!.body).toMatchObject({ prompt, ground_truth: '5' });
+    // A prompt with its own system message keeps it; a text is one user message; anything else is not a prompt.
+    const own = [{ role: 'system', content: 'Mine.' }, ...prompt];
+    expect(await env.newEpisode().reset({ prompt: own }, 0)).toEqual(own);
+    expect(await env.newEpisode().reset({ prompt: 'Hi' }, 0)).toEqual([
+      { role: 'system', content: 'Answer in \\boxed{}.' },
+      { role: 'user', content: 'Hi' },
+    ]);
+    expect(await env.newEpisode().reset({ prompt: [{ role: 'wizard', content: 'x' }] }, 0)).toEqual([
+      { role: 'system', content: 'Answer in \\boxed{}.' },
+      { role: 'user', content: '' },
+    ]);
+    // A game that answers an observation keeps making the prompt.
+    s.handler = game;
+    expect(await env.newEpisode().reset({ prompt, level: 2 }, 0)).toEqual([
+      { role: 'system', content: 'Play well.' },
+      { role: 'user', content: 'Board for 2' },
+    ]);
+  });
+
   it('serves the given tasks per split, else endless {} tasks', async () => {
     const [s] = await shards(1);
     const env = await connect(s.url, { tasks: { test: [{ level: 1 }, { level: 2 }] } });

@@ -69,7 +69,8 @@ const MAX_DETAIL_CHARS = 500;
  * fresh `instance_id` (a UUID, as OpenTinker's `GymEnvironmentInteraction`), its shard picked by
  * `crc32(instance_id) % shards` (the same rule, so one server set can serve both clients), `/reset` with
  * the task's env kwargs, `/step` with the model's text, `/finalize` when the episode closes. The prompt is
- * the reset's `system_prompt` (when not empty) and its `observation` as the first user message.
+ * the reset's `system_prompt` (when not empty) and its `observation` as the first user message; a reset
+ * that answers an empty observation for a task carrying a data row's `prompt` starts from that prompt.
  * {@link batchStats} resets and reads the server's per-job statistics around each batch, where
  * OpenTinker's training client calls `/stats/reset` and `/stats/step`.
  *
@@ -161,7 +162,7 @@ export class OpenTinkerEnvironment implements EnvironmentInstance<JsonValue> {
         // The task's kwargs win over the job's.
         const kwargs = { ...this.envKwargs, ...((task ?? {}) as JsonObject) };
         const res = await call<unknown>(shard, 'POST', '/reset', body(kwargs), requestOptions('/reset', true));
-        return resetMessages(res, shard.url);
+        return resetMessages(res, shard.url, kwargs.prompt);
       },
       step: async (action: string): Promise<StepResult> => {
         if (!instanceId || !shard) throw new EnvironmentError('ENV_NOT_RESET', 'Call reset() before step()');
@@ -300,7 +301,13 @@ function clip(text: string): string {
   return text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS)}…` : text;
 }
 
-function resetMessages(res: unknown, url: string): Message[] {
+/**
+ * The episode's first messages: the reset's `system_prompt` and `observation`. A game whose prompt lives
+ * in the data row (OpenTinker's MathGame answers an empty observation: its clients send the row's
+ * `prompt` to the model themselves) gets the task's `prompt` instead, the system prompt before it unless
+ * it starts with one, as OpenTinker's `StaticDatasetGenerator` builds it.
+ */
+function resetMessages(res: unknown, url: string, taskPrompt: unknown): Message[] {
   const r = res as Partial<OpenTinkerResetResponse> | null;
   if (!r || typeof r !== 'object' || typeof r.observation !== 'string') {
     throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/reset answered without an observation string: not OpenTinker's game-server protocol`);
@@ -308,10 +315,21 @@ function resetMessages(res: unknown, url: string): Message[] {
   if (r.system_prompt !== undefined && r.system_prompt !== null && typeof r.system_prompt !== 'string') {
     throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/reset answered a system_prompt that is not a string`);
   }
+  const prompt = r.observation === '' ? promptMessages(taskPrompt) : null;
   const messages: Message[] = [];
-  if (r.system_prompt) messages.push({ role: 'system', content: r.system_prompt });
-  messages.push({ role: 'user', content: r.observation });
+  if (r.system_prompt && prompt?.[0]?.role !== 'system') messages.push({ role: 'system', content: r.system_prompt });
+  if (prompt) messages.push(...prompt);
+  else messages.push({ role: 'user', content: r.observation });
   return messages;
+}
+
+/** A data row's `prompt` as messages (a text is one user message), or null when it is neither. */
+function promptMessages(prompt: unknown): Message[] | null {
+  if (typeof prompt === 'string') return prompt === '' ? null : [{ role: 'user', content: prompt }];
+  if (!Array.isArray(prompt) || prompt.length === 0) return null;
+  const roles = new Set(['system', 'user', 'assistant', 'tool']);
+  const ok = prompt.every((m) => typeof m === 'object' && m !== null && roles.has((m as Message).role) && typeof (m as Message).content === 'string');
+  return ok ? prompt.map((m) => ({ role: (m as Message).role, content: (m as Message).content })) : null;
 }
 
 function stepResult(res: unknown, url: string): StepResult {

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentialsPath, DEFAULT_URL, readCredentials, removeCredentials, resolveConnection, writeCredentials } from './credentials';
+import { connectionWithConfig, credentialsPath, DEFAULT_URL, readCredentials, removeCredentials, resolveConnection, writeCredentials } from './credentials';
 
 describe('credentials', () => {
   let home: string;
@@ -55,5 +55,31 @@ describe('resolveConnection', () => {
   it('refuses a URL that is not http(s), naming it', () => {
     expect(() => resolveConnection('box:8780', {}, undefined)).toThrow('"box:8780" is not an http(s) URL');
     expect(() => resolveConnection('not a url', {}, undefined)).toThrow('"not a url" is not a URL');
+  });
+});
+
+describe('connectionWithConfig', () => {
+  it("uses a seed client config's scheduler_url and scheduler_api_key only where nothing else names a server or key", () => {
+    const seed = { url: 'http://0.0.0.0:8789', apiKey: 'otk_98b8db24ccd64c92e1fdd9a232e209fa' };
+    const login = { url: 'http://gpu:8780', key: 'otk_mine' };
+    // Logged in: the login's server and key, each set-aside said.
+    expect(connectionWithConfig(undefined, {}, login, seed)).toEqual({
+      notes: [
+        'scheduler_url of --config (http://0.0.0.0:8789) is not used: the saved login names the server, http://gpu:8780',
+        'scheduler_api_key of --config is not used: the saved login (opentinker login) gives the key',
+      ],
+    });
+    // The command line's server, with the login's key for it; OPENTINKER_API_KEY over the config's key.
+    expect(connectionWithConfig('http://gpu:8780/', {}, login, { apiKey: seed.apiKey }).key).toBeUndefined();
+    expect(connectionWithConfig('http://gpu:8780', { OPENTINKER_API_KEY: 'otk_env' }, undefined, { apiKey: seed.apiKey })).toEqual({
+      notes: ['scheduler_api_key of --config is not used: OPENTINKER_API_KEY gives the key'],
+    });
+    // Nothing else names them: the config's.
+    expect(connectionWithConfig(undefined, {}, undefined, seed)).toEqual({ url: seed.url, key: seed.apiKey, notes: [] });
+    // A login for another server sends no key there: the config's key is used for the command line's server.
+    expect(connectionWithConfig('http://other:1', {}, login, { apiKey: seed.apiKey })).toEqual({ key: seed.apiKey, notes: [] });
+    // The same server and key: nothing to say.
+    expect(connectionWithConfig(undefined, {}, login, { url: 'http://gpu:8780/', apiKey: 'otk_mine' })).toEqual({ notes: [] });
+    expect(connectionWithConfig(undefined, {}, login, {})).toEqual({ notes: [] });
   });
 });

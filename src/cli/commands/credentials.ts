@@ -82,3 +82,46 @@ export function resolveConnection(urlFlag: string | undefined, env: NodeJS.Proce
   if (saved && normaliseUrl(saved.url) === url) return { url, key: saved.key, keySource: 'credentials' };
   return { url };
 }
+
+/** What {@link connectionWithConfig} decides. */
+export interface ConfigConnection {
+  /** The server to use as `--url`, when only the config names one. */
+  url?: string;
+  /** The key to use as `OPENTINKER_API_KEY`, when only the config gives one. */
+  key?: string;
+  /** Why a config's server or key is set aside, for the command to print. */
+  notes: string[];
+}
+
+/**
+ * A seed client config's own server and key (`scheduler_url`, `scheduler_api_key` in a `--config`) count
+ * only where nothing else names one: `--url` (or the command line's `scheduler_url`), `OPENTINKER_URL` or
+ * the saved login for the server; `OPENTINKER_API_KEY` or the saved login for the key. Configs are copied
+ * between people (the seed's ship with an example key and `http://0.0.0.0:8789`), a login is the user's own.
+ *
+ * @example
+ * ```ts
+ * connectionWithConfig(undefined, {}, { url: 'http://gpu:8780', key: 'otk_mine' }, { url: 'http://0.0.0.0:8789', key: 'otk_98b8…' });
+ * // { notes: ['scheduler_url of --config (http://0.0.0.0:8789) is not used: …', 'scheduler_api_key of --config is not used: …'] }
+ * ```
+ */
+export function connectionWithConfig(
+  urlFlag: string | undefined,
+  env: NodeJS.ProcessEnv,
+  saved: Credentials | undefined,
+  config: { url?: string; apiKey?: string },
+): ConfigConnection {
+  const notes: string[] = [];
+  const named = urlFlag ?? env.OPENTINKER_URL ?? saved?.url;
+  if (config.url !== undefined && named !== undefined && normaliseUrl(config.url) !== normaliseUrl(named)) {
+    const by = urlFlag !== undefined ? 'the command line' : env.OPENTINKER_URL !== undefined ? 'OPENTINKER_URL' : 'the saved login';
+    notes.push(`scheduler_url of --config (${config.url}) is not used: ${by} names the server, ${normaliseUrl(named)}`);
+  }
+  const url = named === undefined ? config.url : undefined;
+  if (config.apiKey === undefined) return { url, notes };
+  const { key, keySource } = resolveConnection(urlFlag ?? url, env, saved);
+  if (key === undefined) return { url, key: config.apiKey, notes };
+  if (key !== config.apiKey)
+    notes.push(`scheduler_api_key of --config is not used: ${keySource === 'OPENTINKER_API_KEY' ? 'OPENTINKER_API_KEY' : 'the saved login (opentinker login)'} gives the key`);
+  return { url, notes };
+}

@@ -210,6 +210,7 @@ describe("the seed's keys", () => {
       spec: { kind: 'inference', environment: { id: 'math', url: 'http://client-box:8088', protocol: 'opentinker' }, model: { path: 'job:4f0c' }, num_tasks: 5 },
       url: 'http://server-box:8780',
       apiKey: undefined,
+      configConnection: {},
       uploads: [{ key: 'val_dataset', path: 'data/math/test.parquet', token: 'data_path=data/math/test.parquet' }],
       outputPath: './tmp/results.jsonl',
       notes: [],
@@ -313,15 +314,33 @@ describe("the seed's keys", () => {
       trainer: { project_name: 'opentinker', logger: ['console', 'wandb'] },
     });
     expect(built.url).toBe('http://gpu:8780');
+    expect(built.configConnection).toEqual({});
+    // The config's own server and key are kept apart: they count only where nothing else names one.
+    const alone = buildJobSpec('train', undefined, ['tokenizer_path=/m'], { ...config, scheduler_api_key: 'otk_example' });
+    expect(alone).toMatchObject({ url: undefined, apiKey: undefined, configConnection: { url: 'http://0.0.0.0:8780', apiKey: 'otk_example' } });
     expect(built.notes.map((n) => n.split(' ')[0])).toEqual(['interaction.class_path', 'interaction.config.max_steps']);
     expect(() => parseJobSpec(built.spec)).not.toThrow();
   });
 
-  it("takes a data row's env kwargs as OpenTinker's agent loop does", () => {
-    const math = { prompt: [{ role: 'user', content: '1+1?' }], extra_info: { interaction_kwargs: { name: 'math', query: '1+1?', ground_truth: '2' } } };
-    expect(seedTaskKwargs(math, 'row 1', 't')).toEqual({ query: '1+1?', ground_truth: '2' });
-    expect(seedTaskKwargs({ interaction_kwargs: { name: 'g', env_kwargs: { board_size: 9 } } }, 'row 1', 't')).toEqual({ board_size: 9 });
+  it("takes a data row's env kwargs as OpenTinker's agent loop does, with the row's prompt and ground truth its inference sends", () => {
+    const prompt = [{ role: 'user', content: '1+1?' }];
+    const math = { prompt, reward_model: { ground_truth: '2' }, extra_info: { index: 0, interaction_kwargs: { name: 'math', query: '1+1?', ground_truth: '2' } } };
+    expect(seedTaskKwargs(math, 'row 1', 't')).toEqual({ query: '1+1?', ground_truth: '2', prompt });
+    expect(seedTaskKwargs({ prompt, extra_info: { interaction_kwargs: { name: 'math', query: 'q' } }, reward_model: { ground_truth: '7' } }, 'row 1', 't')).toEqual({
+      query: 'q',
+      prompt,
+      ground_truth: '7',
+    });
+    // env_kwargs are exactly what the seed's interaction sends to /reset.
+    expect(seedTaskKwargs({ prompt, interaction_kwargs: { name: 'g', env_kwargs: { board_size: 9 } } }, 'row 1', 't')).toEqual({ board_size: 9 });
     expect(seedTaskKwargs({ prompt: 'x', ground_truth: '2' }, 'row 1', 't')).toEqual({ prompt: 'x', ground_truth: '2' });
+    // A verl row (data prepare gsm8k): its ground truth lifted from reward_model, then extra_info.
+    expect(seedTaskKwargs({ prompt, reward_model: { style: 'rule', ground_truth: '4' } }, 'row 1', 't')).toEqual({
+      prompt,
+      reward_model: { style: 'rule', ground_truth: '4' },
+      ground_truth: '4',
+    });
+    expect(seedTaskKwargs({ prompt, extra_info: { ground_truth: '5' } }, 'row 1', 't')).toMatchObject({ ground_truth: '5' });
     expect(usageError(() => seedTaskKwargs([1], 'd.jsonl row 3', 'data_path=d.jsonl')).message).toContain('d.jsonl row 3 is not a JSON object');
   });
 });

@@ -142,10 +142,16 @@ const COMMANDS: Record<OverrideKind, { command: string; examplePaths: string }> 
 /** What the overrides produce: the spec to submit, and what the command does around submitting it. */
 export interface OverrideResult {
   spec: Record<string, unknown>;
-  /** The server, when scheduler_url (or server_url) named one. */
+  /** The server, when scheduler_url (or server_url) named one on the command line. */
   url?: string;
-  /** The API key, when scheduler_api_key gave one. */
+  /** The API key, when scheduler_api_key gave one on the command line. */
   apiKey?: string;
+  /**
+   * scheduler_url / scheduler_api_key of a seed client config (--config): they count only where nothing
+   * else names a server or a key (`connectionWithConfig`), since configs are copied between people (the
+   * seed's ship with an example key) while a login is the user's own.
+   */
+  configConnection: { url?: string; apiKey?: string };
   /**
    * Local data files (`data_path=train.parquet`) the command reads before it submits: uploaded as
    * datasets (`environment.dataset` / `val_dataset`), or, for an OpenTinker game server, sent as the
@@ -408,10 +414,15 @@ export function buildJobSpec(
     );
   }
   const output = special.get('output')?.raw;
+  const given = (name: SeedSpecial, config: boolean) => {
+    const entry = special.get(name);
+    return entry && entry.fromConfig === config ? entry.raw : undefined;
+  };
   return {
     spec,
-    url: special.get('url')?.raw,
-    apiKey: special.get('api_key')?.raw,
+    url: given('url', false),
+    apiKey: given('api_key', false),
+    configConnection: { url: given('url', true), apiKey: given('api_key', true) },
     uploads: [...uploads.values()].map(({ key, path, token }) => ({ key, path, token })),
     outputPath: output,
     notes,

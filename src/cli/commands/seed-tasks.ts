@@ -10,7 +10,11 @@ export const MAX_GAME_TASKS = 10_000;
  * lives on the game server), so the command sends the rows as the split's tasks instead. Per row, as
  * OpenTinker's agent loop takes them: `extra_info.interaction_kwargs` (or a top-level
  * `interaction_kwargs`), its `env_kwargs` when it has them, else its other keys (`name` names the
- * interaction, not the task); a row without interaction kwargs is the kwargs itself.
+ * interaction, not the task); a row without interaction kwargs is the kwargs itself. Outside `env_kwargs`
+ * the task also carries the row's `prompt` and ground truth, as OpenTinker's inference sends them
+ * (`StaticDatasetGenerator`: `ground_truth`, else `reward_model.ground_truth`, else
+ * `extra_info.ground_truth`): the seed's model sees the row's prompt, and here the game server builds the
+ * prompt from its task (`opentinker env serve math` takes `prompt` + `ground_truth`).
  */
 export async function readSeedTasks(path: string, token: string): Promise<Record<string, unknown>[]> {
   const format = /\.parquet$/i.test(path) ? 'parquet' : 'jsonl';
@@ -34,14 +38,20 @@ export async function readSeedTasks(path: string, token: string): Promise<Record
 
 /** One row's env kwargs (see {@link readSeedTasks}). */
 export function seedTaskKwargs(row: unknown, where: string, token: string): Record<string, unknown> {
-  if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new CliError(`"${token}": ${where} is not a JSON object`, EXIT.USAGE);
-  const r = row as Record<string, unknown>;
-  const extra = r.extra_info as Record<string, unknown> | undefined;
-  const kwargs = (typeof extra === 'object' && extra !== null ? extra.interaction_kwargs : undefined) ?? r.interaction_kwargs;
-  if (typeof kwargs !== 'object' || kwargs === null || Array.isArray(kwargs)) return r;
-  const k = kwargs as Record<string, unknown>;
-  if (typeof k.env_kwargs === 'object' && k.env_kwargs !== null && !Array.isArray(k.env_kwargs)) return k.env_kwargs as Record<string, unknown>;
-  const rest = { ...k };
-  delete rest.name;
-  return rest;
+  const r = asObject(row);
+  if (!r) throw new CliError(`"${token}": ${where} is not a JSON object`, EXIT.USAGE);
+  const extra = asObject(r.extra_info);
+  const kwargs = asObject(extra?.interaction_kwargs ?? r.interaction_kwargs);
+  const envKwargs = asObject(kwargs?.env_kwargs);
+  if (envKwargs) return envKwargs;
+  const task = { ...(kwargs ?? r) };
+  if (kwargs) delete task.name;
+  if (task.prompt === undefined && r.prompt !== undefined) task.prompt = r.prompt;
+  const truth = r.ground_truth ?? asObject(r.reward_model)?.ground_truth ?? extra?.ground_truth;
+  if (task.ground_truth === undefined && truth !== undefined) task.ground_truth = truth;
+  return task;
+}
+
+function asObject(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }

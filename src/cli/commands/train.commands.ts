@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { CliError } from './cli-error';
 import { clientAction, fail, withCommonOptions } from './command-kit';
+import { connectionWithConfig, readCredentials } from './credentials';
 import { buildJobSpec, SEED_KEYS } from './job-overrides';
 import type { OverrideKind, OverrideResult } from './job-overrides';
 import { readJobSpec } from './job-spec-file';
@@ -83,7 +84,7 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
     const options = cmd.opts() as Options & { url?: string; json?: boolean };
     // scheduler_url=… picks the server, like --url: it must be known before the client is built.
     try {
-      const { url, apiKey } = await buildFromArgs(kind, args[0] as string | undefined, args[1] as string[], options.config ?? options.configName);
+      const { url, apiKey, configConnection } = await buildFromArgs(kind, args[0] as string | undefined, args[1] as string[], options.config ?? options.configName);
       if (options.config !== undefined && options.configName !== undefined) throw new CliError('give --config or --config-name, not both', 2, undefined, '--config-name');
       // scheduler_api_key=… is this command's key, as OPENTINKER_API_KEY would be (one process, one command).
       if (apiKey !== undefined) process.env.OPENTINKER_API_KEY = apiKey;
@@ -93,6 +94,10 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
         }
         cmd.setOptionValue('url', url);
       }
+      const fallback = connectionWithConfig(cmd.getOptionValue('url') as string | undefined, process.env, readCredentials(), configConnection);
+      if (fallback.url !== undefined) cmd.setOptionValue('url', fallback.url);
+      if (fallback.key !== undefined) process.env.OPENTINKER_API_KEY = fallback.key;
+      for (const note of fallback.notes) process.stderr.write(`opentinker: note: ${note}\n`);
     } catch (error) {
       if (!(error instanceof CliError)) throw error;
       return fail(error, options.json === true);

@@ -65,8 +65,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Chat with a job’s checkpoint (OpenAI-compatible)
-         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs, so any OpenAI client can use a trained model (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
+         * Chat with a job’s checkpoint or a cached Hugging Face model (OpenAI-compatible)
+         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs, so any OpenAI client can use a trained model, or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, any user; never downloaded by a request: 404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
          */
         post: operations["Chat_completions"];
         delete?: never;
@@ -563,8 +563,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Checkpoints you can chat with (OpenAI-compatible model list)
-         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first. `id` is what `model` may name.
+         * Checkpoints and Hub models you can chat with (OpenAI-compatible model list)
+         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first; then one per model snapshot in the server’s Hub cache (`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` may name.
          */
         get: operations["Chat_models"];
         put?: never;
@@ -677,7 +677,7 @@ export interface components {
             created: number;
             /** @example chatcmpl-3f9a… */
             id: string;
-            /** @description The checkpoint that answered: `<job id>/step-<n>` */
+            /** @description The model that answered: `<job id>/step-<n>`, or `hf:Org/Name@<commit>` */
             model: string;
             /** @enum {string} */
             object: "chat.completion";
@@ -698,7 +698,7 @@ export interface components {
             /** @description Rendered with the checkpoint’s chat template */
             messages: components["schemas"]["ChatMessageDto"][];
             /**
-             * @description A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`)
+             * @description A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`); or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)
              * @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20
              */
             model: string;
@@ -2120,16 +2120,27 @@ export interface components {
             value: number;
         };
         ModelDto: {
-            /** @description Unix seconds (the job’s creation) */
+            /** @description A Hub model’s commit sha */
+            commit?: string;
+            /** @description Unix seconds (the job’s creation; a Hub model’s download) */
             created: number;
             /** @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20 */
             id: string;
-            job_id: string;
-            job_name: string | null;
+            /** @description A checkpoint’s job */
+            job_id?: string;
+            job_name?: string | null;
             /** @enum {string} */
             object: "model";
+            /** @description You, for a checkpoint; the repo’s organisation for a Hub model */
             owned_by: string;
-            step: number;
+            /**
+             * @description A Hub model’s repo (`id` is `hf:<repo>@<commit>`)
+             * @example Qwen/Qwen2.5-0.5B-Instruct
+             */
+            repo?: string;
+            /** @description Branches and tags of the cache at this commit: `hf:<repo>@<revision>` names it too (`hf:<repo>` when `main`) */
+            revisions?: string[];
+            step?: number;
         };
         ModelListDto: {
             data: components["schemas"]["ModelDto"][];
