@@ -11,6 +11,7 @@
  *
  *   node test/bench/http.bench.js [--db sqlite,postgres] [--duration 10] [--warmup 2] [--connections 50]
  *                                 [--jobs 1000] [--root DIR] [--out FILE] [--bare] [--cpu-prof DIR]
+ *                                 [--churn 50]   (also list while the listed jobs change: row updates/s)
  *                                 [--set cpu_slots=2]   (a server setting, OPENTINKER_<KEY>)
  */
 const { spawn } = require('node:child_process');
@@ -42,6 +43,7 @@ function parseArgs(argv) {
     root: REPO,
     out: undefined,
     bare: false,
+    churn: 0,
     cpuProf: undefined,
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432',
     settings: {},
@@ -73,6 +75,10 @@ function parseArgs(argv) {
         break;
       case '--out':
         opts.out = resolve(value());
+        break;
+      case '--churn':
+        opts.churn = Number(value());
+        if (!(opts.churn >= 0)) throw new UsageError('--churn must be a number of row updates per second (0: off)');
         break;
       case '--bare':
         opts.bare = true;
@@ -450,6 +456,67 @@ async function createPgDatabase(baseUrl) {
   };
 }
 
+// ---------------------------------------------------------------- a list that changes
+
+/**
+ * A child process that changes the jobs the list shows, as running jobs do when they report progress:
+ * `perSecond` row updates a second, round robin over the `ids` (the first page), each an UPDATE of the job's
+ * progress and `updated_at` (epoch ms) that raises its `version` as the server's own updates do. It writes straight to the database
+ * (the bench's jobs stay queued, so no runner would change them) from its own process, so neither the
+ * server nor autocannon pays for the writes. Resolves with a stop function that returns the updates made.
+ */
+function startChurn({ databaseUrl, home, ids, perSecond }) {
+  const script = `
+    const ids = ${JSON.stringify(ids)};
+    const every = ${1000 / perSecond};
+    let n = 0;
+    const progress = () => JSON.stringify({ step: n, total: null, message: 'bench churn' });
+    const sqlite = ${JSON.stringify(databaseUrl ? null : join(home, 'opentinker.db'))};
+    let write;
+    if (sqlite) {
+      const db = require(${JSON.stringify(require.resolve('better-sqlite3'))})(sqlite);
+      db.pragma('busy_timeout = 5000');
+      const st = db.prepare('UPDATE jobs SET progress = ?, version = version + 1, updated_at = ? WHERE id = ?');
+      write = async (id) => st.run(progress(), Date.now(), id);
+    } else {
+      const { Client } = require(${JSON.stringify(require.resolve('pg'))});
+      const c = new Client({ connectionString: ${JSON.stringify(databaseUrl ?? '')} });
+      const ready = c.connect();
+      write = async (id) => { await ready; await c.query('UPDATE jobs SET progress = $1, version = version + 1, updated_at = $2 WHERE id = $3', [progress(), Date.now(), id]); };
+    }
+    const start = Date.now();
+    const tick = async () => {
+      // Catch up to the wall clock, so a slow write does not lower the rate.
+      while (n < Math.floor((Date.now() - start) / every) + 1) await write(ids[n++ % ids.length]);
+      setTimeout(tick, every / 2);
+    };
+    void tick();
+    process.on('message', () => { process.send(n); process.exit(0); });
+  `;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return {
+    stop: () =>
+      new Promise((res) => {
+        child.once('message', res);
+        child.send('stop');
+      }),
+  };
+}
+
+/** {@link measureGet} of the list while the jobs of its first page change `perSecond` times a second in all. */
+async function measureChangingList(name, server, key, o, databaseUrl, home) {
+  const page = await api(server, key, 'GET', '/v1/jobs?limit=50');
+  const churn = startChurn({ databaseUrl, home, ids: page.items.map((j) => j.id), perSecond: o.churn });
+  const t0 = Date.now();
+  try {
+    const row = await measureGet(name, server, '/v1/jobs?limit=50', { authorization: `Bearer ${key}` }, o);
+    return row;
+  } finally {
+    const updates = await churn.stop();
+    log(`    (${updates} job updates in ${((Date.now() - t0) / 1000).toFixed(1)} s, warm-up included)`);
+  }
+}
+
 // ---------------------------------------------------------------- one database
 
 async function runDatabase(db, o, cleanups) {
@@ -468,7 +535,7 @@ async function runDatabase(db, o, cleanups) {
   cleanups.push(() => server.stop());
   const auth = { authorization: `Bearer ${adminKey}` };
   const rows = [];
-  const out = { database: db, rows, seed: null, bare: null };
+  const out = { database: db, rows, seed: null, bare: null, changing: null };
 
   // 1. GET /health (public).
   rows.push(await measureGet('GET /health', server, '/health', {}, o));
@@ -480,6 +547,13 @@ async function runDatabase(db, o, cleanups) {
 
   // 3. Authenticated list with exactly o.jobs jobs in the database.
   rows.push(await measureGet(`GET /v1/jobs?limit=50 (${o.jobs} jobs)`, server, '/v1/jobs?limit=50', auth, o));
+
+  // 3b. The same list while the jobs it shows keep changing (a second statement and fresh JSON per changed job).
+  if (o.churn > 0) {
+    const row = await measureChangingList(`GET /v1/jobs?limit=50 (${o.jobs} jobs, ${o.churn} listed-job updates/s)`, server, adminKey, o, databaseUrl, home);
+    out.changing = row;
+    rows.push(row);
+  }
 
   // Optional reference point, on the same SQLite file with the same o.jobs jobs (WAL lets a second
   // process read; the API server is idle meanwhile): bare Fastify, no Nest, no TypeORM, same SQL.
@@ -526,7 +600,8 @@ function table(rows) {
 
 function verdicts(run) {
   const out = [];
-  const [health, list, submit] = run.rows;
+  const [health, list] = run.rows;
+  const submit = run.rows[run.rows.length - 1];
   const label = run.database;
   const add = (name, target, actual, pass) => out.push({ database: label, target: name, required: target, actual, pass });
   add('GET /health req/s', `>= ${TARGETS.health.rps}`, health.rps, health.rps >= TARGETS.health.rps);
@@ -535,6 +610,11 @@ function verdicts(run) {
   add('GET /v1/jobs req/s', `>= ${TARGETS.list.rps}`, list.rps, list.rps >= TARGETS.list.rps);
   add('GET /v1/jobs p99', `< ${TARGETS.list.p99} ms`, `${list.latency_ms.p99} ms`, list.latency_ms.p99 < TARGETS.list.p99);
   add('GET /v1/jobs errors', '0 errors, 0 non-2xx', `${list.errors + list.timeouts} errors, ${list.non2xx} non-2xx`, list.errors + list.timeouts + list.non2xx === 0);
+  if (run.changing) {
+    const c = run.changing;
+    add('GET /v1/jobs (jobs changing) req/s', `>= ${TARGETS.list.rps}`, c.rps, c.rps >= TARGETS.list.rps);
+    add('GET /v1/jobs (jobs changing) p99', `< ${TARGETS.list.p99} ms`, `${c.latency_ms.p99} ms`, c.latency_ms.p99 < TARGETS.list.p99);
+  }
   for (const [name, row] of [
     ['submissions (cold, seed)', run.seed],
     ['submissions (warm)', submit],
@@ -635,6 +715,7 @@ async function main() {
       warmup_s: o.warmup,
       duration_s: o.duration,
       jobs: o.jobs,
+      churn_updates_per_s: o.churn,
       embedded_worker: false,
       list_caller: 'admin (sees every job)',
       server_settings: o.settings,
