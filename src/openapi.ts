@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { jobSpecJsonSchemas } from './jobs/kinds/job-kinds';
+import { API_SCHEMAS } from './core/openapi-schemas';
 
 export const API_VERSION = '0.1.0';
 
@@ -19,7 +19,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
   });
   document.components ??= {};
-  document.components.schemas = { ...document.components.schemas, ...(jobSpecJsonSchemas() as object), ...PROTOCOL_SCHEMAS };
+  document.components.schemas = { ...document.components.schemas, ...API_SCHEMAS.all(), ...PROTOCOL_SCHEMAS };
   Object.assign(document.paths, protocolPaths());
   return sortKeys(document) as OpenAPIObject;
 }

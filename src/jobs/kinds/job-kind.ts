@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { zodToAppError } from '../../core/zod-error';
+import { parseOrThrow } from '../../core/zod-error';
 import type { KindRunner } from '../../runner/runner-protocol';
 
 /**
@@ -70,8 +70,10 @@ export interface JobKind<Fields extends z.ZodRawShape = z.ZodRawShape> extends R
   readonly description: string;
   /** Kind-specific keys (without the common ones). */
   readonly spec: z.ZodObject<Fields>;
-  /** The whole strict schema: `kind`, the common keys and the kind's. */
+  /** The whole strict schema: `kind`, the common keys and the kind's (the OpenAPI component `JobSpec_<kind>`). */
   readonly schema: z.ZodObject<z.ZodRawShape>;
+  /** {@link schema} followed by the defaults that depend on the kind (`max_attempts` by resumability): what {@link parse} runs. */
+  readonly parser: z.ZodType<JobSpecOf<Fields>>;
   /**
    * Validates a spec, submitted or stored: unknown keys are refused with their path, every default is
    * filled in (`max_attempts` by resumability). Throws `OT_ERR_VALIDATION` naming the field.
@@ -91,21 +93,19 @@ export function defineJobKind<Fields extends z.ZodRawShape>(definition: JobKindD
   const schema = z
     .object({ kind: z.literal(definition.kind), ...commonSpecShape, ...definition.spec.shape })
     .strict()
-    .describe(definition.description);
+    .describe(definition.description)
+    .meta({ id: `JobSpec_${definition.kind}` });
   const capabilities = { ...NO_CAPABILITIES, ...definition.capabilities };
+  const parser = schema.transform((data) => ({ ...data, max_attempts: (data as { max_attempts?: number }).max_attempts ?? (capabilities.resumable ? 3 : 1) }) as JobSpecOf<Fields>);
   const kind: JobKind<Fields> = {
     $$type: JOB_KIND_TYPE,
     kind: definition.kind,
     description: definition.description,
     spec: definition.spec,
     schema: schema as unknown as z.ZodObject<z.ZodRawShape>,
+    parser,
     ...capabilities,
-    parse(body) {
-      const parsed = schema.safeParse(body);
-      if (!parsed.success) throw zodToAppError(parsed.error);
-      const data = parsed.data as Record<string, unknown> & { max_attempts?: number };
-      return { ...data, max_attempts: data.max_attempts ?? (capabilities.resumable ? 3 : 1) } as JobSpecOf<Fields>;
-    },
+    parse: (body) => parseOrThrow(parser, body),
     runner: definition.runner,
   };
   return Object.freeze(kind);

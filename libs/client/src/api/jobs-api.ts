@@ -35,12 +35,8 @@ export class JobsApi {
   /** Jobs, newest first, as summaries (no `spec`: {@link JobsApi.get} has it). */
   list(query: ListJobsQuery = {}, options: RequestOptions = {}): Promise<JobPage> {
     return this.t.call(
-      this.t.api.GET('/v1/jobs', {
-        params: { query },
-        // The server reads `state=queued,running`.
-        querySerializer: { array: { style: 'form', explode: false } },
-        signal: options.signal,
-      }),
+      // The server reads `state=queued,running`.
+      this.t.api.GET('/v1/jobs', { params: { query: { ...query, state: query.state?.join(',') } }, signal: options.signal }),
       options.signal,
     );
   }

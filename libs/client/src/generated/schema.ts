@@ -669,6 +669,7 @@ export interface components {
             model: string;
             /** @enum {string} */
             object: "chat.completion.chunk";
+            /** @description With stream_options.include_usage: null on every chunk but the last */
             usage?: components["schemas"]["UsageDto"] | null;
         };
         ChatCompletionDto: {
@@ -690,11 +691,11 @@ export interface components {
              * @description Per-token log-probs (under the model at temperature 1)
              * @default false
              */
-            logprobs?: boolean;
+            logprobs?: boolean | null;
             /** @description Same as max_tokens (OpenAI’s newer name) */
-            max_completion_tokens?: number;
+            max_completion_tokens?: number | null;
             /** @description Default: what the context leaves after the prompt */
-            max_tokens?: number;
+            max_tokens?: number | null;
             /** @description Rendered with the checkpoint’s chat template */
             messages: components["schemas"]["ChatMessageDto"][];
             /**
@@ -706,41 +707,42 @@ export interface components {
              * @description Choices to sample
              * @default 1
              */
-            n?: number;
+            n?: number | null;
             /** @description Only 0 */
             presence_penalty?: number;
             /** @description Same seed, same request, same checkpoint: same answer */
-            seed?: number;
+            seed?: number | null;
             /** @description Stop strings (not included in the answer) */
-            stop?: string | string[];
+            stop?: (string | string[]) | null;
             /**
              * @description Server-Sent Events of `chat.completion.chunk`, ended by `data: [DONE]`
              * @default false
              */
-            stream?: boolean;
-            stream_options?: components["schemas"]["StreamOptionsDto"];
+            stream?: boolean | null;
+            stream_options?: components["schemas"]["StreamOptionsDto"] | null;
             /**
              * @description 0 = greedy
              * @default 1
              */
-            temperature?: number;
+            temperature?: number | null;
             /** @description Not supported: only 0 or absent */
-            top_logprobs?: number;
+            top_logprobs?: number | null;
             /** @default 1 */
-            top_p?: number;
+            top_p?: number | null;
             /** @description Accepted and ignored */
             user?: string;
         };
         ChatMessageDto: {
-            /** @description Text, or text parts (joined) */
+            /** @description Text, or text parts (joined); null only for an assistant message */
             content: (string | {
-                text?: string;
+                text: string;
                 /** @enum {string} */
-                type?: "text";
+                type: "text";
             }[]) | null;
             name?: string;
             /** @enum {string} */
             role: "system" | "developer" | "user" | "assistant" | "tool";
+            tool_call_id?: string;
         };
         CheckDto: {
             detail: string;
@@ -947,10 +949,8 @@ export interface components {
             config_schema: {
                 [key: string]: unknown;
             };
-            /** @description The config with every default */
-            default_config: {
-                [key: string]: unknown;
-            } | null;
+            /** @description The config with every default; null when the package failed to load */
+            default_config: unknown;
             description: string | null;
             /** @description Why the package failed to load */
             error: string | null;
@@ -997,7 +997,7 @@ export interface components {
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
-            details?: Record<string, never>;
+            details?: unknown;
             /**
              * @description Dotted path of the offending input
              * @example resources.gpus
@@ -2109,8 +2109,8 @@ export interface components {
             worker_id: string | null;
         };
         LivenessDto: {
-            /** @example ok */
-            status: string;
+            /** @enum {string} */
+            status: "ok";
         };
         MetricPointDto: {
             name: string;
@@ -2124,6 +2124,7 @@ export interface components {
             created: number;
             /** @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20 */
             id: string;
+            /** Format: uuid */
             job_id: string;
             job_name: string | null;
             /** @enum {string} */
@@ -2142,9 +2143,7 @@ export interface components {
             /** @description Line number (JSONL) or 1-based position (parquet) */
             row: number;
             /** @description The row as JSON (null when the line is not JSON) */
-            value: {
-                [key: string]: unknown;
-            } | null;
+            value: unknown;
         };
         ReadinessDto: {
             database: components["schemas"]["CheckDto"];
@@ -2158,15 +2157,16 @@ export interface components {
                 [key: string]: unknown;
             };
             call_id: string;
+            /** Format: date-time */
             created_at: string;
             error: string | null;
+            /** Format: date-time */
             finished_at: string | null;
             /** @enum {string} */
             op: "train_step" | "validate" | "save_checkpoint" | "sample" | "close";
-            /** @description What the operation returned (metrics, checkpoint, text) */
-            result: {
-                [key: string]: unknown;
-            } | null;
+            /** @description What the operation returned (metrics, checkpoint, text); null until then */
+            result: unknown;
+            /** Format: date-time */
             started_at: string | null;
             /** @enum {string} */
             state: "pending" | "running" | "succeeded" | "failed";
@@ -2204,7 +2204,7 @@ export interface components {
             logprob: number;
             token: string;
             /** @description Always empty (top_logprobs is not supported) */
-            top_logprobs: Record<string, never>[];
+            top_logprobs: unknown[];
         };
         UploadedDatasetDto: {
             dataset: components["schemas"]["DatasetDto"];
@@ -2495,6 +2495,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Unsupported media type */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3220,7 +3221,7 @@ export interface operations {
                 page?: number;
                 limit?: number;
                 /** @description Comma-separated states */
-                state?: string[];
+                state?: string;
                 kind?: string;
             };
             header?: never;
