@@ -33,8 +33,6 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
   const adapter = new FastifyAdapter({
     bodyLimit: config.values.body_limit_bytes,
     routerOptions: { maxParamLength: 200 },
-    // The environment protocol routes validate with JSON Schema: refuse unknown keys, never drop them.
-    ajv: { customOptions: { removeAdditional: false } },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, { api: true, worker: options.worker }), adapter, {
     logger: options.logger ?? logLevels(config),

@@ -31,6 +31,18 @@ export class OpenApiSchemas {
     return structuredClone(known[io]);
   }
 
+  /** Each key of a query's `z.object` as an OpenAPI query parameter, with its description. */
+  queryParameters(schema: z.ZodObject): { name: string; in: 'query'; required: boolean; description?: string; schema: JsonSchema }[] {
+    const { properties = {}, required = [] } = this.schema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    return Object.entries(properties).map(([name, { description, ...property }]) => ({
+      name,
+      in: 'query',
+      required: required.includes(name),
+      ...(description === undefined ? {} : { description: description as string }),
+      schema: property,
+    }));
+  }
+
   /** Every component named so far, by name. */
   all(): Record<string, JsonSchema> {
     return Object.fromEntries([...this.components].map(([id, { schema }]) => [id, structuredClone(schema)]));

@@ -2,7 +2,7 @@ import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import { ApiBody, ApiQuery, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { API_SCHEMAS, JsonSchema } from './openapi-schemas';
+import { API_SCHEMAS } from './openapi-schemas';
 import { ZodBodyPipe, ZodQueryPipe } from './zod-validation.pipe';
 
 /**
@@ -42,9 +42,8 @@ export function ZodBody(schema: z.ZodType, description?: string): ParameterDecor
 export function ZodQuery(schema: z.ZodObject): ParameterDecorator {
   return (target, key, index) => {
     RequestPart('query', new ZodQueryPipe(schema))(target, key, index);
-    const { properties = {}, required = [] } = API_SCHEMAS.schema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
-    for (const [name, { description, ...property }] of Object.entries(properties)) {
-      onMethod(target, key, ApiQuery({ name, required: required.includes(name), description: description as string | undefined, schema: property as never }));
+    for (const { name, required, description, schema: property } of API_SCHEMAS.queryParameters(schema)) {
+      onMethod(target, key, ApiQuery({ name, required, description, schema: property as never }));
     }
   };
 }

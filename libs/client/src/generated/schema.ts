@@ -878,6 +878,7 @@ export interface components {
         };
         /** @description Either `task`, or `split` + `index` of one of the server’s tasks */
         EnvCreateEpisode: {
+            /** @description Overrides of the server's default config for this episode */
             config?: {
                 [key: string]: unknown;
             };
@@ -885,33 +886,40 @@ export interface components {
             seed: number;
             /** @enum {string} */
             split?: "train" | "test";
+            /** @description The task itself; or leave it out and name one of the server’s tasks by `split` and `index` */
             task?: unknown;
         };
         EnvEpisode: {
-            episode_id?: string;
-            messages?: components["schemas"]["EnvMessage"][];
-            task?: unknown;
+            /** @description Names the episode in the step and delete routes; it expires when left idle */
+            episode_id: string;
+            /** @description The first messages (system prompt and first user message) */
+            messages: components["schemas"]["EnvMessage"][];
+            /** @description The task the episode plays (the one sent, or the one looked up by split and index) */
+            task: unknown;
         };
         EnvInfo: {
-            config?: {
+            /** @description The server's default config, with defaults filled in */
+            config: {
                 [key: string]: unknown;
             };
-            config_schema?: {
+            /** @description JSON Schema of the per-episode config */
+            config_schema: {
                 [key: string]: unknown;
             };
-            description?: string;
-            id?: string;
+            description: string;
+            id: string;
             /** @example 1 */
-            protocol_version?: string;
+            protocol_version: string;
             /** @enum {string} */
-            task_source?: "dataset" | "generator";
-            tasks?: {
-                test?: number | null;
-                train?: number | null;
+            task_source: "dataset" | "generator";
+            /** @description Task counts under the default config; null means endless */
+            tasks: {
+                test: number | null;
+                train: number | null;
             };
             /** @enum {string} */
-            turn_mode?: "single" | "multi";
-            version?: string;
+            turn_mode: "single" | "multi";
+            version: string;
         };
         EnvMessage: {
             content: string;
@@ -926,23 +934,30 @@ export interface components {
             statusCode: number;
         };
         EnvStep: {
+            /** @description The policy's text, as it wrote it (the environment parses it) */
             action: string;
         };
         EnvStepResult: {
-            done?: boolean;
-            info?: {
+            done: boolean;
+            info: {
                 [key: string]: unknown;
             };
-            observation?: string;
-            /** @enum {string} */
-            observation_role?: "user" | "tool";
-            reward?: number;
+            observation: string;
+            /**
+             * @default user
+             * @enum {string}
+             */
+            observation_role: "user" | "tool";
+            reward: number;
         };
         EnvTasks: {
-            offset?: number;
-            split?: string;
-            tasks?: unknown[];
-            total?: number | null;
+            /** @description Index of `tasks[0]` in the split */
+            offset: number;
+            /** @enum {string} */
+            split: "train" | "test";
+            tasks: unknown[];
+            /** @description Tasks in the split; null for an endless generator */
+            total: number | null;
         };
         EnvironmentDetailDto: {
             /** @description JSON Schema of the config */
