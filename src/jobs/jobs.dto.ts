@@ -7,6 +7,8 @@ import type { JsonText } from '../core/zod-api.decorators';
 import type { JobArtifactEntity } from './job-artifact.entity';
 import type { JobMetricEntity } from './job-metric.entity';
 import { JOB_STATES } from './job.entity';
+import { JobKindCapabilities } from './kinds/job-kind';
+import type { AnyJobKind } from './kinds/job-kind';
 import type { JobEntity, JobState, JobSummary } from './job.entity';
 
 const isJobState = (s: string): s is JobState => (JOB_STATES as readonly string[]).includes(s);
@@ -158,4 +160,12 @@ export type ArtifactDto = z.output<typeof ArtifactDto>;
 
 export function artifactDto(a: JobArtifactEntity): ArtifactDto {
   return { name: a.name, size: a.size, worker_id: a.workerId, created_at: iso(a.createdAt)! };
+}
+
+/** A kind of job this server runs, and what its jobs can do (`GET /v1/job-kinds`). */
+export const JobKindDto = z.object({ kind: z.string().meta({ example: 'train' }), description: z.string(), ...JobKindCapabilities.shape }).meta({ id: 'JobKindDto' });
+export type JobKindDto = z.output<typeof JobKindDto>;
+
+export function jobKindDto(k: AnyJobKind): JobKindDto {
+  return { kind: k.kind, description: k.description, resumable: k.resumable, checkpoints: k.checkpoints, trains: k.trains, calls: k.calls, results: k.results };
 }

@@ -4,20 +4,17 @@ import type { KindRunner } from '../../runner/runner-protocol';
 
 /**
  * What a kind's jobs can do. The API, the worker and the job runner ask these questions of the kind
- * (never of its name), so adding a kind is its folder plus one line in the registry (`job-kinds.ts`).
+ * (never of its name), so adding a kind is its folder plus one line in the registry (`job-kinds.ts`);
+ * `GET /v1/job-kinds` answers them to clients (the dashboard picks a job's sections by them).
  */
-export interface JobKindCapabilities {
-  /** A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1). */
-  resumable: boolean;
-  /** Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas). */
-  checkpoints: boolean;
-  /** Its jobs update the weights of `model` (full fine-tuning must fit the engine's heap; LoRA leaves the base outside it). */
-  trains: boolean;
-  /** Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them). */
-  calls: boolean;
-  /** The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null. */
-  results: string | null;
-}
+export const JobKindCapabilities = z.object({
+  resumable: z.boolean().describe('A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1)'),
+  checkpoints: z.boolean().describe('Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas)'),
+  trains: z.boolean().describe('Its jobs update the weights of `model` (full fine-tuning must fit the engine’s heap; LoRA leaves the base outside it)'),
+  calls: z.boolean().describe('Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them)'),
+  results: z.string().nullable().describe('The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null'),
+});
+export type JobKindCapabilities = z.output<typeof JobKindCapabilities>;
 
 /** Keys every job has, whatever its kind. */
 export const commonSpecShape = {

@@ -1,7 +1,7 @@
 import { isOpenTinkerError, OpenTinkerError } from '../errors';
 import { watchJobEvents, WatchJobOptions } from '../job-watcher';
 import type { Transport } from '../transport';
-import type { Artifact, Checkpoint, Job, JobEvent, JobPage, JobSpec, ListJobsQuery, MetricPoint, MetricsQuery } from '../types';
+import type { Artifact, Checkpoint, Job, JobEvent, JobKindInfo, JobPage, JobSpec, ListJobsQuery, MetricPoint, MetricsQuery } from '../types';
 import type { RequestOptions } from './request-options';
 
 /** Options of {@link JobsApi.wait}. */
@@ -39,6 +39,11 @@ export class JobsApi {
       this.t.api.GET('/v1/jobs', { params: { query: { ...query, state: query.state?.join(',') } }, signal: options.signal }),
       options.signal,
     );
+  }
+
+  /** The kinds of job the server runs, with what their jobs can do (checkpoints, a results file, session calls, …). */
+  kinds(options: RequestOptions = {}): Promise<JobKindInfo[]> {
+    return this.t.call(this.t.api.GET('/v1/job-kinds', { signal: options.signal }), options.signal);
   }
 
   get(id: string, options: RequestOptions = {}): Promise<Job> {

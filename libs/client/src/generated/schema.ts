@@ -270,6 +270,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/job-kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The kinds of job this server runs, and what their jobs can do
+         * @description In the order the server lists them; `POST /v1/jobs` takes a spec of any of them (`kind`). Clients decide by capability, never by kind name.
+         */
+        get: operations["JobKinds_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -1086,6 +1106,21 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             worker_id: string | null;
+        };
+        JobKindDto: {
+            /** @description Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them) */
+            calls: boolean;
+            /** @description Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas) */
+            checkpoints: boolean;
+            description: string;
+            /** @example train */
+            kind: string;
+            /** @description The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null */
+            results: string | null;
+            /** @description A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1) */
+            resumable: boolean;
+            /** @description Its jobs update the weights of `model` (full fine-tuning must fit the engine’s heap; LoRA leaves the base outside it) */
+            trains: boolean;
         };
         JobPageDto: {
             items: components["schemas"]["JobSummaryDto"][];
@@ -3226,6 +3261,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EnvProtocolError"];
+                };
+            };
+        };
+    };
+    JobKinds_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobKindDto"][];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
                 };
             };
         };
