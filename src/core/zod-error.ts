@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { AppError, ErrorCode } from './app-error';
 
 /** Turns the first zod issue into a validation error naming the offending path (`resources.gpus`). */
-export function zodToAppError(error: z.ZodError, prefix = ''): AppError {
+function zodToAppError(error: z.ZodError, prefix = ''): AppError {
   const issue = error.issues[0];
   let path = issue.path.map(String);
   if (issue.code === 'unrecognized_keys') path = [...path, issue.keys[0]];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { iso } from '../core/database/columns';
-import { SESSION_OPS } from './session-call.entity';
+import { SESSION_CALL_STATES, SESSION_OPS } from './session-call.entity';
 import type { SessionCallEntity } from './session-call.entity';
 
 export const WaitQuery = z
@@ -37,7 +37,7 @@ export const SessionCallDto = z
     call_id: z.string(),
     op: z.enum(SESSION_OPS),
     args: z.record(z.string(), z.unknown()),
-    state: z.enum(['pending', 'running', 'succeeded', 'failed']),
+    state: z.enum(SESSION_CALL_STATES),
     result: z.unknown().describe('What the operation returned (metrics, checkpoint, text); null until then'),
     error: z.string().nullable(),
     created_at: z.iso.datetime(),
