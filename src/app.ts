@@ -1,13 +1,11 @@
 import 'reflect-metadata';
-import { INestApplicationContext, LoggerService, LogLevel, ValidationError } from '@nestjs/common';
+import { INestApplicationContext, LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
-import { AppError, ErrorCode } from './core/app-error';
 import { AppErrorFilter } from './core/error.filter';
-import { QueryValidationPipe } from './core/query-validation-pipe';
 import { PrometheusService } from './health/prometheus.service';
 import { buildOpenApiDocument } from './openapi';
 import { AuthService } from './auth/auth.service';
@@ -29,43 +27,17 @@ export function logLevels(config: AppConfig): LogLevel[] {
   return LEVELS.slice(0, LEVELS.indexOf(config.values.log_level) + 1);
 }
 
-/** Class-validator errors become one validation error naming the first bad field. */
-function validationError(errors: ValidationError[]): AppError {
-  const flat: { path: string; message: string }[] = [];
-  const walk = (list: ValidationError[], prefix: string) => {
-    for (const e of list) {
-      const path = prefix ? `${prefix}.${e.property}` : e.property;
-      for (const message of Object.values(e.constraints ?? {})) flat.push({ path, message });
-      walk(e.children ?? [], path);
-    }
-  };
-  walk(errors, '');
-  const first = flat[0] ?? { path: '', message: 'invalid input' };
-  const message = first.message.includes('should not exist') ? `Unknown field ${first.path}` : first.message;
-  return new AppError(ErrorCode.VALIDATION, message, { field: first.path || undefined, details: flat });
-}
-
 /** The HTTP application: API (and, unless disabled, a worker) in one process. */
 export async function createApi(options: CreateOptions): Promise<NestFastifyApplication> {
   const { config } = options;
   const adapter = new FastifyAdapter({
     bodyLimit: config.values.body_limit_bytes,
     routerOptions: { maxParamLength: 200 },
-    // The environment protocol routes validate with JSON Schema: refuse unknown keys, never drop them.
-    ajv: { customOptions: { removeAdditional: false } },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, { api: true, worker: options.worker }), adapter, {
     logger: options.logger ?? logLevels(config),
     bufferLogs: false,
   });
-  app.useGlobalPipes(
-    new QueryValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      exceptionFactory: validationError,
-    }),
-  );
   app.useGlobalFilters(new AppErrorFilter());
   const fastify = app.getHttpAdapter().getInstance();
   const prometheus = app.get(PrometheusService);

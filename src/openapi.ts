@@ -1,6 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { jobSpecJsonSchemas } from './jobs/kinds/job-kinds';
+import { CreateEpisodeRequest, CreateEpisodeResponse, InfoResponse, ProtocolError, StepRequest, StepResponse, TasksQuery, TasksResponse } from '@opentinker/env-sdk';
+import type { z } from 'zod';
+import { API_SCHEMAS } from './core/openapi-schemas';
 
 export const API_VERSION = '0.1.0';
 
@@ -19,8 +21,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
   });
   document.components ??= {};
-  document.components.schemas = { ...document.components.schemas, ...(jobSpecJsonSchemas() as object), ...PROTOCOL_SCHEMAS };
+  // The protocol's paths first: converting their schemas names the components they use.
   Object.assign(document.paths, protocolPaths());
+  document.components.schemas = { ...document.components.schemas, ...API_SCHEMAS.all() };
   return sortKeys(document) as OpenAPIObject;
 }
 
@@ -36,76 +39,18 @@ function sortKeys(value: unknown): unknown {
   return value;
 }
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
-
-const PROTOCOL_SCHEMAS = {
-  EnvMessage: {
-    type: 'object',
-    required: ['role', 'content'],
-    properties: { role: { type: 'string', enum: ['system', 'user', 'assistant', 'tool'] }, content: { type: 'string' } },
-  },
-  EnvProtocolError: {
-    type: 'object',
-    required: ['statusCode', 'code', 'message'],
-    properties: { statusCode: { type: 'integer' }, code: { type: 'string', example: 'ENV_STEP_AFTER_DONE' }, message: { type: 'string' }, field: { type: 'string' } },
-  },
-  EnvInfo: {
-    type: 'object',
-    properties: {
-      id: { type: 'string' },
-      version: { type: 'string' },
-      protocol_version: { type: 'string', example: '1' },
-      description: { type: 'string' },
-      turn_mode: { type: 'string', enum: ['single', 'multi'] },
-      task_source: { type: 'string', enum: ['dataset', 'generator'] },
-      config_schema: { type: 'object', additionalProperties: true },
-      config: { type: 'object', additionalProperties: true },
-      tasks: { type: 'object', properties: { train: { type: 'integer', nullable: true }, test: { type: 'integer', nullable: true } } },
-    },
-  },
-  EnvTasks: {
-    type: 'object',
-    properties: { split: { type: 'string' }, offset: { type: 'integer' }, total: { type: 'integer', nullable: true }, tasks: { type: 'array', items: {} } },
-  },
-  EnvCreateEpisode: {
-    type: 'object',
-    required: ['seed'],
-    additionalProperties: false,
-    description: 'Either `task`, or `split` + `index` of one of the server’s tasks',
-    properties: {
-      task: {},
-      split: { type: 'string', enum: ['train', 'test'] },
-      index: { type: 'integer', minimum: 0 },
-      seed: { type: 'integer' },
-      config: { type: 'object', additionalProperties: true },
-    },
-  },
-  EnvEpisode: {
-    type: 'object',
-    properties: { episode_id: { type: 'string' }, messages: { type: 'array', items: ref('EnvMessage') }, task: {} },
-  },
-  EnvStep: { type: 'object', required: ['action'], additionalProperties: false, properties: { action: { type: 'string' } } },
-  EnvStepResult: {
-    type: 'object',
-    properties: {
-      observation: { type: 'string' },
-      observation_role: { type: 'string', enum: ['user', 'tool'] },
-      reward: { type: 'number' },
-      done: { type: 'boolean' },
-      info: { type: 'object', additionalProperties: true },
-    },
-  },
-};
+const answer = (schema: z.ZodType) => json(API_SCHEMAS.schema(schema, 'output'));
 
 /**
  * The environment protocol as the server exposes it for each loaded environment. These routes are
- * plain Fastify routes (not Nest controllers), so they are described here by hand.
+ * plain Fastify routes (not Nest controllers), shared with `opentinker env serve`; their requests and
+ * answers are the env SDK's schemas, which the routes check with.
  */
 function protocolPaths(): Record<string, unknown> {
   const base = '/v1/environments/{id}/protocol';
   const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Environment id' };
-  const episodeId = { name: 'episode_id', in: 'path', required: true, schema: { type: 'string' } };
+  const episodeId = { name: 'episode_id', in: 'path', required: true, schema: { type: 'string', maxLength: 64 } };
   const errors = Object.fromEntries(
     [
       ['400', 'Invalid request (the body names the field)'],
@@ -114,7 +59,7 @@ function protocolPaths(): Record<string, unknown> {
       ['409', 'Step before reset or after done'],
       ['429', 'Too many open episodes, or too many failed authentications'],
       ['504', 'The environment call timed out'],
-    ].map(([status, description]) => [status, { description, ...json(ref('EnvProtocolError')) }]),
+    ].map(([status, description]) => [status, { description, ...answer(ProtocolError) }]),
   );
   const op = (summary: string, ok: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
     tags: ['environment protocol'],
@@ -123,45 +68,30 @@ function protocolPaths(): Record<string, unknown> {
     responses: { ...ok, ...errors },
     ...extra,
   });
+  const body = (schema: z.ZodType) => ({ required: true, ...json(API_SCHEMAS.schema(schema, 'input')) });
   return {
     [`${base}/v1/info`]: {
-      get: op('Environment protocol: describe the environment', { '200': { description: 'Info', ...json(ref('EnvInfo')) } }, { parameters: [id], operationId: 'EnvProtocol_info' }),
+      get: op('Environment protocol: describe the environment', { '200': { description: 'Info', ...answer(InfoResponse) } }, { parameters: [id], operationId: 'EnvProtocol_info' }),
     },
     [`${base}/v1/tasks`]: {
       get: op(
         'Environment protocol: page through tasks',
-        { '200': { description: 'Tasks', ...json(ref('EnvTasks')) } },
-        {
-          operationId: 'EnvProtocol_tasks',
-          parameters: [
-            id,
-            { name: 'split', in: 'query', schema: { type: 'string', enum: ['train', 'test'], default: 'train' } },
-            { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
-            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-          ],
-        },
+        { '200': { description: 'Tasks', ...answer(TasksResponse) } },
+        { operationId: 'EnvProtocol_tasks', parameters: [id, ...API_SCHEMAS.queryParameters(TasksQuery)] },
       ),
     },
     [`${base}/v1/episodes`]: {
       post: op(
         'Environment protocol: start an episode',
-        { '201': { description: 'First messages', ...json(ref('EnvEpisode')) } },
-        {
-          operationId: 'EnvProtocol_createEpisode',
-          parameters: [id],
-          requestBody: { required: true, ...json(ref('EnvCreateEpisode')) },
-        },
+        { '201': { description: 'First messages', ...answer(CreateEpisodeResponse) } },
+        { operationId: 'EnvProtocol_createEpisode', parameters: [id], requestBody: body(CreateEpisodeRequest) },
       ),
     },
     [`${base}/v1/episodes/{episode_id}/step`]: {
       post: op(
         'Environment protocol: answer the policy’s action',
-        { '200': { description: 'Step result', ...json(ref('EnvStepResult')) } },
-        {
-          operationId: 'EnvProtocol_step',
-          parameters: [id, episodeId],
-          requestBody: { required: true, ...json(ref('EnvStep')) },
-        },
+        { '200': { description: 'Step result', ...answer(StepResponse) } },
+        { operationId: 'EnvProtocol_step', parameters: [id, episodeId], requestBody: body(StepRequest) },
       ),
     },
     [`${base}/v1/episodes/{episode_id}`]: {

@@ -1,66 +1,56 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { z } from 'zod';
 import { iso } from '../core/database/columns';
 import type { ApiKeyEntity } from './api-key.entity';
-import type { Role, UserEntity } from './user.entity';
+import type { UserEntity } from './user.entity';
 
-export class CreateUserDto {
-  @ApiProperty({ example: 'alice', description: 'Unique; letters, digits, dot, dash, underscore' })
-  @IsString()
-  @Matches(/^[A-Za-z0-9._-]{2,64}$/, { message: 'name must be 2–64 letters, digits, dots, dashes or underscores' })
-  name!: string;
+const Role = z.enum(['user', 'admin']);
 
-  @ApiPropertyOptional({ enum: ['user', 'admin'], default: 'user' })
-  @IsOptional()
-  @IsIn(['user', 'admin'])
-  role?: Role;
+export const CreateUserDto = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{2,64}$/, { message: 'name must be 2–64 letters, digits, dots, dashes or underscores' })
+      .describe('Unique; letters, digits, dot, dash, underscore')
+      .meta({ example: 'alice' }),
+    role: Role.default('user'),
+  })
+  .strict()
+  .meta({ id: 'CreateUserDto' });
+export type CreateUserDto = z.output<typeof CreateUserDto>;
+
+export const CreateKeyDto = z
+  .object({ name: z.string().min(1).max(100).describe('A label to tell keys apart').meta({ example: 'laptop' }) })
+  .strict()
+  .meta({ id: 'CreateKeyDto' });
+export type CreateKeyDto = z.output<typeof CreateKeyDto>;
+
+export const UserDto = z.object({ id: z.uuid(), name: z.string(), role: Role, created_at: z.iso.datetime() }).meta({ id: 'UserDto' });
+export type UserDto = z.output<typeof UserDto>;
+
+export function userDto(u: UserEntity): UserDto {
+  return { id: u.id, name: u.name, role: u.role, created_at: iso(u.createdAt)! };
 }
 
-export class CreateKeyDto {
-  @ApiProperty({ example: 'laptop', description: 'A label to tell keys apart' })
-  @IsString()
-  @MinLength(1)
-  @MaxLength(100)
-  name!: string;
+const apiKeyShape = {
+  id: z.uuid(),
+  name: z.string(),
+  prefix: z.string().describe('First characters of the key').meta({ example: 'otk_3fA9x2Lq' }),
+  created_at: z.iso.datetime(),
+  last_used_at: z.iso.datetime().nullable(),
+  revoked_at: z.iso.datetime().nullable(),
+};
+
+export const ApiKeyDto = z.object(apiKeyShape).meta({ id: 'ApiKeyDto' });
+export type ApiKeyDto = z.output<typeof ApiKeyDto>;
+
+export function apiKeyDto(k: ApiKeyEntity): ApiKeyDto {
+  return { id: k.id, name: k.name, prefix: k.prefix, created_at: iso(k.createdAt)!, last_used_at: iso(k.lastUsedAt), revoked_at: iso(k.revokedAt) };
 }
 
-export class UserDto {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty() name!: string;
-  @ApiProperty({ enum: ['user', 'admin'] }) role!: Role;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
+export const IssuedKeyDto = z
+  .object({ ...apiKeyShape, key: z.string().describe('The secret key. Shown once: store it now.').meta({ example: 'otk_…' }) })
+  .meta({ id: 'IssuedKeyDto' });
+export type IssuedKeyDto = z.output<typeof IssuedKeyDto>;
 
-  static of(u: UserEntity): UserDto {
-    return { id: u.id, name: u.name, role: u.role, created_at: iso(u.createdAt)! };
-  }
-}
-
-export class ApiKeyDto {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty() name!: string;
-  @ApiProperty({ description: 'First characters of the key', example: 'otk_3fA9x2Lq' }) prefix!: string;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_used_at!: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) revoked_at!: string | null;
-
-  static of(k: ApiKeyEntity): ApiKeyDto {
-    return {
-      id: k.id,
-      name: k.name,
-      prefix: k.prefix,
-      created_at: iso(k.createdAt)!,
-      last_used_at: iso(k.lastUsedAt),
-      revoked_at: iso(k.revokedAt),
-    };
-  }
-}
-
-export class IssuedKeyDto extends ApiKeyDto {
-  @ApiProperty({ description: 'The secret key. Shown once: store it now.', example: 'otk_…' })
-  key!: string;
-}
-
-export class CreatedUserDto {
-  @ApiProperty({ type: UserDto }) user!: UserDto;
-  @ApiProperty({ type: IssuedKeyDto }) api_key!: IssuedKeyDto;
-}
+export const CreatedUserDto = z.object({ user: UserDto, api_key: IssuedKeyDto }).meta({ id: 'CreatedUserDto' });
+export type CreatedUserDto = z.output<typeof CreatedUserDto>;

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * Stable error codes. Clients branch on these, so a code never changes meaning once shipped; the HTTP
  * status each maps to lives in one place, {@link ERROR_STATUS}.
@@ -117,11 +119,14 @@ export class AppError extends Error {
   }
 }
 
-/** The JSON body of every error response. */
-export interface ErrorBody {
-  statusCode: number;
-  code: ErrorCode;
-  message: string;
-  field?: string;
-  details?: unknown;
-}
+/** The JSON body of every error response (the OpenAPI component `ErrorDto`). */
+export const ErrorBody = z
+  .object({
+    statusCode: z.number().int().meta({ example: 400 }),
+    code: z.enum(ErrorCode).meta({ id: 'ErrorCode' }),
+    message: z.string(),
+    field: z.string().optional().describe('Dotted path of the offending input').meta({ example: 'resources.gpus' }),
+    details: z.unknown().optional().describe('Every problem found, when there are several'),
+  })
+  .meta({ id: 'ErrorDto' });
+export type ErrorBody = z.output<typeof ErrorBody>;

@@ -1,23 +1,16 @@
 import type { DatasetFormat } from './dataset-files';
 import { parquetInfo, readDatasetRows } from './dataset-rows';
 import type { DatasetCaps } from './dataset-rows';
+import type { DatasetReportDto } from './datasets.dto';
 
-export interface BadRow {
-  /** 1-based: the line number for JSONL, the position for parquet. */
-  row: number;
-  reason: string;
-}
-
-/** What the upload check found in a file. */
-export interface DatasetReport {
-  rows: number;
-  valid_rows: number;
-  invalid_rows: number;
-  /** The first bad rows (at most {@link MAX_BAD_ROWS}), in file order. */
-  bad_rows: BadRow[];
-  /** Top-level column names: the parquet schema's, or the keys seen in JSONL objects (first seen first). */
-  columns: string[];
-}
+/**
+ * What the upload check found in a file, as the API reports it: `bad_rows` are the first bad rows (at
+ * most {@link MAX_BAD_ROWS}) in file order; `columns` the parquet schema's top-level names, or the keys
+ * seen in JSONL objects (first seen first).
+ */
+export type DatasetReport = DatasetReportDto;
+/** 1-based `row`: the line number for JSONL, the position for parquet. */
+export type BadRow = DatasetReport['bad_rows'][number];
 
 export const MAX_BAD_ROWS = 20;
 /** JSONL rows may each have other keys; past this many the list stops growing (it is descriptive only). */

@@ -1,24 +1,16 @@
-import { Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { AppError, ErrorCode } from '../core/app-error';
+import { ZodQuery, ZodResponse } from '../core/zod-api.decorators';
 import type { DatasetFormat } from './dataset-files';
 import { DATASET_UPLOAD_TYPES } from './dataset-upload-parser';
-import {
-  DatasetDto,
-  DatasetPageDto,
-  DatasetPreviewDto,
-  DatasetReportDto,
-  ListDatasetsQuery,
-  PreviewQuery,
-  PreviewRowDto,
-  UploadDatasetQuery,
-  UploadedDatasetDto,
-} from './datasets.dto';
+import { DatasetDto, datasetDto, DatasetPageDto, DatasetPreviewDto, ListDatasetsQuery, PreviewQuery, previewRowDto, UploadDatasetQuery, UploadedDatasetDto } from './datasets.dto';
 import { DatasetsService } from './datasets.service';
 
 @ApiTags('datasets')
@@ -39,9 +31,9 @@ export class DatasetsController {
   })
   @ApiConsumes(...DATASET_UPLOAD_TYPES)
   @ApiBody({ description: 'The file', schema: { type: 'string', format: 'binary' } })
-  @ApiResponse({ status: 201, type: UploadedDatasetDto })
+  @ZodResponse(201, UploadedDatasetDto)
   @ApiErrors(400, 401, 413, 415)
-  async upload(@CurrentUser() caller: Principal, @Query() q: UploadDatasetQuery, @Req() req: FastifyRequest): Promise<UploadedDatasetDto> {
+  async upload(@CurrentUser() caller: Principal, @ZodQuery(UploadDatasetQuery) q: UploadDatasetQuery, @Req() req: FastifyRequest): Promise<UploadedDatasetDto> {
     const body = req.body;
     if (!(body instanceof Readable)) {
       throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Send the file as the body with content type ${DATASET_UPLOAD_TYPES.join(', ')}`);
@@ -54,7 +46,7 @@ export class DatasetsController {
         { environment: q.environment, name: q.name, format, strict: q.strict, contentLength: Number.isFinite(length) ? length : undefined },
         body,
       );
-      return { dataset: DatasetDto.of(dataset), report: DatasetReportDto.of(report) };
+      return { dataset: datasetDto(dataset), report };
     } catch (error) {
       if (!body.readableEnded) drainRefused(body);
       throw error;
@@ -63,28 +55,28 @@ export class DatasetsController {
 
   @Get()
   @ApiOperation({ summary: 'List datasets, newest first (yours; all for admins)' })
-  @ApiResponse({ status: 200, type: DatasetPageDto })
+  @ZodResponse(200, DatasetPageDto)
   @ApiErrors(400, 401)
-  async list(@CurrentUser() caller: Principal, @Query() q: ListDatasetsQuery): Promise<DatasetPageDto> {
+  async list(@CurrentUser() caller: Principal, @ZodQuery(ListDatasetsQuery) q: z.output<typeof ListDatasetsQuery>): Promise<DatasetPageDto> {
     const { items, total } = await this.datasets.list(caller, q);
-    return { items: items.map(DatasetDto.of), page: q.page, limit: q.limit, total };
+    return { items: items.map(datasetDto), page: q.page, limit: q.limit, total };
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One dataset' })
-  @ApiResponse({ status: 200, type: DatasetDto })
+  @ZodResponse(200, DatasetDto)
   @ApiErrors(400, 401, 404)
   async get(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<DatasetDto> {
-    return DatasetDto.of(await this.datasets.get(caller, id));
+    return datasetDto(await this.datasets.get(caller, id));
   }
 
   @Get(':id/preview')
   @ApiOperation({ summary: 'The first rows as JSON (bad rows included, as stored)' })
-  @ApiResponse({ status: 200, type: DatasetPreviewDto })
+  @ZodResponse(200, DatasetPreviewDto)
   @ApiErrors(400, 401, 404)
-  async preview(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @Query() q: PreviewQuery): Promise<DatasetPreviewDto> {
+  async preview(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @ZodQuery(PreviewQuery) q: z.output<typeof PreviewQuery>): Promise<DatasetPreviewDto> {
     const { dataset, rows } = await this.datasets.preview(caller, id, q.limit);
-    return { dataset: DatasetDto.of(dataset), rows: rows.map(PreviewRowDto.of) };
+    return { dataset: datasetDto(dataset), rows: rows.map(previewRowDto) };
   }
 
   @Delete(':id')

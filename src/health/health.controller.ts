@@ -1,29 +1,23 @@
 import { Controller, Get, HttpCode, Inject, Res } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
+import { z } from 'zod';
 import { AppConfig } from '../config/app-config';
 import { Public } from '../auth/auth.decorators';
+import { ZodResponse } from '../core/zod-api.decorators';
 import { JOB_QUEUE } from '../scheduler/job-queue';
 import type { JobQueue } from '../scheduler/job-queue';
 import { WorkersRepository } from '../scheduler/workers.repository';
 import { PrometheusService } from './prometheus.service';
 
-class LivenessDto {
-  @ApiProperty({ example: 'ok' }) status!: 'ok';
-}
+const LivenessDto = z.object({ status: z.literal('ok') }).meta({ id: 'LivenessDto' });
 
-class CheckDto {
-  @ApiProperty() ok!: boolean;
-  @ApiProperty() detail!: string;
-}
+const CheckDto = z.object({ ok: z.boolean(), detail: z.string() }).meta({ id: 'CheckDto' });
+type CheckDto = z.output<typeof CheckDto>;
 
-class ReadinessDto {
-  @ApiProperty({ enum: ['ok', 'unavailable'] }) status!: 'ok' | 'unavailable';
-  @ApiProperty({ type: CheckDto }) database!: CheckDto;
-  @ApiProperty({ type: CheckDto }) queue!: CheckDto;
-  @ApiProperty({ type: CheckDto }) workers!: CheckDto;
-}
+const ReadinessDto = z.object({ status: z.enum(['ok', 'unavailable']), database: CheckDto, queue: CheckDto, workers: CheckDto }).meta({ id: 'ReadinessDto' });
+type ReadinessDto = z.output<typeof ReadinessDto>;
 
 @ApiTags('health')
 @Public()
@@ -39,16 +33,16 @@ export class HealthController {
 
   @Get('health')
   @ApiOperation({ summary: 'Liveness: the process answers' })
-  @ApiResponse({ status: 200, type: LivenessDto })
-  health(): LivenessDto {
+  @ZodResponse(200, LivenessDto)
+  health(): z.output<typeof LivenessDto> {
     return { status: 'ok' };
   }
 
   @Get('health/ready')
   @HttpCode(200)
   @ApiOperation({ summary: 'Readiness: database and queue reachable, at least one live worker' })
-  @ApiResponse({ status: 200, type: ReadinessDto })
-  @ApiResponse({ status: 503, type: ReadinessDto })
+  @ZodResponse(200, ReadinessDto)
+  @ZodResponse(503, ReadinessDto)
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<ReadinessDto> {
     const check = async (fn: () => Promise<string>): Promise<CheckDto> => {
       try {

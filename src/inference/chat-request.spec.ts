@@ -1,7 +1,11 @@
-import { parseChatRequest } from './chat-request';
+import { parseOrThrow } from '../core/zod-error';
+import { ChatCompletionRequestDto, chatParams } from './chat-request';
 import { checkpointModelId, parseModelName } from './model-names';
 
 const ID = '4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00';
+
+/** What the route does with a body: its pipe parses it with the request schema, the service maps it. */
+const parseChatRequest = (body: unknown) => chatParams(parseOrThrow(ChatCompletionRequestDto, body));
 
 describe('model names', () => {
   it('reads job ids, steps, names and the job: prefix', () => {

@@ -1,54 +1,74 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, ErrorCode } from '../core/app-error';
-import { zodToAppError } from '../core/zod-error';
 import type { GenerateRequest } from './model-protocol';
 
 /**
  * The body of `POST /v1/chat/completions`, as OpenAI defines it, minus what a plain language model
  * checkpoint cannot do (tools, response formats, penalties). Keys OpenAI clients send with neutral
  * values (`presence_penalty: 0`, `user`, `stream_options`) are accepted; anything else unknown is
- * refused with its name, so a request never silently means less than it says.
+ * refused with its name, so a request never silently means less than it says. Defaults shown in the
+ * OpenAPI document are applied by {@link chatParams}.
  */
 const textPart = z.object({ type: z.literal('text'), text: z.string() }).strict();
-const message = z
+const ChatMessageDto = z
   .object({
     role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
-    content: z.union([z.string(), z.array(textPart).max(256)]).nullable(),
+    content: z
+      .union([z.string(), z.array(textPart).max(256)])
+      .nullable()
+      .describe('Text, or text parts (joined); null only for an assistant message'),
     name: z.string().max(256).optional(),
     tool_call_id: z.string().max(256).optional(),
   })
-  .strict();
+  .strict()
+  .meta({ id: 'ChatMessageDto' });
 
 const zeroOnly = (what: string) =>
   z
     .number()
     .optional()
-    .refine((v) => v === undefined || v === 0, { message: `${what} is not supported (only 0)` });
+    .refine((v) => v === undefined || v === 0, { message: `${what} is not supported (only 0)` })
+    .describe('Only 0');
 
-export const chatCompletionRequest = z
+export const ChatCompletionRequestDto = z
   .object({
-    model: z.string().min(1).max(300),
-    messages: z.array(message).min(1).max(1024),
-    stream: z.boolean().nullable().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullable().optional(),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    top_p: z.number().gt(0).max(1).nullable().optional(),
-    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
-    max_completion_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    model: z
+      .string()
+      .min(1)
+      .max(300)
+      .describe(
+        'A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`); ' +
+          "or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)",
+      )
+      .meta({ example: '4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
+    messages: z.array(ChatMessageDto).min(1).max(1024).describe('Rendered with the checkpoint’s chat template'),
+    stream: z.boolean().nullable().optional().describe('Server-Sent Events of `chat.completion.chunk`, ended by `data: [DONE]`').meta({ default: false }),
+    stream_options: z
+      .object({ include_usage: z.boolean().optional().describe('Send a last chunk with `usage` (and `usage: null` on the others)') })
+      .strict()
+      .meta({ id: 'StreamOptionsDto' })
+      .nullable()
+      .optional(),
+    temperature: z.number().min(0).max(2).nullable().optional().describe('0 = greedy').meta({ default: 1 }),
+    top_p: z.number().gt(0).max(1).nullable().optional().meta({ default: 1 }),
+    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional().describe('Default: what the context leaves after the prompt'),
+    max_completion_tokens: z.number().int().min(1).max(1_000_000).nullable().optional().describe('Same as max_tokens (OpenAI’s newer name)'),
     stop: z
       .union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).max(16)])
       .nullable()
-      .optional(),
+      .optional()
+      .describe('Stop strings (not included in the answer)'),
     seed: z
       .number()
       .int()
       .min(-(2 ** 31))
       .max(2 ** 32 - 1)
       .nullable()
-      .optional(),
-    n: z.number().int().min(1).max(8).nullable().optional(),
-    logprobs: z.boolean().nullable().optional(),
+      .optional()
+      .describe('Same seed, same request, same checkpoint: same answer'),
+    n: z.number().int().min(1).max(8).nullable().optional().describe('Choices to sample').meta({ default: 1 }),
+    logprobs: z.boolean().nullable().optional().describe('Per-token log-probs (under the model at temperature 1)').meta({ default: false }),
     top_logprobs: z
       .number()
       .int()
@@ -56,14 +76,16 @@ export const chatCompletionRequest = z
       .max(20)
       .nullable()
       .optional()
-      .refine((v) => !v, { message: 'top_logprobs is not supported: the sampler reports the chosen token’s log-prob only (use logprobs: true)' }),
+      .refine((v) => !v, { message: 'top_logprobs is not supported: the sampler reports the chosen token’s log-prob only (use logprobs: true)' })
+      .describe('Not supported: only 0 or absent'),
     presence_penalty: zeroOnly('presence_penalty'),
     frequency_penalty: zeroOnly('frequency_penalty'),
-    user: z.string().max(256).optional(),
+    user: z.string().max(256).optional().describe('Accepted and ignored'),
   })
-  .strict();
+  .strict()
+  .meta({ id: 'ChatCompletionRequestDto' });
 
-export type ChatCompletionRequest = z.output<typeof chatCompletionRequest>;
+export type ChatCompletionRequest = z.output<typeof ChatCompletionRequestDto>;
 
 export interface ParsedChat {
   model: string;
@@ -72,14 +94,8 @@ export interface ParsedChat {
   generate: GenerateRequest;
 }
 
-/** Validates a chat request and maps it to what the model server takes. Errors name the field. */
-export function parseChatRequest(body: unknown): ParsedChat {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new AppError(ErrorCode.VALIDATION, 'The body must be a JSON object', { field: 'body' });
-  }
-  const parsed = chatCompletionRequest.safeParse(body);
-  if (!parsed.success) throw zodToAppError(parsed.error);
-  const r = parsed.data;
+/** Checks what one field alone cannot say and maps a request to what the model server takes. Errors name the field. */
+export function chatParams(r: ChatCompletionRequest): ParsedChat {
   if (r.max_tokens != null && r.max_completion_tokens != null && r.max_tokens !== r.max_completion_tokens) {
     throw new AppError(ErrorCode.VALIDATION, 'max_tokens and max_completion_tokens disagree; give one', { field: 'max_completion_tokens' });
   }

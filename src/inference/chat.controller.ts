@@ -1,18 +1,22 @@
-import { Body, Controller, Get, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { Controller, Get, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
-import { ApiErrors, ErrorDto } from '../core/api-errors.decorator';
+import { ApiErrors } from '../core/api-errors.decorator';
+import { ErrorBody } from '../core/app-error';
 import { mapError } from '../core/error.filter';
 import { openEventStream } from '../core/event-stream-reply';
-import { ChatCompletionChunkDto, ChatCompletionDto, ChatCompletionRequestDto, ModelListDto } from './chat.dto';
+import { API_SCHEMAS } from '../core/openapi-schemas';
+import { jsonResponse, ZodBody, ZodResponse } from '../core/zod-api.decorators';
+import { ChatCompletionRequestDto } from './chat-request';
+import type { ChatCompletionRequest } from './chat-request';
+import { ChatCompletionChunkDto, ChatCompletionDto, ModelListDto } from './chat.dto';
 import { ChatService } from './chat.service';
 import { openAiErrorBody, OpenAiErrorFilter } from './openai-error.filter';
 
 @ApiTags('serving')
 @ApiBearerAuth()
-@ApiExtraModels(ChatCompletionChunkDto)
 @UseFilters(OpenAiErrorFilter)
 @Controller('v1')
 export class ChatController {
@@ -31,20 +35,25 @@ export class ChatController {
       'OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first ' +
       'request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.',
   })
-  @ApiBody({ type: ChatCompletionRequestDto })
   @ApiResponse({
     status: 200,
     description: 'The completion, or (stream) an event stream of chunks',
     content: {
-      'application/json': { schema: { $ref: getSchemaPath(ChatCompletionDto) } },
-      'text/event-stream': { schema: { type: 'string', description: `data: lines, each a ${'ChatCompletionChunkDto'}, then data: [DONE]` } },
+      'application/json': { schema: API_SCHEMAS.schema(ChatCompletionDto, 'output') as never },
+      'text/event-stream': {
+        // OpenAPI 3.0 has no schema for the events of a stream: each `data:` line's is named in an extension.
+        schema: {
+          type: 'string',
+          description: 'data: lines, each a ChatCompletionChunkDto, then data: [DONE]',
+          'x-data': API_SCHEMAS.schema(ChatCompletionChunkDto, 'output'),
+        } as never,
+      },
     },
   })
-  @ApiExtraModels(ChatCompletionDto)
   @ApiErrors(400, 401, 404)
-  @ApiResponse({ status: 422, description: 'The checkpoint cannot be loaded (OT_ERR_MODEL_LOAD_FAILED)', type: ErrorDto })
-  @ApiResponse({ status: 503, description: 'The model process stopped or timed out (OT_ERR_MODEL_UNAVAILABLE); retry', type: ErrorDto })
-  async completions(@CurrentUser() caller: Principal, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+  @jsonResponse(422, ErrorBody, 'The checkpoint cannot be loaded (OT_ERR_MODEL_LOAD_FAILED)')
+  @jsonResponse(503, ErrorBody, 'The model process stopped or timed out (OT_ERR_MODEL_UNAVAILABLE); retry')
+  async completions(@CurrentUser() caller: Principal, @ZodBody(ChatCompletionRequestDto) body: ChatCompletionRequest, @Res() reply: FastifyReply): Promise<void> {
     const prepared = await this.chat.prepare(caller, body);
     if (!prepared.chat.stream) {
       await reply.header('content-type', 'application/json; charset=utf-8').send(await this.chat.complete(prepared));
@@ -70,7 +79,7 @@ export class ChatController {
       'One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first; then one per model snapshot in the server’s Hub cache ' +
       '(`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` may name.',
   })
-  @ApiResponse({ status: 200, type: ModelListDto })
+  @ZodResponse(200, ModelListDto)
   @ApiErrors(401)
   async models(@CurrentUser() caller: Principal): Promise<ModelListDto> {
     return this.chat.models(caller);

@@ -8,7 +8,8 @@ import { JobsService } from '../jobs/jobs.service';
 import { jobCheckpointsDir } from '../training/checkpoint-folders';
 import { listCheckpointSteps } from './checkpoint-store';
 import { CheckpointsService } from './checkpoints.service';
-import { parseChatRequest, ParsedChat } from './chat-request';
+import { ChatCompletionRequest, chatParams, ParsedChat } from './chat-request';
+import type { ChatCompletionChunkDto, ChatCompletionDto, ModelDto, ModelListDto, UsageDto } from './chat.dto';
 import { HubModelsService } from './hub-models.service';
 import { checkpointModelId, parseModelName } from './model-names';
 import { ModelPoolService } from './model-pool.service';
@@ -30,28 +31,7 @@ export interface PreparedChat {
   created: number;
 }
 
-/** OpenAI's `chat.completion.chunk`. */
-export interface ChatChunk {
-  id: string;
-  object: 'chat.completion.chunk';
-  created: number;
-  model: string;
-  choices: { index: number; delta: { role?: 'assistant'; content?: string }; logprobs: { content: TokenLogprob[] } | null; finish_reason: 'stop' | 'length' | null }[];
-  usage?: Usage | null;
-}
-
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
 const MODELS_SCANNED = 200;
-
-/** One entry of `GET /v1/models`: OpenAI's fields, then a checkpoint's job or a Hub model's repo. */
-type ModelEntry = { id: string; object: 'model'; created: number; owned_by: string } & (
-  { job_id: string; job_name: string | null; step: number } | { repo: string; commit: string; revisions: string[] }
-);
 
 /** OpenAI-compatible chat completions served from jobs' checkpoints and cached Hub models, in model server processes. */
 @Injectable()
@@ -99,24 +79,24 @@ export class ChatService {
     return { id: checkpointModelId(jobId, step), dir };
   }
 
-  /** Checks the body and finds the checkpoint (errors here are plain HTTP errors, before any stream starts). */
-  async prepare(caller: Principal, body: unknown): Promise<PreparedChat> {
-    const chat = parseChatRequest(body);
+  /** Checks the request and finds the checkpoint (errors here are plain HTTP errors, before any stream starts). */
+  async prepare(caller: Principal, request: ChatCompletionRequest): Promise<PreparedChat> {
+    const chat = chatParams(request);
     const model = await this.resolve(caller, chat.model);
     return { chat, model, id: `chatcmpl-${randomBytes(12).toString('hex')}`, created: Math.floor(Date.now() / 1000) };
   }
 
   /** OpenAI's `chat.completion`. */
-  async complete(p: PreparedChat) {
+  async complete(p: PreparedChat): Promise<ChatCompletionDto> {
     const result = await this.pool.generate(p.model.dir, p.chat.generate);
     return {
       id: p.id,
-      object: 'chat.completion' as const,
+      object: 'chat.completion',
       created: p.created,
       model: p.model.id,
       choices: result.choices.map((c, index) => ({
         index,
-        message: { role: 'assistant' as const, content: c.text },
+        message: { role: 'assistant', content: c.text },
         logprobs: c.logprobs ? { content: c.logprobs.map(withTop) } : null,
         finish_reason: c.finishReason,
       })),
@@ -136,8 +116,8 @@ export class ChatService {
    * Streams OpenAI's `chat.completion.chunk`s: a role chunk per choice, content as the model produces
    * it, a finishing chunk per choice, and a usage chunk when `stream_options.include_usage` asked.
    */
-  async stream(p: PreparedChat, emit: (chunk: ChatChunk) => void): Promise<void> {
-    const chunk = (choices: ChatChunk['choices'], usage?: Usage | null): ChatChunk => ({
+  async stream(p: PreparedChat, emit: (chunk: ChatCompletionChunkDto) => void): Promise<void> {
+    const chunk = (choices: ChatCompletionChunkDto['choices'], usage?: UsageDto | null): ChatCompletionChunkDto => ({
       id: p.id,
       object: 'chat.completion.chunk',
       created: p.created,
@@ -154,9 +134,9 @@ export class ChatService {
   }
 
   /** The caller's servable checkpoints (of their newest jobs), then the Hub models of the server's cache, as OpenAI's model list. */
-  async models(caller: Principal) {
+  async models(caller: Principal): Promise<ModelListDto> {
     const jobs = await this.jobs.recent(caller, MODELS_SCANNED);
-    const data: ModelEntry[] = [];
+    const data: ModelDto[] = [];
     for (const job of jobs) {
       for (const step of (await listCheckpointSteps(this.checkpoints.jobsDir, job.id)).reverse()) {
         if (!existsSync(join(jobCheckpointsDir(this.checkpoints.jobsDir, job.id), `step-${step}`, 'model', 'config.json'))) continue;
@@ -174,7 +154,7 @@ export class ChatService {
     for (const m of await this.hubModels.list()) {
       data.push({ id: m.id, object: 'model', created: m.created, owned_by: m.owner, repo: m.repo, commit: m.commit, revisions: m.revisions });
     }
-    return { object: 'list' as const, data };
+    return { object: 'list', data };
   }
 }
 
@@ -183,7 +163,7 @@ function withTop(t: TokenLogprob) {
   return { token: t.token, logprob: t.logprob, bytes: t.bytes, top_logprobs: [] as never[] };
 }
 
-function usageOf(result: GenerateResult): Usage {
+function usageOf(result: GenerateResult): UsageDto {
   const completion = result.choices.reduce((a, c) => a + c.completionTokens, 0);
   return { prompt_tokens: result.promptTokens, completion_tokens: completion, total_tokens: result.promptTokens + completion };
 }

@@ -4,7 +4,8 @@ import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
-import { CheckpointDto } from './checkpoints.dto';
+import { ZodResponse } from '../core/zod-api.decorators';
+import { CheckpointDto, checkpointDto } from './checkpoints.dto';
 import { CheckpointsService } from './checkpoints.service';
 
 @ApiTags('jobs')
@@ -18,10 +19,10 @@ export class CheckpointsController {
     summary: 'The job’s complete checkpoints, oldest first',
     description: 'Folders `step-<n>/` under the job’s work folder; ones still being written are not listed. Empty for a job that saved none.',
   })
-  @ApiResponse({ status: 200, type: [CheckpointDto] })
+  @ZodResponse(200, CheckpointDto.array())
   @ApiErrors(400, 401, 404)
   async list(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<CheckpointDto[]> {
-    return (await this.checkpoints.list(caller, id)).map((c) => CheckpointDto.of(id, c));
+    return (await this.checkpoints.list(caller, id)).map((c) => checkpointDto(id, c));
   }
 
   @Get(':id/checkpoints/:step/download')

@@ -1,6 +1,6 @@
 import type { JobSummary } from './job.entity';
 import { JobSummaryCache } from './job-summary.cache';
-import { JobSummaryDto, writeJobSummary } from './jobs.dto';
+import { jobSummaryDto, writeJobSummary } from './jobs.dto';
 
 const summary = (id: string, version: number, name: string): JobSummary => ({
   id,
@@ -44,7 +44,7 @@ describe('JobSummaryCache', () => {
   it('writes each job as the page schema does, in the page order, and reads only jobs it does not keep at their version', async () => {
     const cache = new JobSummaryCache();
     const items = await cache.items(page('c', 'a'), read);
-    expect(items).toEqual([writeJobSummary(JobSummaryDto.of(rows.get('c')!)), writeJobSummary(JobSummaryDto.of(rows.get('a')!))]);
+    expect(items).toEqual([writeJobSummary(jobSummaryDto(rows.get('c')!)), writeJobSummary(jobSummaryDto(rows.get('a')!))]);
     expect(await cache.items(page('a', 'b', 'c'), read)).toHaveLength(3);
     expect(reads).toEqual([['c', 'a'], ['b']]);
     put(summary('b', 1, 'b1'));

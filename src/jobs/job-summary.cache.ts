@@ -1,5 +1,5 @@
 import type { JobSummary } from './job.entity';
-import { JobSummaryDto, writeJobSummary } from './jobs.dto';
+import { jobSummaryDto, writeJobSummary } from './jobs.dto';
 
 /**
  * Each listed job's JSON (as `GET /v1/jobs` writes it), kept by job id and row version. A page is read as
@@ -30,6 +30,6 @@ export class JobSummaryCache {
   private keep(summary: JobSummary): void {
     this.kept.delete(summary.id);
     if (this.kept.size >= this.max) this.kept.delete(this.kept.keys().next().value!);
-    this.kept.set(summary.id, { version: summary.version, json: writeJobSummary(JobSummaryDto.of(summary)) });
+    this.kept.set(summary.id, { version: summary.version, json: writeJobSummary(jobSummaryDto(summary)) });
   }
 }

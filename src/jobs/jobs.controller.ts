@@ -1,18 +1,17 @@
-import { Body, Controller, Get, Header, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Header, Headers, HttpCode, Param, ParseUUIDPipe, Post, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { z } from 'zod';
 import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { openEventStream } from '../core/event-stream-reply';
-import { ArtifactDto, EventsQuery, JobDto, JobPageDto, jobPageJson, ListJobsQuery, LogsQuery, MetricPointDto, MetricsQuery } from './jobs.dto';
+import { JsonText, ZodBody, ZodQuery, ZodResponse } from '../core/zod-api.decorators';
+import { ArtifactDto, artifactDto, EventsQuery, JobDto, jobDto, JobPageDto, jobPageJson, ListJobsQuery, LogsQuery, MetricPointDto, metricPointDto, MetricsQuery } from './jobs.dto';
 import { JobsService } from './jobs.service';
 import { JobStreamService } from './job-stream.service';
-import { JOB_KINDS } from './kinds/job-kinds';
-
-const specRefs = JOB_KINDS.map((k) => ({ $ref: `#/components/schemas/JobSpec_${k.kind}` }));
-/** Without a mapping, OpenAPI says a discriminator value is the schema's name (`JobSpec_sleep`), not the kind. */
-const specMapping = Object.fromEntries(JOB_KINDS.map((k) => [k.kind, `#/components/schemas/JobSpec_${k.kind}`]));
+import { JobSpecBody } from './kinds/job-kinds';
+import type { ParsedJobSpec } from './kinds/job-kinds';
 
 @ApiTags('jobs')
 @ApiBearerAuth()
@@ -28,11 +27,10 @@ export class JobsController {
     summary: 'Submit a job',
     description: 'The body is the job spec; `kind` selects its schema. Unknown keys are refused with their path; defaults are stored.',
   })
-  @ApiBody({ schema: { oneOf: specRefs, discriminator: { propertyName: 'kind', mapping: specMapping } } })
-  @ApiResponse({ status: 201, type: JobDto })
+  @ZodResponse(201, JobDto)
   @ApiErrors(400, 401, 413)
-  async submit(@CurrentUser() caller: Principal, @Body() body: unknown): Promise<JobDto> {
-    return JobDto.of(await this.jobs.submit(caller, body));
+  async submit(@CurrentUser() caller: Principal, @ZodBody(JobSpecBody) spec: ParsedJobSpec['spec']): Promise<JobDto> {
+    return jobDto(await this.jobs.submit(caller, spec));
   }
 
   @Get()
@@ -40,21 +38,21 @@ export class JobsController {
     summary: 'List jobs, newest first (yours; all for admins)',
     description: 'Items are job summaries: every field of a job but its spec (GET /v1/jobs/:id has it).',
   })
-  @ApiResponse({ status: 200, type: JobPageDto })
+  @ZodResponse(200, JobPageDto)
   @ApiErrors(400, 401)
   // The busiest read route: the page is written from each job's kept JSON (JobSummaryCache), so Fastify sends the string as it is.
   @Header('content-type', 'application/json; charset=utf-8')
-  async list(@CurrentUser() caller: Principal, @Query() q: ListJobsQuery): Promise<string> {
+  async list(@CurrentUser() caller: Principal, @ZodQuery(ListJobsQuery) q: ListJobsQuery): Promise<JsonText<JobPageDto>> {
     const { items, total } = await this.jobs.list(caller, q);
     return jobPageJson(items, q.page, q.limit, total);
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One job' })
-  @ApiResponse({ status: 200, type: JobDto })
+  @ZodResponse(200, JobDto)
   @ApiErrors(400, 401, 404)
   async get(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<JobDto> {
-    return JobDto.of(await this.jobs.get(caller, id));
+    return jobDto(await this.jobs.get(caller, id));
   }
 
   @Post(':id/cancel')
@@ -63,10 +61,10 @@ export class JobsController {
     summary: 'Cancel a job',
     description: 'A queued job is cancelled at once; a running one is stopped by its worker (state becomes cancelled shortly).',
   })
-  @ApiResponse({ status: 202, type: JobDto })
+  @ZodResponse(202, JobDto)
   @ApiErrors(400, 401, 404, 409)
   async cancel(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<JobDto> {
-    return JobDto.of(await this.jobs.cancel(caller, id));
+    return jobDto(await this.jobs.cancel(caller, id));
   }
 
   @Get(':id/events')
@@ -83,7 +81,7 @@ export class JobsController {
   async events(
     @CurrentUser() caller: Principal,
     @Param('id', ParseUUIDPipe) id: string,
-    @Query() q: EventsQuery,
+    @ZodQuery(EventsQuery) q: z.output<typeof EventsQuery>,
     @Headers('last-event-id') lastEventId: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
@@ -103,7 +101,12 @@ export class JobsController {
   @ApiProduces('text/plain')
   @ApiResponse({ status: 200, content: { 'text/plain': { schema: { type: 'string' } } } })
   @ApiErrors(400, 401, 404)
-  async logs(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @Query() q: LogsQuery, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+  async logs(
+    @CurrentUser() caller: Principal,
+    @Param('id', ParseUUIDPipe) id: string,
+    @ZodQuery(LogsQuery) q: z.output<typeof LogsQuery>,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<string> {
     const text = await this.jobs.logs(caller, id, q.tail);
     reply.header('content-type', 'text/plain; charset=utf-8');
     return text;
@@ -111,18 +114,18 @@ export class JobsController {
 
   @Get(':id/metrics')
   @ApiOperation({ summary: 'Metric points (step, name, value), ordered by step' })
-  @ApiResponse({ status: 200, type: [MetricPointDto] })
+  @ZodResponse(200, MetricPointDto.array())
   @ApiErrors(400, 401, 404)
-  async metrics(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @Query() q: MetricsQuery): Promise<MetricPointDto[]> {
-    return (await this.jobs.metrics(caller, id, q)).map(MetricPointDto.of);
+  async metrics(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string, @ZodQuery(MetricsQuery) q: z.output<typeof MetricsQuery>): Promise<MetricPointDto[]> {
+    return (await this.jobs.metrics(caller, id, q)).map(metricPointDto);
   }
 
   @Get(':id/artifacts')
   @ApiOperation({ summary: 'Files the job published' })
-  @ApiResponse({ status: 200, type: [ArtifactDto] })
+  @ZodResponse(200, ArtifactDto.array())
   @ApiErrors(400, 401, 404)
   async artifacts(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<ArtifactDto[]> {
-    return (await this.jobs.artifacts(caller, id)).map(ArtifactDto.of);
+    return (await this.jobs.artifacts(caller, id)).map(artifactDto);
   }
 
   @Get(':id/artifacts/:name')

@@ -1,140 +1,121 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import fastJson from 'fast-json-stringify';
-import { Transform, Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { z } from 'zod';
 import { iso } from '../core/database/columns';
-import { PageQuery } from '../core/page-query.dto';
+import { PageQuery, pageOf } from '../core/page-query.dto';
+import { serializerSchema } from '../core/serializer-schema';
+import type { JsonText } from '../core/zod-api.decorators';
 import type { JobArtifactEntity } from './job-artifact.entity';
 import type { JobMetricEntity } from './job-metric.entity';
 import { JOB_STATES } from './job.entity';
+import { JobKindCapabilities } from './kinds/job-kind';
+import type { AnyJobKind } from './kinds/job-kind';
 import type { JobEntity, JobState, JobSummary } from './job.entity';
 
-export class ListJobsQuery extends PageQuery {
-  @ApiPropertyOptional({ description: 'Comma-separated states', example: 'queued,running' })
-  @IsOptional()
-  @Transform(({ value }) => (typeof value === 'string' ? value.split(',').map((s) => s.trim()) : value))
-  @IsIn(JOB_STATES, { each: true, message: `state must be one or more of ${JOB_STATES.join(', ')}` })
-  state?: JobState[];
+const isJobState = (s: string): s is JobState => (JOB_STATES as readonly string[]).includes(s);
 
-  @ApiPropertyOptional({ example: 'sleep' })
-  @IsOptional()
-  @IsString()
-  kind?: string;
-}
+export const ListJobsQuery = PageQuery.extend({
+  // `state=queued,running`; a repeated parameter (`state=queued&state=running`) means the same.
+  state: z
+    .preprocess(
+      (v) => (Array.isArray(v) ? v.join(',') : v),
+      z.string().transform((value, ctx) => {
+        const states = value.split(',').map((s) => s.trim());
+        if (states.every(isJobState)) return states;
+        ctx.addIssue({ code: 'custom', message: `state must be one or more of ${JOB_STATES.join(', ')}` });
+        return z.NEVER;
+      }),
+    )
+    .optional()
+    .describe('Comma-separated states')
+    .meta({ example: 'queued,running' }),
+  kind: z.string().optional().meta({ example: 'sleep' }),
+});
+export type ListJobsQuery = z.output<typeof ListJobsQuery>;
 
-export class MetricsQuery {
-  @ApiPropertyOptional({ description: 'Only this metric', example: 'reward_mean' })
-  @IsOptional()
-  @IsString()
-  name?: string;
+export const MetricsQuery = z
+  .object({
+    name: z.string().optional().describe('Only this metric').meta({ example: 'reward_mean' }),
+    after_step: z.coerce.number().int().optional().describe('Only points after this step'),
+    limit: z.coerce.number().int().min(1).max(100_000).default(10_000),
+  })
+  .strict();
 
-  @ApiPropertyOptional({ description: 'Only points after this step' })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  after_step?: number;
+export const LogsQuery = z.object({ tail: z.coerce.number().int().min(1).max(100_000).optional().describe('Only the last N lines') }).strict();
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100000, default: 10000 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100_000)
-  limit: number = 10_000;
-}
+export const EventsQuery = z.object({ after: z.coerce.number().int().min(0).optional().describe('Resume after this event id (same as the Last-Event-ID header)') }).strict();
 
-export class LogsQuery {
-  @ApiPropertyOptional({ description: 'Only the last N lines', minimum: 1, maximum: 100000 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100_000)
-  tail?: number;
-}
+const JobResourcesDto = z.object({ gpus: z.number().int(), cpu_slots: z.number().int() }).meta({ id: 'JobResourcesDto' });
 
-export class EventsQuery {
-  @ApiPropertyOptional({ description: 'Resume after this event id (same as the Last-Event-ID header)' })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  after?: number;
-}
+const JobProgressDto = z.object({ step: z.number(), total: z.number().nullable(), message: z.string().nullable() }).meta({ id: 'JobProgressDto' });
 
-class JobResourcesDto {
-  @ApiProperty() gpus!: number;
-  @ApiProperty() cpu_slots!: number;
-}
-
-class JobProgressDto {
-  @ApiProperty() step!: number;
-  @ApiProperty({ nullable: true, type: Number }) total!: number | null;
-  @ApiProperty({ nullable: true, type: String }) message!: string | null;
-}
+/** In the order {@link jobSummaryDto} writes the fields (fast-json-stringify writes them in the schema's). */
+const summaryShape = {
+  id: z.uuid(),
+  kind: z.string().meta({ example: 'sleep' }),
+  name: z.string().nullable(),
+  state: z.enum(JOB_STATES),
+  owner_id: z.uuid(),
+  priority: z.number().int(),
+  environment: z.string().nullable().describe('The environment id the spec names (train, inference and session jobs)').meta({ example: 'math' }),
+  resources: JobResourcesDto,
+  devices: z
+    .array(z.string())
+    .nullable()
+    .meta({ example: ['gpu:0', 'cpu:0'] }),
+  worker_id: z.string().nullable(),
+  attempts: z.number().int(),
+  max_attempts: z.number().int(),
+  error: z.string().nullable(),
+  exit_code: z.number().int().nullable(),
+  progress: JobProgressDto.nullable(),
+  cancel_requested: z.boolean(),
+  created_at: z.iso.datetime(),
+  started_at: z.iso.datetime().nullable(),
+  finished_at: z.iso.datetime().nullable(),
+  updated_at: z.iso.datetime(),
+};
 
 /**
  * A job as listings show it (`GET /v1/jobs`): everything but the spec, which is the largest field and
  * repeats kind, name, priority and resources. `GET /v1/jobs/:id` answers the full {@link JobDto}.
  */
-export class JobSummaryDto {
-  @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ example: 'sleep' }) kind!: string;
-  @ApiProperty({ nullable: true, type: String }) name!: string | null;
-  @ApiProperty({ enum: JOB_STATES }) state!: JobState;
-  @ApiProperty({ format: 'uuid' }) owner_id!: string;
-  @ApiProperty() priority!: number;
-  @ApiProperty({ nullable: true, type: String, example: 'math', description: 'The environment id the spec names (train, inference and session jobs)' })
-  environment!: string | null;
-  @ApiProperty({ type: JobResourcesDto }) resources!: JobResourcesDto;
-  @ApiProperty({ nullable: true, type: [String], example: ['gpu:0', 'cpu:0'] }) devices!: string[] | null;
-  @ApiProperty({ nullable: true, type: String }) worker_id!: string | null;
-  @ApiProperty() attempts!: number;
-  @ApiProperty() max_attempts!: number;
-  @ApiProperty({ nullable: true, type: String }) error!: string | null;
-  @ApiProperty({ nullable: true, type: Number }) exit_code!: number | null;
-  @ApiProperty({ nullable: true, type: JobProgressDto }) progress!: JobProgressDto | null;
-  @ApiProperty() cancel_requested!: boolean;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) started_at!: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) finished_at!: string | null;
-  @ApiProperty({ format: 'date-time' }) updated_at!: string;
-
-  /** In {@link JOB_PAGE_SCHEMA}'s order. */
-  static of(j: JobSummary): JobSummaryDto {
-    return {
-      id: j.id,
-      kind: j.kind,
-      name: j.name,
-      state: j.state,
-      owner_id: j.ownerId,
-      priority: j.priority,
-      environment: j.environmentId,
-      resources: j.resources,
-      devices: j.devices,
-      worker_id: j.workerId,
-      attempts: j.attempts,
-      max_attempts: j.maxAttempts,
-      error: j.error,
-      exit_code: j.exitCode,
-      progress: j.progress,
-      cancel_requested: j.cancelRequestedAt !== null,
-      created_at: iso(j.createdAt)!,
-      started_at: iso(j.startedAt),
-      finished_at: iso(j.finishedAt),
-      updated_at: iso(j.updatedAt)!,
-    };
-  }
-}
+export const JobSummaryDto = z.object(summaryShape).meta({ id: 'JobSummaryDto' });
+export type JobSummaryDto = z.output<typeof JobSummaryDto>;
 
 /** A job with its stored spec (`GET /v1/jobs/:id`, submit, cancel). */
-export class JobDto extends JobSummaryDto {
-  @ApiProperty({ description: 'The validated spec with every default filled in', type: 'object', additionalProperties: true })
-  spec!: Record<string, unknown>;
+export const JobDto = z.object({ ...summaryShape, spec: z.record(z.string(), z.unknown()).describe('The validated spec with every default filled in') }).meta({ id: 'JobDto' });
+export type JobDto = z.output<typeof JobDto>;
 
-  static override of(j: JobEntity): JobDto {
-    return { ...JobSummaryDto.of(j), spec: redactSpec(j.spec) };
-  }
+export const JobPageDto = pageOf(JobSummaryDto).meta({ id: 'JobPageDto' });
+export type JobPageDto = z.output<typeof JobPageDto>;
+
+export function jobSummaryDto(j: JobSummary): JobSummaryDto {
+  return {
+    id: j.id,
+    kind: j.kind,
+    name: j.name,
+    state: j.state,
+    owner_id: j.ownerId,
+    priority: j.priority,
+    environment: j.environmentId,
+    resources: j.resources,
+    devices: j.devices,
+    worker_id: j.workerId,
+    attempts: j.attempts,
+    max_attempts: j.maxAttempts,
+    error: j.error,
+    exit_code: j.exitCode,
+    progress: j.progress,
+    cancel_requested: j.cancelRequestedAt !== null,
+    created_at: iso(j.createdAt)!,
+    started_at: iso(j.startedAt),
+    finished_at: iso(j.finishedAt),
+    updated_at: iso(j.updatedAt)!,
+  };
+}
+
+export function jobDto(j: JobEntity): JobDto {
+  return { ...jobSummaryDto(j), spec: redactSpec(j.spec) };
 }
 
 /** What the API shows instead of a secret the spec holds. */
@@ -150,86 +131,41 @@ export function redactSpec(spec: Record<string, unknown>): Record<string, unknow
   return { ...spec, environment: { ...(env as Record<string, unknown>), token: REDACTED } };
 }
 
-export class JobPageDto {
-  @ApiProperty({ type: [JobSummaryDto] }) items!: JobSummaryDto[];
-  @ApiProperty() page!: number;
-  @ApiProperty() limit!: number;
-  @ApiProperty() total!: number;
-}
-
-const str = { type: 'string' } as const;
-const num = { type: 'number' } as const;
-const orNull = <T extends { type: string }>(s: T) => ({ ...s, type: [s.type, 'null'] });
-
 /**
- * {@link JobPageDto} as a JSON Schema for fast-json-stringify, which writes a job in about two thirds of
- * `JSON.stringify`'s time: the list is the busiest read route. It must name every field of
- * `JobSummaryDto` (the serialiser leaves out what the schema does not name); `jobs.dto.spec.ts`
- * checks it against the DTO's OpenAPI schema and the bytes against `JSON.stringify`.
+ * {@link JobSummaryDto} for fast-json-stringify, which writes a job in about two thirds of
+ * `JSON.stringify`'s time: the list is the busiest read route. `jobs.dto.spec.ts` checks the bytes
+ * against `JSON.stringify`.
  */
-export const JOB_PAGE_SCHEMA = {
-  type: 'object',
-  properties: {
-    items: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          id: str,
-          kind: str,
-          name: orNull(str),
-          state: str,
-          owner_id: str,
-          priority: num,
-          environment: orNull(str),
-          resources: { type: 'object', properties: { gpus: num, cpu_slots: num } },
-          devices: { type: ['array', 'null'], items: str },
-          worker_id: orNull(str),
-          attempts: num,
-          max_attempts: num,
-          error: orNull(str),
-          exit_code: orNull(num),
-          progress: { type: ['object', 'null'], properties: { step: num, total: orNull(num), message: orNull(str) } },
-          cancel_requested: { type: 'boolean' },
-          created_at: str,
-          started_at: orNull(str),
-          finished_at: orNull(str),
-          updated_at: str,
-        },
-      },
-    },
-    page: num,
-    limit: num,
-    total: num,
-  },
-} as const;
+export const JOB_SUMMARY_SERIALIZER_SCHEMA = serializerSchema(JobSummaryDto);
 
-/** One item of a page, as {@link JOB_PAGE_SCHEMA} writes it. */
-export const writeJobSummary = fastJson(JOB_PAGE_SCHEMA.properties.items.items as never) as (job: JobSummaryDto) => string;
+/** One item of a page, as the list route writes it. */
+export const writeJobSummary = fastJson(JOB_SUMMARY_SERIALIZER_SCHEMA as never) as (job: JobSummaryDto) => string;
 
 /** A {@link JobPageDto} from its items' JSON: the bytes `JSON.stringify` writes for the page. */
-export function jobPageJson(items: string[], page: number, limit: number, total: number): string {
-  return `{"items":[${items.join(',')}],"page":${JSON.stringify(page)},"limit":${JSON.stringify(limit)},"total":${JSON.stringify(total)}}`;
+export function jobPageJson(items: string[], page: number, limit: number, total: number): JsonText<JobPageDto> {
+  return `{"items":[${items.join(',')}],"page":${JSON.stringify(page)},"limit":${JSON.stringify(limit)},"total":${JSON.stringify(total)}}` as JsonText<JobPageDto>;
 }
 
-export class MetricPointDto {
-  @ApiProperty() step!: number;
-  @ApiProperty() name!: string;
-  @ApiProperty() value!: number;
-  @ApiProperty({ format: 'date-time' }) time!: string;
+export const MetricPointDto = z.object({ step: z.number().int(), name: z.string(), value: z.number(), time: z.iso.datetime() }).meta({ id: 'MetricPointDto' });
+export type MetricPointDto = z.output<typeof MetricPointDto>;
 
-  static of(m: JobMetricEntity): MetricPointDto {
-    return { step: m.step, name: m.name, value: m.value, time: iso(m.createdAt)! };
-  }
+export function metricPointDto(m: JobMetricEntity): MetricPointDto {
+  return { step: m.step, name: m.name, value: m.value, time: iso(m.createdAt)! };
 }
 
-export class ArtifactDto {
-  @ApiProperty({ example: 'result.json' }) name!: string;
-  @ApiProperty() size!: number;
-  @ApiProperty({ nullable: true, type: String }) worker_id!: string | null;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
+export const ArtifactDto = z
+  .object({ name: z.string().meta({ example: 'result.json' }), size: z.number().int(), worker_id: z.string().nullable(), created_at: z.iso.datetime() })
+  .meta({ id: 'ArtifactDto' });
+export type ArtifactDto = z.output<typeof ArtifactDto>;
 
-  static of(a: JobArtifactEntity): ArtifactDto {
-    return { name: a.name, size: a.size, worker_id: a.workerId, created_at: iso(a.createdAt)! };
-  }
+export function artifactDto(a: JobArtifactEntity): ArtifactDto {
+  return { name: a.name, size: a.size, worker_id: a.workerId, created_at: iso(a.createdAt)! };
+}
+
+/** A kind of job this server runs, and what its jobs can do (`GET /v1/job-kinds`). */
+export const JobKindDto = z.object({ kind: z.string().meta({ example: 'train' }), description: z.string(), ...JobKindCapabilities.shape }).meta({ id: 'JobKindDto' });
+export type JobKindDto = z.output<typeof JobKindDto>;
+
+export function jobKindDto(k: AnyJobKind): JobKindDto {
+  return { kind: k.kind, description: k.description, resumable: k.resumable, checkpoints: k.checkpoints, trains: k.trains, calls: k.calls, results: k.results };
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../scheduler/queue.module';
 import { JobsDataModule } from './jobs-data.module';
+import { JobKindsController } from './job-kinds.controller';
 import { JobsController } from './jobs.controller';
 import { JobsService } from './jobs.service';
 import { JobSpecChecksService } from './job-spec-checks.service';
@@ -8,7 +9,7 @@ import { JobStreamService } from './job-stream.service';
 
 @Module({
   imports: [JobsDataModule, QueueModule],
-  controllers: [JobsController],
+  controllers: [JobsController, JobKindsController],
   providers: [JobsService, JobStreamService, JobSpecChecksService],
   exports: [JobsService],
 })

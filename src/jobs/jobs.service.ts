@@ -13,7 +13,8 @@ import { JobMetricEntity } from './job-metric.entity';
 import { FINAL_STATES, JobEntity, JobState } from './job.entity';
 import { JobSummaryCache } from './job-summary.cache';
 import { JobRef, JobsRepository } from './jobs.repository';
-import { parseJobSpec } from './kinds/job-kinds';
+import { parsedSpec } from './kinds/job-kinds';
+import type { ParsedJobSpec } from './kinds/job-kinds';
 
 @Injectable()
 export class JobsService {
@@ -29,8 +30,9 @@ export class JobsService {
 
   private readonly summaryJson = new JobSummaryCache();
 
-  async submit(caller: Principal, body: unknown): Promise<JobEntity> {
-    const { kind, spec: parsed } = parseJobSpec(body);
+  /** Stores and queues a spec that `JobSpecBody` has parsed, once the checks that need the database or the registry pass. */
+  async submit(caller: Principal, body: ParsedJobSpec['spec']): Promise<JobEntity> {
+    const { kind, spec: parsed } = parsedSpec(body);
     await this.checks.check(parsed, (id) => this.get(caller, id), caller);
     const { spec, secrets } = takeSecrets(parsed);
     const now = Date.now();

@@ -1,5 +1,5 @@
-import { configJsonSchema, isEnvironmentError, PROTOCOL_VERSION } from '@opentinker/env-sdk';
-import type { CreateEpisodeRequest, CreateEpisodeResponse, InfoResponse, JsonObject, JsonValue, ProtocolError, StepResponse, TasksResponse } from '@opentinker/env-sdk';
+import { configJsonSchema, CreateEpisodeRequest, EnvironmentError, isEnvironmentError, parseRequest, PROTOCOL_VERSION, StepRequest, TasksQuery } from '@opentinker/env-sdk';
+import type { CreateEpisodeResponse, InfoResponse, JsonObject, JsonValue, ProtocolError, StepResponse, TasksResponse } from '@opentinker/env-sdk';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import type { EpisodeStore } from './episode-store';
@@ -17,6 +17,7 @@ export interface ProtocolRouteOptions {
 
 /** The HTTP status of each environment error code, on both protocols' routes. */
 export const ENV_ERROR_STATUS: Record<string, number> = {
+  ENV_BAD_REQUEST: 400,
   ENV_INVALID_CONFIG: 400,
   ENV_CONFIG_FORBIDDEN: 400,
   ENV_CONFIG_LIMIT: 400,
@@ -31,12 +32,14 @@ export const ENV_ERROR_STATUS: Record<string, number> = {
   ENV_INTERNAL: 500,
 };
 
-const MAX_ACTION_CHARS = 1024 * 1024;
+/** Longest episode id a route takes (the store makes UUIDs). */
+const MAX_EPISODE_ID_CHARS = 64;
 
 /**
  * The HTTP environment protocol (see `@opentinker/env-sdk` `protocol.ts`) over one environment, as
- * Fastify routes. Registered by `opentinker env serve`; bodies are checked with JSON Schemas so a bad
- * call is a 400 with the field, never a crash.
+ * Fastify routes. Registered by `opentinker env serve` and by the API for each loaded environment;
+ * queries and bodies are checked with the SDK's schemas, so a bad call is a 400 `ENV_BAD_REQUEST` with
+ * the field, never a crash.
  */
 export async function envProtocolRoutes(app: FastifyInstance, { store, token, authorize }: ProtocolRouteOptions): Promise<void> {
   const expected = token ? Buffer.from(`Bearer ${token}`) : null;
@@ -69,17 +72,7 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
     if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(error(ENV_ERROR_STATUS[err.code] ?? 500, err.code, err.message, err.field));
-    const e = err as {
-      statusCode?: number;
-      validation?: { instancePath?: string; params?: { missingProperty?: string; additionalProperty?: string } }[];
-      message?: string;
-      code?: string;
-    };
-    if (e.validation) {
-      const v = e.validation[0];
-      const field = [v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty].filter(Boolean).join('.');
-      return reply.code(400).send(error(400, 'ENV_BAD_REQUEST', e.message ?? 'invalid request', field || undefined));
-    }
+    const e = err as { statusCode?: number; message?: string };
     if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(error(e.statusCode, 'ENV_BAD_REQUEST', e.message ?? 'bad request'));
     return reply.code(500).send(error(500, 'ENV_INTERNAL', `${store.env.id} failed: ${e.message ?? String(err)}`));
   });
@@ -104,78 +97,36 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
     };
   });
 
-  app.get(
-    '/v1/tasks',
-    {
-      schema: {
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            split: { type: 'string', enum: ['train', 'test'], default: 'train' },
-            offset: { type: 'integer', minimum: 0, default: 0 },
-            limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
-          },
-        },
-      },
-    },
-    async (request): Promise<TasksResponse> => {
-      const q = request.query as { split: 'train' | 'test'; offset: number; limit: number };
-      const { total, tasks } = await store.tasks(q.split, q.offset, q.limit);
-      return { split: q.split, offset: q.offset, total, tasks: tasks as JsonValue[] };
-    },
-  );
+  app.get('/v1/tasks', async (request): Promise<TasksResponse> => {
+    const q = parseRequest(TasksQuery, request.query);
+    const { total, tasks } = await store.tasks(q.split, q.offset, q.limit);
+    return { split: q.split, offset: q.offset, total, tasks: tasks as JsonValue[] };
+  });
 
-  app.post(
-    '/v1/episodes',
-    {
-      schema: {
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['seed'],
-          properties: {
-            task: {},
-            split: { type: 'string', enum: ['train', 'test'] },
-            index: { type: 'integer', minimum: 0 },
-            seed: { type: 'integer' },
-            config: { type: 'object' },
-          },
-        },
-      },
-    },
-    async (request, reply): Promise<CreateEpisodeResponse> => {
-      const { id, messages, task } = await store.create(request.body as CreateEpisodeRequest, owner(request));
-      reply.code(201);
-      return { episode_id: id, messages, task: task as JsonValue };
-    },
-  );
+  app.post('/v1/episodes', async (request, reply): Promise<CreateEpisodeResponse> => {
+    const { id, messages, task } = await store.create(parseRequest(CreateEpisodeRequest, request.body), owner(request));
+    reply.code(201);
+    return { episode_id: id, messages, task: task as JsonValue };
+  });
 
-  app.post(
-    '/v1/episodes/:id/step',
-    {
-      schema: {
-        params: { type: 'object', properties: { id: { type: 'string', maxLength: 64 } } },
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['action'],
-          properties: { action: { type: 'string', maxLength: MAX_ACTION_CHARS } },
-        },
-      },
-    },
-    async (request): Promise<StepResponse> => {
-      const { id } = request.params as { id: string };
-      const r = await store.step(id, (request.body as { action: string }).action, owner(request));
-      return { observation: r.observation, observation_role: r.observationRole ?? 'user', reward: r.reward, done: r.done, info: r.info };
-    },
-  );
+  app.post('/v1/episodes/:id/step', async (request): Promise<StepResponse> => {
+    const { action } = parseRequest(StepRequest, request.body);
+    const r = await store.step(episodeId(request), action, owner(request));
+    return { observation: r.observation, observation_role: r.observationRole ?? 'user', reward: r.reward, done: r.done, info: r.info };
+  });
 
   app.delete('/v1/episodes/:id', async (request, reply) => {
-    const { id } = request.params as { id: string };
+    const id = episodeId(request);
     if (!(await store.close(id, owner(request)))) return reply.code(404).send(error(404, 'ENV_EPISODE_CLOSED', `Episode ${id} does not exist or has expired`, 'id'));
     return reply.code(204).send();
   });
+}
+
+/** The `:id` of an episode route; a longer one than any the store makes is a 400. */
+function episodeId(request: FastifyRequest): string {
+  const { id } = request.params as { id: string };
+  if (id.length > MAX_EPISODE_ID_CHARS) throw new EnvironmentError('ENV_BAD_REQUEST', `id: at most ${MAX_EPISODE_ID_CHARS} characters`, 'id');
+  return id;
 }
 
 function error(statusCode: number, code: string, message: string, field?: string): ProtocolError {

@@ -62,6 +62,5 @@ function episodeStore(env: Environment<unknown, unknown>, options: EnvServerOpti
 }
 
 function fastify(options: EnvServerOptions): FastifyInstance {
-  // Unknown keys are refused (Fastify's default would silently drop them).
-  return Fastify({ bodyLimit: options.bodyLimitBytes ?? 2 * 1024 * 1024, logger: false, ajv: { customOptions: { removeAdditional: false } } });
+  return Fastify({ bodyLimit: options.bodyLimitBytes ?? 2 * 1024 * 1024, logger: false });
 }

@@ -1,50 +1,55 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { z } from 'zod';
 import { ApiErrors } from '../core/api-errors.decorator';
+import { ZodResponse } from '../core/zod-api.decorators';
 import { EnvironmentRegistry } from './environment-registry.service';
 import type { PluginRecord } from './plugin-loader';
 
-class EnvironmentSummaryDto {
-  @ApiProperty({ nullable: true, type: String, example: 'math' }) id!: string | null;
-  @ApiProperty({ nullable: true, type: String, example: '@opentinker/env-math' }) package!: string | null;
-  @ApiProperty({ nullable: true, type: String }) version!: string | null;
-  @ApiProperty({ enum: ['dependency', 'plugins-dir'] }) source!: 'dependency' | 'plugins-dir';
-  @ApiProperty() first_party!: boolean;
-  @ApiProperty({ enum: ['loaded', 'failed'] }) status!: 'loaded' | 'failed';
-  @ApiProperty({ nullable: true, type: String, description: 'Why the package failed to load' }) error!: string | null;
-  @ApiProperty({ nullable: true, type: String }) description!: string | null;
-  @ApiProperty({ nullable: true, enum: ['single', 'multi'] }) turn_mode!: 'single' | 'multi' | null;
-  @ApiProperty({ nullable: true, enum: ['dataset', 'generator'] }) task_source!: 'dataset' | 'generator' | null;
+const summaryShape = {
+  id: z.string().nullable().meta({ example: 'math' }),
+  package: z.string().nullable().meta({ example: '@opentinker/env-math' }),
+  version: z.string().nullable(),
+  source: z.enum(['dependency', 'plugins-dir']),
+  first_party: z.boolean(),
+  status: z.enum(['loaded', 'failed']),
+  error: z.string().nullable().describe('Why the package failed to load'),
+  description: z.string().nullable(),
+  turn_mode: z.enum(['single', 'multi']).nullable(),
+  task_source: z.enum(['dataset', 'generator']).nullable(),
+};
 
-  static of(r: PluginRecord): EnvironmentSummaryDto {
-    const env = r.environment;
-    return {
-      id: r.id,
-      package: r.packageName,
-      version: r.version,
-      source: r.source,
-      first_party: r.firstParty,
-      status: r.status,
-      error: r.error,
-      description: env?.description ?? null,
-      turn_mode: env?.turnMode ?? null,
-      task_source: env?.taskSource ?? null,
-    };
-  }
+const EnvironmentSummaryDto = z.object(summaryShape).meta({ id: 'EnvironmentSummaryDto' });
+type EnvironmentSummaryDto = z.output<typeof EnvironmentSummaryDto>;
+
+function environmentSummaryDto(r: PluginRecord): EnvironmentSummaryDto {
+  const env = r.environment;
+  return {
+    id: r.id,
+    package: r.packageName,
+    version: r.version,
+    source: r.source,
+    first_party: r.firstParty,
+    status: r.status,
+    error: r.error,
+    description: env?.description ?? null,
+    turn_mode: env?.turnMode ?? null,
+    task_source: env?.taskSource ?? null,
+  };
 }
 
-class TaskCountsDto {
-  @ApiProperty({ nullable: true, type: Number, description: 'null: endless generator' }) train!: number | null;
-  @ApiProperty({ nullable: true, type: Number }) test!: number | null;
-}
+const TaskCountsDto = z.object({ train: z.number().int().nullable().describe('null: endless generator'), test: z.number().int().nullable() }).meta({ id: 'TaskCountsDto' });
 
-class EnvironmentDetailDto extends EnvironmentSummaryDto {
-  @ApiProperty({ description: 'JSON Schema of the config', type: 'object', additionalProperties: true }) config_schema!: Record<string, unknown>;
-  @ApiProperty({ description: 'The config with every default', type: 'object', additionalProperties: true, nullable: true }) default_config!: unknown;
-  @ApiProperty({ type: TaskCountsDto, nullable: true, description: 'Under the default config; null when it cannot be instantiated here' })
-  tasks!: TaskCountsDto | null;
-  @ApiProperty({ nullable: true, type: String, description: 'Why the default config could not be instantiated' }) tasks_error!: string | null;
-}
+const EnvironmentDetailDto = z
+  .object({
+    ...summaryShape,
+    config_schema: z.record(z.string(), z.unknown()).describe('JSON Schema of the config'),
+    default_config: z.unknown().describe('The config with every default; null when the package failed to load'),
+    tasks: TaskCountsDto.nullable().describe('Under the default config; null when it cannot be instantiated here'),
+    tasks_error: z.string().nullable().describe('Why the default config could not be instantiated'),
+  })
+  .meta({ id: 'EnvironmentDetailDto' });
+type EnvironmentDetailDto = z.output<typeof EnvironmentDetailDto>;
 
 @ApiTags('environments')
 @ApiBearerAuth()
@@ -54,19 +59,19 @@ export class EnvironmentsController {
 
   @Get()
   @ApiOperation({ summary: 'Environment packages found at boot, including failed third-party ones and why' })
-  @ApiResponse({ status: 200, type: [EnvironmentSummaryDto] })
+  @ZodResponse(200, EnvironmentSummaryDto.array())
   @ApiErrors(401)
   list(): EnvironmentSummaryDto[] {
-    return this.registry.list().map(EnvironmentSummaryDto.of);
+    return this.registry.list().map(environmentSummaryDto);
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One environment: config schema, defaults, turn mode, task counts' })
-  @ApiResponse({ status: 200, type: EnvironmentDetailDto })
+  @ZodResponse(200, EnvironmentDetailDto)
   @ApiErrors(401, 404)
   async get(@Param('id') id: string): Promise<EnvironmentDetailDto> {
     const record = this.registry.record(id);
-    const summary = EnvironmentSummaryDto.of(record);
+    const summary = environmentSummaryDto(record);
     if (!record.environment) return { ...summary, config_schema: {}, default_config: null, tasks: null, tasks_error: record.error };
     const { configSchema, defaults } = this.registry.describe(record.environment);
     const counts = await this.registry.taskCounts(id);

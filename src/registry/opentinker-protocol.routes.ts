@@ -1,5 +1,16 @@
-import { crc32, EnvironmentError, isEnvironmentError } from '@opentinker/env-sdk';
-import type { JsonObject, JsonValue, Message, Split } from '@opentinker/env-sdk';
+import {
+  crc32,
+  EnvironmentError,
+  isEnvironmentError,
+  OPENTINKER_RESET_KEYS,
+  OpenTinkerFinalizeRequest,
+  OpenTinkerResetRequest,
+  OpenTinkerStatsQuery,
+  OpenTinkerStepRequest,
+  parseRequest,
+} from '@opentinker/env-sdk';
+import type { JsonObject, JsonValue, Message, OpenTinkerResetResponse, OpenTinkerStepResponse, Split } from '@opentinker/env-sdk';
+import type { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import type { EpisodeStore } from './episode-store';
@@ -25,11 +36,7 @@ export interface OpenTinkerRouteOptions {
   token?: string;
 }
 
-const MAX_ACTION_CHARS = 1024 * 1024;
-const MAX_ID_CHARS = 256;
 const MAX_INSTANCES = 16_384;
-/** Keys of a `/reset` body that steer the episode; every other key is an env kwarg. */
-const RESET_KEYS = new Set(['instance_id', 'job_id', 'task', 'split', 'index', 'seed', 'config']);
 
 /**
  * OpenTinker's game-server protocol (`base_game_server.py`) over one of our environments: what
@@ -41,7 +48,8 @@ const RESET_KEYS = new Set(['instance_id', 'job_id', 'task', 'split', 'index', '
  * row, e.g. math's `prompt` and `ground_truth`) and no kwargs at all take the job's next train task.
  * `seed` (default: from the instance id) and `config` (the per-episode config, under the operator's
  * policy) pass through. The answer's `system_prompt` is the episode's system message, `observation` the
- * rest of its first messages, `game_state` the task. Errors have FastAPI's `{ detail }`, plus our `code`.
+ * rest of its first messages, `game_state` the task. Requests are checked with the SDK's schemas
+ * (`opentinker-protocol.ts`). Errors have FastAPI's `{ detail }`, plus our `code`.
  */
 export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, state, token }: OpenTinkerRouteOptions): Promise<void> {
   const expected = token ? Buffer.from(`Bearer ${token}`) : null;
@@ -54,7 +62,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
     if (err instanceof RequestError)
-      return reply.code(422).send({ detail: [{ loc: ['body', err.field], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
+      return reply.code(422).send({ detail: [{ loc: [err.where, ...err.field.split('.')], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
     if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
     const e = err as { statusCode?: number; message?: string };
     if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
@@ -64,22 +72,20 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
 
   app.get('/health', async () => ({ status: 'healthy' }));
 
-  app.post('/reset', async (request) => {
-    const body = bodyObject(request.body);
-    const instanceId = idField(body, 'instance_id');
-    const jobId = idField(body, 'job_id');
+  app.post('/reset', async (request): Promise<OpenTinkerResetResponse> => {
+    const body = parse(OpenTinkerResetRequest, request.body ?? {}, 'body');
+    const { instance_id: instanceId, job_id: jobId, config } = body;
     const previous = state.instances.get(instanceId);
     // A second reset of an instance id starts it over, as upstream reuses the instance's game.
     if (previous) {
       state.instances.delete(instanceId);
       await store.close(previous);
     }
-    const config = body.config === undefined ? undefined : objectField(body, 'config');
-    const seed = body.seed === undefined ? crc32(instanceId) : integerField(body, 'seed');
-    const kwargs = Object.fromEntries(Object.entries(body).filter(([k]) => !RESET_KEYS.has(k))) as JsonObject;
+    const seed = body.seed ?? crc32(instanceId);
+    const kwargs = Object.fromEntries(Object.entries(body).filter(([k]) => !OPENTINKER_RESET_KEYS.has(k))) as JsonObject;
     let req: { task?: JsonValue; split?: Split; index?: number };
-    if (body.task !== undefined) req = { task: body.task as JsonValue };
-    else if (body.split !== undefined || body.index !== undefined) req = { split: splitField(body), index: body.index === undefined ? 0 : integerField(body, 'index') };
+    if (body.task !== undefined) req = { task: body.task };
+    else if (body.split !== undefined || body.index !== undefined) req = { split: body.split ?? 'train', index: body.index ?? 0 };
     else if (Object.keys(kwargs).length > 0) req = { task: kwargs };
     else req = { split: 'train', index: await nextTrainIndex(jobId, config) };
     const { id, messages, task } = await store.create({ ...req, seed, ...(config ? { config } : {}) });
@@ -95,11 +101,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   });
 
   app.post('/step', async (request, reply) => {
-    const body = bodyObject(request.body);
-    const instanceId = idField(body, 'instance_id');
-    const jobId = idField(body, 'job_id');
-    const action = body.action ?? '';
-    if (typeof action !== 'string' || action.length > MAX_ACTION_CHARS) throw new RequestError('action', `action must be a string of at most ${MAX_ACTION_CHARS} characters`);
+    const { instance_id: instanceId, job_id: jobId, action } = parse(OpenTinkerStepRequest, request.body ?? {}, 'body');
     const id = state.instances.get(instanceId);
     if (!id) return reply.code(404).send(detail(`Instance ${instanceId} not found. Call /reset first.`, 'ENV_EPISODE_CLOSED', 'instance_id'));
     let result;
@@ -111,12 +113,12 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
       throw error;
     }
     state.stats.job(jobId).record(instanceId, result.reward, result.done);
-    return { observation: result.observation, reward: result.reward, done: result.done, info: result.info };
+    const answer: OpenTinkerStepResponse = { observation: result.observation, reward: result.reward, done: result.done, info: result.info };
+    return answer;
   });
 
   app.post('/finalize', async (request) => {
-    const body = bodyObject(request.body);
-    const instanceId = idField(body, 'instance_id');
+    const { instance_id: instanceId } = parse(OpenTinkerFinalizeRequest, request.body ?? {}, 'body');
     const id = state.instances.get(instanceId);
     if (!id) return { message: `Instance ${instanceId} not found`, status: 'ignored' };
     state.instances.delete(instanceId);
@@ -124,13 +126,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     return { message: `Instance ${instanceId} removed` };
   });
 
-  const jobOf = (request: FastifyRequest): string => {
-    const q = request.query as { job_id?: unknown };
-    if (q.job_id === undefined) return 'default';
-    if (typeof q.job_id !== 'string' || q.job_id.length === 0 || q.job_id.length > MAX_ID_CHARS)
-      throw new RequestError('job_id', `job_id must be a string of 1 to ${MAX_ID_CHARS} characters`);
-    return q.job_id;
-  };
+  const jobOf = (request: FastifyRequest): string => parse(OpenTinkerStatsQuery, request.query, 'query').job_id ?? 'default';
   app.get('/stats', async (request) => {
     const job = jobOf(request);
     const stats = state.stats.job(job);
@@ -149,7 +145,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     return { ...state.stats.job(job).resetStep(), job_id: job };
   });
   app.post('/stats/reset_all', async (request) => {
-    if ((request.query as { job_id?: unknown }).job_id === undefined) return state.stats.resetAllJobs();
+    if (parse(OpenTinkerStatsQuery, request.query, 'query').job_id === undefined) return state.stats.resetAllJobs();
     const job = jobOf(request);
     return { ...state.stats.job(job).resetAll(), job_id: job };
   });
@@ -173,9 +169,10 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   }
 }
 
-/** A request field of the wrong shape: FastAPI's 422, naming the field. */
+/** A request field of the wrong shape: FastAPI's 422, naming where (`body`, `query`) and the field. */
 class RequestError extends Error {
   constructor(
+    readonly where: 'body' | 'query',
     readonly field: string,
     message: string,
   ) {
@@ -183,45 +180,22 @@ class RequestError extends Error {
   }
 }
 
+/** A request part checked with its schema; a bad one is FastAPI's 422 naming the field. */
+function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query'): z.output<S> {
+  try {
+    return parseRequest(schema, value);
+  } catch (error) {
+    if (isEnvironmentError(error)) throw new RequestError(where, error.field ?? where, error.message);
+    throw error;
+  }
+}
+
 function detail(message: string, code: string, field?: string): Record<string, string> {
   return field ? { detail: message, code, field } : { detail: message, code };
 }
 
-function bodyObject(body: unknown): Record<string, unknown> {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== 'object' || Array.isArray(body)) throw new RequestError('body', 'the body must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
-/** `instance_id` / `job_id`: strings, `default` when left out (upstream's pydantic defaults). */
-function idField(body: Record<string, unknown>, key: 'instance_id' | 'job_id'): string {
-  const v = body[key];
-  if (v === undefined) return 'default';
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS) throw new RequestError(key, `${key} must be a string of 1 to ${MAX_ID_CHARS} characters`);
-  return v;
-}
-
-function objectField(body: Record<string, unknown>, key: string): JsonObject {
-  const v = body[key];
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new RequestError(key, `${key} must be an object`);
-  return v as JsonObject;
-}
-
-function integerField(body: Record<string, unknown>, key: string): number {
-  const v = body[key];
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || (key === 'index' && v < 0))
-    throw new RequestError(key, `${key} must be ${key === 'index' ? 'a whole number from 0' : 'an integer'}`);
-  return v;
-}
-
-function splitField(body: Record<string, unknown>): Split {
-  const v = body.split ?? 'train';
-  if (v !== 'train' && v !== 'test') throw new RequestError('split', 'split must be train or test');
-  return v;
-}
-
 /** Our first messages as OpenTinker's reset answer: the system message apart, the others as the observation. */
-function resetAnswer(messages: Message[], task: unknown): { observation: string; system_prompt: string | null; game_state: JsonObject } {
+function resetAnswer(messages: Message[], task: unknown): OpenTinkerResetResponse {
   const system = messages.filter((m) => m.role === 'system').map((m) => m.content);
   const rest = messages.filter((m) => m.role !== 'system').map((m) => m.content);
   if (rest.length === 0) throw new EnvironmentError('ENV_INTERNAL', 'The environment started an episode without a first message');

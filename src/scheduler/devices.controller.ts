@@ -1,27 +1,26 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { z } from 'zod';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { iso } from '../core/database/columns';
+import { ZodResponse } from '../core/zod-api.decorators';
 import { DevicesService } from './devices.service';
 
-class DeviceDto {
-  @ApiProperty({ example: 'gpu:0', description: '`gpu:<index>` or `cpu:<slot>`' }) id!: string;
-  @ApiProperty({ enum: ['gpu', 'cpu'] }) kind!: 'gpu' | 'cpu';
-  @ApiProperty({ example: 'NVIDIA H100 80GB HBM3' }) name!: string;
-  @ApiProperty({ nullable: true, type: Number }) memory_mb!: number | null;
-  @ApiProperty({ nullable: true, type: String, description: "The job holding the device (another user's job shows as `busy`, without its id)" })
-  job_id!: string | null;
-  @ApiProperty({ description: 'Whether a job holds the device' }) busy!: boolean;
-}
+const DeviceDto = z
+  .object({
+    id: z.string().describe('`gpu:<index>` or `cpu:<slot>`').meta({ example: 'gpu:0' }),
+    kind: z.enum(['gpu', 'cpu']),
+    name: z.string().meta({ example: 'NVIDIA H100 80GB HBM3' }),
+    memory_mb: z.number().nullable(),
+    job_id: z.string().nullable().describe("The job holding the device (another user's job shows as `busy`, without its id)"),
+    busy: z.boolean().describe('Whether a job holds the device'),
+  })
+  .meta({ id: 'DeviceDto' });
 
-class WorkerDevicesDto {
-  @ApiProperty() worker_id!: string;
-  @ApiProperty() hostname!: string;
-  @ApiProperty({ format: 'date-time' }) last_seen_at!: string;
-  @ApiProperty({ type: [DeviceDto] }) devices!: DeviceDto[];
-}
+const WorkerDevicesDto = z.object({ worker_id: z.string(), hostname: z.string(), last_seen_at: z.iso.datetime(), devices: z.array(DeviceDto) }).meta({ id: 'WorkerDevicesDto' });
+type WorkerDevicesDto = z.output<typeof WorkerDevicesDto>;
 
 @ApiTags('devices')
 @ApiBearerAuth()
@@ -31,7 +30,7 @@ export class DevicesController {
 
   @Get()
   @ApiOperation({ summary: "Each live worker's devices and the job holding each" })
-  @ApiResponse({ status: 200, type: [WorkerDevicesDto] })
+  @ZodResponse(200, WorkerDevicesDto.array())
   @ApiErrors(401)
   async list(@CurrentUser() caller: Principal): Promise<WorkerDevicesDto[]> {
     return (await this.devices.list(caller)).map((w) => ({

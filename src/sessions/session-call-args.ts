@@ -1,5 +1,6 @@
+import { Message } from '@opentinker/env-sdk';
 import { z } from 'zod';
-import { zodToAppError } from '../core/zod-error';
+import { parseOrThrow } from '../core/zod-error';
 import type { SessionOp } from './session-call.entity';
 
 /** Which tasks a call is about: given inline, by index in a split, or the next ones from the session's cursor. */
@@ -10,7 +11,8 @@ const taskChoice = {
 const oneChoice = (a: { tasks?: unknown; indices?: unknown }) => a.tasks === undefined || a.indices === undefined;
 const oneChoiceError = { message: 'Give tasks or indices, not both', path: ['indices'] };
 
-const message = z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.string().max(100_000) }).strict();
+/** A chat message as environments speak them, bounded. */
+const message = Message.extend({ content: z.string().max(100_000) }).strict();
 
 /** The arguments of each session operation, validated by the API before the call is recorded. */
 export const SESSION_CALL_ARGS = {
@@ -37,7 +39,5 @@ export const SESSION_CALL_ARGS = {
 
 /** Validates a call's args; errors name the field as `args.<path>`. */
 export function parseCallArgs(op: SessionOp, args: unknown): Record<string, unknown> {
-  const parsed = SESSION_CALL_ARGS[op].safeParse(args ?? {});
-  if (!parsed.success) throw zodToAppError(parsed.error, 'args');
-  return parsed.data as Record<string, unknown>;
+  return parseOrThrow(SESSION_CALL_ARGS[op], args ?? {}, 'args') as Record<string, unknown>;
 }

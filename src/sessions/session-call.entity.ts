@@ -3,7 +3,8 @@ import { epochMs } from '../core/database/columns';
 
 export const SESSION_OPS = ['train_step', 'validate', 'save_checkpoint', 'sample', 'close'] as const;
 export type SessionOp = (typeof SESSION_OPS)[number];
-export type SessionCallState = 'pending' | 'running' | 'succeeded' | 'failed';
+export const SESSION_CALL_STATES = ['pending', 'running', 'succeeded', 'failed'] as const;
+export type SessionCallState = (typeof SESSION_CALL_STATES)[number];
 
 /**
  * One call of a client-driven training session. `(job_id, call_id)` is unique: the client's call id is

@@ -68,6 +68,10 @@ describe('@opentinker/client', () => {
     expect(listed).not.toHaveProperty('spec');
     expect((await alice.jobs.get(job.id)).spec).toMatchObject({ steps: 3, message: 'tick' });
     expect((await alice.jobs.list({ state: ['queued'] })).items.map((j) => j.id)).not.toContain(job.id);
+    // The kinds the server runs, with what their jobs can do.
+    const kinds = await alice.jobs.kinds();
+    expect(kinds.find((k) => k.kind === 'sleep')).toMatchObject({ resumable: true, checkpoints: false, results: null });
+    expect(kinds.filter((k) => k.results !== null).map((k) => k.kind)).toEqual(['inference']);
   });
 
   it("maps the server's errors to OpenTinkerError with code, field and status", async () => {

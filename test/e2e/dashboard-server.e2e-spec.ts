@@ -1,6 +1,7 @@
 import { buildOpenApiDocument } from '../../src/openapi';
 import { ApiError, createApi } from '../../src/dashboard/public/api.mjs';
 import { followEventStream, type StreamEvent } from '../../src/dashboard/public/event-stream.mjs';
+import { jobOutputs, loadJobKinds } from '../../src/dashboard/public/job-kinds.mjs';
 import { parseSse, startTestApp, TestApp, waitForState } from '../support/test-app';
 
 /** The server side of the dashboard, and its API and event-stream modules run in Node against a real port. */
@@ -73,6 +74,31 @@ describe('dashboard: static files, and the page’s API client against the serve
     await expect(missing).rejects.toMatchObject({ status: 404, code: 'OT_ERR_NOT_FOUND' });
     const down = createApi({ key: t.adminKey, baseUrl: 'http://127.0.0.1:9' });
     await expect(down.get('/v1/users/me')).rejects.toMatchObject({ status: 0, code: 'NETWORK' });
+  });
+
+  it('picks a job page’s sections from the capabilities the server reports for its kind (GET /v1/job-kinds)', async () => {
+    const api = createApi({ key: t.adminKey, baseUrl: base });
+    const kinds = await loadJobKinds(api);
+    expect(kinds.map((k) => k.kind)).toEqual(['sleep', 'train', 'inference', 'session']);
+    expect(kinds.find((k) => k.kind === 'inference')).toEqual({
+      kind: 'inference',
+      description: expect.any(String),
+      resumable: false,
+      checkpoints: false,
+      trains: false,
+      calls: false,
+      results: 'results.jsonl',
+    });
+    const sections = Object.fromEntries(kinds.map((k) => [k.kind, jobOutputs(kinds, k.kind)]));
+    expect(sections).toEqual({
+      sleep: { results: false, resultsFile: null, checkpoints: false },
+      train: { results: false, resultsFile: null, checkpoints: true },
+      inference: { results: true, resultsFile: 'results.jsonl', checkpoints: false },
+      session: { results: false, resultsFile: null, checkpoints: true },
+    });
+    // Asked once per signed-in client.
+    expect(loadJobKinds(api)).toBe(loadJobKinds(api));
+    expect((await t.request('GET', '/v1/job-kinds', { key: null })).status).toBe(401);
   });
 
   it('follows a job’s events to the end, resuming after a dropped connection with Last-Event-ID', async () => {

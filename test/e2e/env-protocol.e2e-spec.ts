@@ -1,8 +1,8 @@
-import { defineEnvironment, EnvironmentError, RemoteEnvironment, z } from '@opentinker/env-sdk';
+import { defineEnvironment, EnvironmentError, OpenTinkerEnvironment, RemoteEnvironment, z } from '@opentinker/env-sdk';
 import type { Environment } from '@opentinker/env-sdk';
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
-import { createEnvServer } from '../../src/registry/env-server';
+import { createEnvServer, createOpenTinkerEnvServer } from '../../src/registry/env-server';
 import { resolveEnvironment } from '../../src/registry/resolve-environment';
 import { unusedPort } from '../support/unused-port';
 
@@ -189,5 +189,62 @@ describe('protocol server guards', () => {
       `Environment server http://127.0.0.1:${port} is unreachable after 3 attempts`,
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+  });
+});
+
+describe("OpenTinker's game-server protocol (opentinker env serve --protocol opentinker)", () => {
+  let apps: FastifyInstance[];
+  let base: string;
+
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  beforeAll(async () => {
+    const counter = await resolveEnvironment(join(process.cwd(), 'test/fixtures/plugins/valid-cjs'), process.cwd());
+    ({ apps } = await createOpenTinkerEnvServer(counter, { config: { target: 3 } }));
+    base = await apps[0].listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(() => Promise.all(apps.map((a) => a.close())));
+
+  it.each([
+    ['/reset', { instance_id: 7 }, ['body', 'instance_id']],
+    ['/reset', { instance_id: '' }, ['body', 'instance_id']],
+    ['/reset', { seed: 1.5 }, ['body', 'seed']],
+    ['/reset', { config: [] }, ['body', 'config']],
+    ['/reset', { split: 'dev' }, ['body', 'split']],
+    ['/reset', { index: -1 }, ['body', 'index']],
+    ['/reset', [1, 2], ['body', 'body']],
+    ['/step', { action: 5 }, ['body', 'action']],
+    ['/step', { job_id: 'j'.repeat(257), action: 'x' }, ['body', 'job_id']],
+    ['/finalize', { instance_id: null }, ['body', 'instance_id']],
+  ])("refuses POST %s %j with FastAPI's 422 naming %j", async (path, body, loc) => {
+    const res = await post(path, body);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ code: 'ENV_BAD_REQUEST', field: loc[1], detail: [{ loc, type: 'value_error', msg: expect.any(String) }] });
+  });
+
+  it('refuses a bad job_id in the statistics query, naming the query', async () => {
+    const res = await fetch(`${base}/stats?job_id=`);
+    expect(res.status).toBe(422);
+    expect(await res.json()).toMatchObject({ code: 'ENV_BAD_REQUEST', field: 'job_id', detail: [{ loc: ['query', 'job_id'] }] });
+    expect((await fetch(`${base}/stats?job_id=j1`)).status).toBe(200);
+  });
+
+  it('plays an episode for OpenTinkerEnvironment: kwargs are the task, defaults fill instance and job ids', async () => {
+    const env = await OpenTinkerEnvironment.connect({ url: base, jobId: 'job-1' });
+    const episode = env.newEpisode();
+    expect(await episode.reset({ start: 1 }, 0)).toEqual([{ role: 'user', content: 'Count from 1. Say 2.' }]);
+    expect(await episode.step('2')).toEqual({ observation: 'Say 3.', reward: 1, done: false, info: { right: true } });
+    await episode.close();
+    // Left out, instance_id and job_id are `default` (upstream's pydantic defaults); an unknown instance is ignored on finalize.
+    expect(await post('/reset', { task: { start: 0 } })).toMatchObject({
+      status: 200,
+      body: { observation: 'Count from 0. Say 1.', system_prompt: null, game_state: { task: { start: 0 } } },
+    });
+    expect(await post('/step', { action: '1' })).toMatchObject({ status: 200, body: { reward: 1, done: false } });
+    expect(await post('/finalize', {})).toEqual({ status: 200, body: { message: 'Instance default removed' } });
+    expect(await post('/finalize', {})).toEqual({ status: 200, body: { message: 'Instance default not found', status: 'ignored' } });
   });
 });

@@ -19,6 +19,8 @@ export type JobProgress = Schemas['JobProgressDto'];
 export type JobSpec = NonNullable<operations['Jobs_submit']['requestBody']>['content']['application/json'];
 /** The job kinds this client version knows. */
 export type JobKind = JobSpec['kind'];
+/** A kind of job the server runs and what its jobs can do (`jobs.kinds()`): decide by these, not by kind name. */
+export type JobKindInfo = Schemas['JobKindDto'];
 /** Query of `GET /v1/jobs`. */
 export interface ListJobsQuery {
   page?: number;

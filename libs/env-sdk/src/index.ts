@@ -4,7 +4,7 @@
  */
 /** zod, re-exported so a `configSchema` is built with the same copy the SDK validates with. */
 export { z } from 'zod';
-export type { Message, JsonValue, JsonObject } from './messages';
+export { Message, JsonValue, JsonObject } from './messages';
 export { EnvironmentError, isEnvironmentError } from './errors';
 export type { EnvironmentErrorCode } from './errors';
 export { API_VERSION, ENVIRONMENT_BRAND, defineEnvironment, isEnvironment, parseConfig, configJsonSchema, checkDatasetRow } from './environment';
@@ -19,9 +19,30 @@ export { createRng } from './rng';
 export type { Rng } from './rng';
 export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';
 export { maskThoughtsAndCode, thoughtRanges } from './asides';
-export { PROTOCOL_VERSION } from './protocol';
-export type * from './protocol';
+export {
+  PROTOCOL_VERSION,
+  MAX_ACTION_CHARS,
+  InfoResponse,
+  TasksQuery,
+  TasksResponse,
+  CreateEpisodeRequest,
+  CreateEpisodeResponse,
+  StepRequest,
+  StepResponse,
+  ProtocolError,
+  parseRequest,
+} from './protocol';
 export { RemoteEnvironment } from './remote-environment';
 export type { RemoteEnvironmentOptions } from './remote-environment';
 export { OpenTinkerEnvironment, shardUrls, crc32, mergeShardStats } from './opentinker-environment';
-export type { OpenTinkerEnvironmentOptions, OpenTinkerResetResponse, OpenTinkerStepResponse } from './opentinker-environment';
+export type { OpenTinkerEnvironmentOptions } from './opentinker-environment';
+export {
+  OpenTinkerHealth,
+  OpenTinkerResetRequest,
+  OpenTinkerResetResponse,
+  OpenTinkerStepRequest,
+  OpenTinkerStepResponse,
+  OpenTinkerFinalizeRequest,
+  OpenTinkerStatsQuery,
+  OPENTINKER_RESET_KEYS,
+} from './opentinker-protocol';

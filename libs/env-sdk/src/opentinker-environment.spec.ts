@@ -234,13 +234,27 @@ describe('OpenTinkerEnvironment against FastAPI-shaped servers', () => {
     expect(await failure(episode.step('x'))).toMatchObject({ code: 'ENV_BAD_REQUEST', field: 'action' });
 
     s.handler = (_req, res) => json(res, 200, { observation: 'x', reward: 'lots', done: false, info: {} });
-    expect(await failure(episode.step('x'))).toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringMatching(/reward that is not a finite number/) });
+    expect(await failure(episode.step('x'))).toMatchObject({
+      code: 'ENV_UNAVAILABLE',
+      field: 'reward',
+      message: expect.stringMatching(/\/step: the answer does not fit the protocol \(reward: /),
+    });
 
     s.handler = (_req, res) => json(res, 200, { observation: 'x', reward: 1, done: 'yes', info: {} });
-    expect(await failure(episode.step('x'))).toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringMatching(/no boolean done/) });
+    expect(await failure(episode.step('x'))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'done' });
+
+    s.handler = (_req, res) => json(res, 200, { observation: 'x', reward: 1, done: true, info: [1] });
+    expect(await failure(episode.step('x'))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'info' });
+
+    // What upstream's servers may leave out: an empty observation and info.
+    s.handler = (_req, res) => json(res, 200, { reward: 1, done: true });
+    expect(await episode.step('x')).toEqual({ observation: '', reward: 1, done: true, info: {} });
 
     s.handler = (_req, res) => json(res, 200, { board: [] });
-    expect(await failure(env.newEpisode().reset({}, 0))).toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringMatching(/without an observation string/) });
+    expect(await failure(env.newEpisode().reset({}, 0))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'observation' });
+
+    s.handler = (_req, res) => json(res, 200, { observation: 'x', system_prompt: 3 });
+    expect(await failure(env.newEpisode().reset({}, 0))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'system_prompt' });
 
     expect(await failure(env.newEpisode().reset([1, 2] as never, 0))).toMatchObject({ code: 'ENV_INVALID_TASK' });
     expect(await failure(env.newEpisode().step('x'))).toMatchObject({ code: 'ENV_NOT_RESET' });

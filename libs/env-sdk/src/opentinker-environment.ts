@@ -1,34 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import type { BatchStats, Episode, EnvironmentInstance, Split, StepResult, TaskSet } from './environment';
 import { EnvironmentError } from './errors';
 import { call, type CallOptions, type RequestOptions } from './http-call';
-import type { JsonObject, JsonValue, Message } from './messages';
-
-/**
- * OpenTinker's game-server protocol (`opentinker/environment/base_game_server.py`), as types. A game
- * server is FastAPI + uvicorn; `--shards N` runs N single-worker processes on consecutive ports.
- *
- * - `GET /health` → `{ status: 'healthy' }`
- * - `POST /reset` `{ instance_id, job_id, …env kwargs }` → {@link OpenTinkerResetResponse}; a second reset
- *   of an instance id resets the same game
- * - `POST /step` `{ instance_id, job_id, action }` → {@link OpenTinkerStepResponse}; 404 for an instance
- *   that was never reset
- * - `POST /finalize` `{ instance_id, job_id }` → `{ message }` (frees the instance; unknown ids are ignored)
- * - `GET /stats?job_id=`, `GET /stats/step?job_id=`, `POST /stats/reset?job_id=`, `POST /stats/reset_all?job_id=`
- * Errors are FastAPI's: `{ detail }` with 404 or 422, a plain-text 500 when the game raised.
- */
-export interface OpenTinkerResetResponse {
-  observation: string;
-  system_prompt?: string | null;
-  game_state?: JsonObject | null;
-}
-
-export interface OpenTinkerStepResponse {
-  observation: string;
-  reward: number;
-  done: boolean;
-  info: JsonObject;
-}
+import { Message, type JsonObject, type JsonValue } from './messages';
+import { OpenTinkerHealth, OpenTinkerResetResponse, OpenTinkerStepResponse } from './opentinker-protocol';
+import { parseAnswer } from './protocol';
 
 /** How {@link OpenTinkerEnvironment.connect} reaches a game server. */
 export interface OpenTinkerEnvironmentOptions {
@@ -65,7 +42,8 @@ export interface OpenTinkerEnvironmentOptions {
 const MAX_DETAIL_CHARS = 500;
 
 /**
- * A server that speaks OpenTinker's game-server protocol, used like any environment. Per episode: a
+ * A server that speaks OpenTinker's game-server protocol (`opentinker-protocol.ts`), used like any
+ * environment. Per episode: a
  * fresh `instance_id` (a UUID, as OpenTinker's `GymEnvironmentInteraction`), its shard picked by
  * `crc32(instance_id) % shards` (the same rule, so one server set can serve both clients), `/reset` with
  * the task's env kwargs, `/step` with the model's text, `/finalize` when the episode closes. The prompt is
@@ -131,13 +109,7 @@ export class OpenTinkerEnvironment implements EnvironmentInstance<JsonValue> {
     };
     const shards = shardUrls(options.url, options.shards ?? 1).map((url) => ({ ...base, url }));
     const jobId = options.jobId ?? 'default';
-    for (const shard of shards) {
-      const health = await call<unknown>(shard, 'GET', '/health');
-      const status = (health as { status?: unknown } | null)?.status;
-      if (status !== 'healthy' && status !== 'ok') {
-        throw new EnvironmentError('ENV_UNAVAILABLE', `${shard.url}/health did not answer { "status": "healthy" }: not an OpenTinker game server`);
-      }
-    }
+    for (const shard of shards) parseAnswer(OpenTinkerHealth, await call<unknown>(shard, 'GET', '/health'), `${shard.url}/health (not an OpenTinker game server?)`);
     const env = new OpenTinkerEnvironment(shards, jobId, options.envKwargs ?? {}, options.tasks ?? {});
     await env.eachShard('POST', `/stats/reset_all?job_id=${encodeURIComponent(jobId)}`);
     return env;
@@ -286,7 +258,8 @@ function fastApiError(path: string, status: number, body: unknown): EnvironmentE
   if (status === 404 || status === 405) return new EnvironmentError('ENV_NO_ROUTE', `The server has no ${path.split('?')[0]} (HTTP ${status}): not an OpenTinker game server?`);
   if (status === 422) {
     const first = Array.isArray(b.detail) ? (b.detail[0] as { loc?: unknown; msg?: unknown } | undefined) : undefined;
-    const field = Array.isArray(first?.loc) ? first!.loc.filter((p) => p !== 'body').join('.') : undefined;
+    // FastAPI's loc starts with where the field is (`body`, `query`).
+    const field = Array.isArray(first?.loc) ? first!.loc.filter((p, i) => !(i === 0 && (p === 'body' || p === 'query'))).join('.') : undefined;
     const msg = typeof first?.msg === 'string' ? first.msg : typeof b.detail === 'string' ? b.detail : 'invalid request';
     return new EnvironmentError('ENV_BAD_REQUEST', `${where}: the game server refused the request${field ? ` (${field})` : ''}: ${clip(msg)}`, field || undefined);
   }
@@ -308,13 +281,7 @@ function clip(text: string): string {
  * it starts with one, as OpenTinker's `StaticDatasetGenerator` builds it.
  */
 function resetMessages(res: unknown, url: string, taskPrompt: unknown): Message[] {
-  const r = res as Partial<OpenTinkerResetResponse> | null;
-  if (!r || typeof r !== 'object' || typeof r.observation !== 'string') {
-    throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/reset answered without an observation string: not OpenTinker's game-server protocol`);
-  }
-  if (r.system_prompt !== undefined && r.system_prompt !== null && typeof r.system_prompt !== 'string') {
-    throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/reset answered a system_prompt that is not a string`);
-  }
+  const r = parseAnswer(OpenTinkerResetResponse, res, `${url}/reset`);
   const prompt = r.observation === '' ? promptMessages(taskPrompt) : null;
   const messages: Message[] = [];
   if (r.system_prompt && prompt?.[0]?.role !== 'system') messages.push({ role: 'system', content: r.system_prompt });
@@ -326,20 +293,11 @@ function resetMessages(res: unknown, url: string, taskPrompt: unknown): Message[
 /** A data row's `prompt` as messages (a text is one user message), or null when it is neither. */
 function promptMessages(prompt: unknown): Message[] | null {
   if (typeof prompt === 'string') return prompt === '' ? null : [{ role: 'user', content: prompt }];
-  if (!Array.isArray(prompt) || prompt.length === 0) return null;
-  const roles = new Set(['system', 'user', 'assistant', 'tool']);
-  const ok = prompt.every((m) => typeof m === 'object' && m !== null && roles.has((m as Message).role) && typeof (m as Message).content === 'string');
-  return ok ? prompt.map((m) => ({ role: (m as Message).role, content: (m as Message).content })) : null;
+  const messages = z.array(Message).min(1).safeParse(prompt);
+  return messages.success ? messages.data.map(({ role, content }) => ({ role, content })) : null;
 }
 
 function stepResult(res: unknown, url: string): StepResult {
-  const r = res as Partial<OpenTinkerStepResponse> | null;
-  if (!r || typeof r !== 'object') throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered something that is not a JSON object`);
-  if (typeof r.reward !== 'number' || !Number.isFinite(r.reward)) throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered a reward that is not a finite number`);
-  if (typeof r.done !== 'boolean') throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered no boolean done`);
-  const observation = r.observation ?? '';
-  if (typeof observation !== 'string') throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered an observation that is not a string`);
-  const info = r.info ?? {};
-  if (typeof info !== 'object' || Array.isArray(info)) throw new EnvironmentError('ENV_UNAVAILABLE', `${url}/step answered info that is not an object`);
-  return { observation, reward: r.reward, done: r.done, info };
+  const { observation, reward, done, info } = parseAnswer(OpenTinkerStepResponse, res, `${url}/step`);
+  return { observation, reward, done, info };
 }

@@ -1,95 +1,166 @@
+import { z } from 'zod';
+// Imported for the {@link} references in the docs below.
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
+import type { StepResult } from './environment';
+import { EnvironmentError } from './errors';
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
+import type { EnvironmentErrorCode } from './errors';
+import { JsonObject, JsonValue, Message } from './messages';
+
 /**
- * The HTTP environment protocol (JSON, versioned under `/v1`), as types. Any language can implement
- * it; `opentinker env serve` serves it for any environment package, and {@link RemoteEnvironment}
- * consumes it.
+ * The HTTP environment protocol (JSON, versioned under `/v1`), as zod schemas; each type is the
+ * schema's output. Any language can implement it; `opentinker env serve` serves it for any environment
+ * package and checks requests with these schemas, `RemoteEnvironment` checks answers with them,
+ * and the server's OpenAPI document is generated from them (component names in `.meta({ id })`).
  *
  * - `GET /health` → `{ status: 'ok' }`
  * - `GET /v1/info` → {@link InfoResponse}
- * - `GET /v1/tasks?split=train|test&offset=0&limit=100` → {@link TasksResponse}
+ * - `GET /v1/tasks?split=train|test&offset=0&limit=100` ({@link TasksQuery}) → {@link TasksResponse}
  * - `POST /v1/episodes` {@link CreateEpisodeRequest} → {@link CreateEpisodeResponse}
  * - `POST /v1/episodes/:id/step` {@link StepRequest} → {@link StepResponse}
  * - `DELETE /v1/episodes/:id` → 204
  * Errors: status 4xx/5xx with {@link ProtocolError}.
  */
-// Imported for the {@link} references in the docs below.
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
-import type { EnvironmentErrorCode } from './errors';
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
-import type { StepResult } from './environment';
-import type { JsonObject, JsonValue, Message } from './messages';
 
 /** The protocol version this SDK speaks; servers report theirs in {@link InfoResponse.protocol_version}. */
 export const PROTOCOL_VERSION = '1';
 
+/** Longest action a server takes (characters). */
+export const MAX_ACTION_CHARS = 1024 * 1024;
+
+const Split = z.enum(['train', 'test']);
+const TaskCount = z.number().int().min(0).nullable();
+
 /** `GET /v1/info`: what the server serves. */
-export interface InfoResponse {
-  id: string;
-  version: string;
-  protocol_version: string;
-  description: string;
-  turn_mode: 'single' | 'multi';
-  task_source: 'dataset' | 'generator';
-  /** JSON Schema of the per-episode config. */
-  config_schema: Record<string, unknown>;
-  /** The server's default config, with defaults filled in. */
-  config: JsonObject;
-  /** Task counts under the default config; null means endless. */
-  tasks: { train: number | null; test: number | null };
-}
+export const InfoResponse = z
+  .object({
+    id: z.string(),
+    version: z.string(),
+    protocol_version: z.string().meta({ example: PROTOCOL_VERSION }),
+    description: z.string(),
+    turn_mode: z.enum(['single', 'multi']),
+    task_source: z.enum(['dataset', 'generator']),
+    config_schema: z.record(z.string(), z.unknown()).describe('JSON Schema of the per-episode config'),
+    config: JsonObject.describe("The server's default config, with defaults filled in"),
+    tasks: z.object({ train: TaskCount, test: TaskCount }).describe('Task counts under the default config; null means endless'),
+  })
+  .meta({ id: 'EnvInfo' });
+export type InfoResponse = z.output<typeof InfoResponse>;
+
+/** The query of `GET /v1/tasks` (numbers as the query string carries them), with its defaults. */
+export const TasksQuery = z
+  .object({
+    split: Split.default('train'),
+    offset: z.coerce.number().int().min(0).default(0),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  })
+  .strict();
+export type TasksQuery = z.output<typeof TasksQuery>;
 
 /** `GET /v1/tasks?split&offset&limit`: one page of a split's tasks. */
-export interface TasksResponse {
-  split: 'train' | 'test';
-  /** Index of `tasks[0]` in the split. */
-  offset: number;
-  /** Tasks in the split; null for an endless generator. */
-  total: number | null;
-  tasks: JsonValue[];
-}
+export const TasksResponse = z
+  .object({
+    split: Split,
+    offset: z.number().int().min(0).describe('Index of `tasks[0]` in the split'),
+    total: z.number().int().min(0).nullable().describe('Tasks in the split; null for an endless generator'),
+    tasks: z.array(JsonValue),
+  })
+  .meta({ id: 'EnvTasks' });
+export type TasksResponse = z.output<typeof TasksResponse>;
 
 /** Body of `POST /v1/episodes`: starts an episode. */
-export interface CreateEpisodeRequest {
-  /** The task itself, or `split` + `index` of one of the server's tasks. */
-  task?: JsonValue;
-  split?: 'train' | 'test';
-  index?: number;
-  seed: number;
-  /** Overrides of the server's default config for this episode. */
-  config?: JsonObject;
-}
+export const CreateEpisodeRequest = z
+  .object({
+    task: JsonValue.optional().describe('The task itself; or leave it out and name one of the server’s tasks by `split` and `index`'),
+    split: Split.optional(),
+    index: z.number().int().min(0).optional(),
+    seed: z.number().int(),
+    config: JsonObject.optional().describe("Overrides of the server's default config for this episode"),
+  })
+  .strict()
+  .describe('Either `task`, or `split` + `index` of one of the server’s tasks')
+  .meta({ id: 'EnvCreateEpisode' });
+export type CreateEpisodeRequest = z.output<typeof CreateEpisodeRequest>;
 
 /** Answer of `POST /v1/episodes` (201). */
-export interface CreateEpisodeResponse {
-  /** Names the episode in the step and delete routes; it expires when left idle. */
-  episode_id: string;
-  /** The first messages (system prompt and first user message). */
-  messages: Message[];
-  /** The task the episode plays (the one sent, or the one looked up by split and index). */
-  task: JsonValue;
-}
+export const CreateEpisodeResponse = z
+  .object({
+    episode_id: z.string().describe('Names the episode in the step and delete routes; it expires when left idle'),
+    messages: z.array(Message).describe('The first messages (system prompt and first user message)'),
+    task: JsonValue.describe('The task the episode plays (the one sent, or the one looked up by split and index)'),
+  })
+  .meta({ id: 'EnvEpisode' });
+export type CreateEpisodeResponse = z.output<typeof CreateEpisodeResponse>;
 
 /** Body of `POST /v1/episodes/:id/step`. */
-export interface StepRequest {
-  /** The policy's text, as it wrote it (the environment parses it). */
-  action: string;
-}
+export const StepRequest = z
+  .object({ action: z.string().max(MAX_ACTION_CHARS).describe("The policy's text, as it wrote it (the environment parses it)") })
+  .strict()
+  .meta({ id: 'EnvStep' });
+export type StepRequest = z.output<typeof StepRequest>;
 
 /** Answer of `POST /v1/episodes/:id/step`: the protocol's form of a {@link StepResult}. */
-export interface StepResponse {
-  observation: string;
-  observation_role: 'user' | 'tool';
-  reward: number;
-  done: boolean;
-  info: JsonObject;
-}
+export const StepResponse = z
+  .object({
+    observation: z.string(),
+    observation_role: z.enum(['user', 'tool']).default('user'),
+    reward: z.number(),
+    done: z.boolean(),
+    info: JsonObject,
+  })
+  .meta({ id: 'EnvStepResult' });
+export type StepResponse = z.output<typeof StepResponse>;
 
 /**
  * Body of every 4xx/5xx answer. `code` is stable (`ENV_EPISODE_CLOSED`, `ENV_CAPACITY`, …; see
  * {@link EnvironmentErrorCode}); `field` names the request field at fault, when there is one.
  */
-export interface ProtocolError {
-  statusCode: number;
-  code: string;
-  message: string;
-  field?: string;
+export const ProtocolError = z
+  .object({
+    statusCode: z.number().int(),
+    code: z.string().meta({ example: 'ENV_STEP_AFTER_DONE' }),
+    message: z.string(),
+    field: z.string().optional(),
+  })
+  .meta({ id: 'EnvProtocolError' });
+export type ProtocolError = z.output<typeof ProtocolError>;
+
+/** The first problem zod found, as the dotted path of the field at fault (an unknown key included) and a message. */
+export function firstIssue(error: z.ZodError): { field: string | undefined; message: string } {
+  const issue = error.issues[0];
+  const path = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys') {
+    const field = [...path, issue.keys[0]].join('.');
+    return { field, message: `Unknown field ${field}` };
+  }
+  const field = path.join('.') || undefined;
+  return { field, message: `${field ?? 'body'}: ${issue.message}` };
+}
+
+/**
+ * A request checked with its schema: the schema's output (defaults filled in), or `ENV_BAD_REQUEST`
+ * naming the field, which protocol servers answer with 400.
+ *
+ * @example
+ * ```ts
+ * const { action } = parseRequest(StepRequest, request.body);
+ * ```
+ */
+export function parseRequest<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const { field, message } = firstIssue(parsed.error);
+  throw new EnvironmentError('ENV_BAD_REQUEST', message, field);
+}
+
+/**
+ * A server's answer checked with its schema. An answer that does not fit is `ENV_UNAVAILABLE` (the
+ * server does not speak the protocol), naming the field, never a failure deep in whatever uses it; the
+ * message names the field and what was expected, never the value sent.
+ */
+export function parseAnswer<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const { field, message } = firstIssue(parsed.error);
+  throw new EnvironmentError('ENV_UNAVAILABLE', `${where}: the answer does not fit the protocol (${message})`, field);
 }

@@ -296,4 +296,41 @@ describe('RemoteEnvironment against a real HTTP server', () => {
       message: `${server.url} speaks protocol 2; this client speaks ${PROTOCOL_VERSION}`,
     });
   });
+
+  it('checks every answer with the protocol schema: a malformed one is ENV_UNAVAILABLE naming the field, not a crash later', async () => {
+    const server = await fake();
+    server.handler = (req, res) => json(res, 200, { ...INFO, tasks: { train: 'lots', test: 3 } });
+    expect(await failure(RemoteEnvironment.connect({ url: server.url }))).toMatchObject({
+      code: 'ENV_UNAVAILABLE',
+      field: 'tasks.train',
+      message: expect.stringContaining(`GET ${server.url}/v1/info: the answer does not fit the protocol (tasks.train: `),
+    });
+
+    server.handler = healthy;
+    const env = await RemoteEnvironment.connect({ url: server.url });
+    const answers: Record<string, unknown> = {};
+    server.handler = (req, res) => (answers[req.path] !== undefined ? json(res, 200, answers[req.path]) : healthy(req, res, 1));
+
+    answers['/v1/episodes'] = { episode_id: 'e1', messages: [{ role: 'robot', content: 'go' }], task: {} };
+    expect(await failure(env.newEpisode().reset({ n: 0 }, 1))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'messages.0.role' });
+    delete answers['/v1/episodes'];
+
+    const episode = env.newEpisode();
+    await episode.reset({ n: 0 }, 1);
+    for (const [answer, field] of [
+      [{ observation: 'ok', reward: 'high', done: false, info: {} }, 'reward'],
+      [{ observation: 'ok', reward: 1, info: {} }, 'done'],
+      [{ observation: 'ok', reward: 1, done: false, info: [] }, 'info'],
+      [{ observation: 'ok', observation_role: 'narrator', reward: 1, done: false, info: {} }, 'observation_role'],
+    ] as const) {
+      answers['/v1/episodes/e1/step'] = answer;
+      expect(await failure(episode.step('a'))).toMatchObject({ code: 'ENV_UNAVAILABLE', field });
+    }
+    // What the protocol lets a server leave out: the observation's role (a user message).
+    answers['/v1/episodes/e1/step'] = { observation: 'ok', reward: 1, done: false, info: {} };
+    expect(await episode.step('a')).toEqual({ observation: 'ok', observationRole: 'user', reward: 1, done: false, info: {} });
+
+    answers['/v1/tasks?split=test&offset=0&limit=100'] = { split: 'test', offset: 0, total: 3, tasks: 'none' };
+    expect(await failure(env.tasks.get('test', 1))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'tasks' });
+  });
 });

@@ -1,8 +1,9 @@
+import type { z } from 'zod';
 import type { Episode, EnvironmentInstance, Split, StepResult, TaskSet } from './environment';
 import { EnvironmentError } from './errors';
 import { call } from './http-call';
 import type { JsonObject, JsonValue, Message } from './messages';
-import { CreateEpisodeResponse, InfoResponse, PROTOCOL_VERSION, StepResponse, TasksResponse } from './protocol';
+import { CreateEpisodeResponse, InfoResponse, parseAnswer, PROTOCOL_VERSION, StepResponse, TasksResponse } from './protocol';
 
 /** How {@link RemoteEnvironment.connect} reaches an environment server. */
 export interface RemoteEnvironmentOptions {
@@ -38,7 +39,9 @@ export interface RemoteEnvironmentOptions {
  * stays unreachable the call fails with `ENV_UNAVAILABLE` naming the URL. A step whose connection is
  * lost after it was sent is not retried (the server may have applied it): it fails with
  * `ENV_UNAVAILABLE`, and the episode should be abandoned. Errors the server reports keep their code
- * (`ENV_EPISODE_CLOSED`, `ENV_CAPACITY`, …); a call that runs out of time fails with `ENV_TIMEOUT`.
+ * (`ENV_EPISODE_CLOSED`, `ENV_CAPACITY`, …); a call that runs out of time fails with `ENV_TIMEOUT`. Every
+ * answer is checked with the protocol's schema (`protocol.ts`): one that does not fit is
+ * `ENV_UNAVAILABLE` naming the field, not a failure later in whatever reads it.
  *
  * @example
  * ```ts
@@ -75,10 +78,13 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
       ...options,
       url: options.url.replace(/\/+$/, ''),
     };
-    const info = await call<InfoResponse>(full, 'GET', '/v1/info');
-    if (info.protocol_version !== PROTOCOL_VERSION) {
-      throw new EnvironmentError('ENV_UNAVAILABLE', `${full.url} speaks protocol ${info.protocol_version}; this client speaks ${PROTOCOL_VERSION}`);
+    const answer = await call<unknown>(full, 'GET', '/v1/info');
+    // The version first: another version's info may not fit this one's schema.
+    const version = (answer as { protocol_version?: unknown } | null)?.protocol_version;
+    if (version !== PROTOCOL_VERSION) {
+      throw new EnvironmentError('ENV_UNAVAILABLE', `${full.url} speaks protocol ${String(version)}; this client speaks ${PROTOCOL_VERSION}`);
     }
+    const info = parseAnswer(InfoResponse, answer, `GET ${full.url}/v1/info`);
     return new RemoteEnvironment(full, info);
   }
 
@@ -92,13 +98,13 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
     return {
       reset: async (task: JsonValue, seed: number): Promise<Message[]> => {
         if (id) await this.delete(id);
-        const res = await call<CreateEpisodeResponse>(this.options, 'POST', '/v1/episodes', { task, seed, config: this.options.config });
+        const res = await this.call(CreateEpisodeResponse, 'POST', '/v1/episodes', { task, seed, config: this.options.config });
         id = res.episode_id;
         return res.messages;
       },
       step: async (action: string): Promise<StepResult> => {
         if (!id) throw new EnvironmentError('ENV_NOT_RESET', 'Call reset() before step()');
-        const res = await call<StepResponse>(this.options, 'POST', `/v1/episodes/${encodeURIComponent(id)}/step`, { action });
+        const res = await this.call(StepResponse, 'POST', `/v1/episodes/${encodeURIComponent(id)}/step`, { action });
         return { observation: res.observation, observationRole: res.observation_role, reward: res.reward, done: res.done, info: res.info };
       },
       close: async () => {
@@ -107,6 +113,11 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
         if (id) await this.delete(id);
       },
     };
+  }
+
+  /** One call whose answer `schema` checks. */
+  private async call<S extends z.ZodType>(schema: S, method: string, path: string, body?: unknown): Promise<z.output<S>> {
+    return parseAnswer(schema, await call<unknown>(this.options, method, path, body), `${method} ${this.options.url}${path}`);
   }
 
   private async delete(id: string): Promise<void> {
@@ -119,7 +130,7 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
     if (cached !== undefined) return cached;
     const page = 100;
     const offset = Math.floor(index / page) * page;
-    const res = await call<TasksResponse>(this.options, 'GET', `/v1/tasks?split=${split}&offset=${offset}&limit=${page}`);
+    const res = await this.call(TasksResponse, 'GET', `/v1/tasks?split=${split}&offset=${offset}&limit=${page}`);
     if (this.taskCache.size > 10_000) this.taskCache.clear();
     res.tasks.forEach((t, i) => this.taskCache.set(`${split}:${offset + i}`, t));
     const task = this.taskCache.get(key);

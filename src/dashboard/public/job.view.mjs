@@ -8,6 +8,7 @@ import { MetricCharts } from './charts.mjs';
 import { alertBox, h, replace, showAlert } from './dom.mjs';
 import { followEventStream } from './event-stream.mjs';
 import { bytes, cancellable, dateTime, duration, FINAL_STATES, shortId } from './format.mjs';
+import { jobOutputs, loadJobKinds } from './job-kinds.mjs';
 import { confirmCancel, jobLabel, progressView, stateBadge } from './jobs.view.mjs';
 import { checkpointsSection, resultsSection, saveBlob } from './results.view.mjs';
 
@@ -43,6 +44,8 @@ export function mountJob(ctx, main, [id]) {
   const abort = new AbortController();
   let job = null;
   let charts = null;
+  /** The page's output sections for the job's kind (see job-kinds.mjs); none until the kinds are known. */
+  let outputs = { results: false, resultsFile: null, checkpoints: false };
 
   const title = h('h1', { tabindex: '-1' }, `Job ${shortId(id)}`);
   const error = alertBox();
@@ -201,7 +204,7 @@ export function mountJob(ctx, main, [id]) {
         break;
       case 'artifact':
         refreshArtifacts();
-        if (data?.name === 'results.jsonl') results.load();
+        if (outputs.results && data?.name === outputs.resultsFile) results.load();
         break;
       case 'end':
         loadJob();
@@ -212,15 +215,17 @@ export function mountJob(ctx, main, [id]) {
     }
   }
 
-  /** Train and session jobs save checkpoints; inference jobs write results. */
-  function loadOutputs() {
-    if (job.kind === 'inference') {
-      replace(rlOutputs, results.section);
-      results.load();
-    } else if (job.kind === 'train' || job.kind === 'session') {
-      replace(rlOutputs, checkpoints.section);
-      checkpoints.load();
+  /** The sections the job's kind has: results when it writes a results file, checkpoints when it saves them. */
+  async function loadOutputs() {
+    try {
+      outputs = jobOutputs(await loadJobKinds(api, { signal: abort.signal }), job.kind);
+    } catch (e) {
+      fail('Could not load the job kinds')(e);
+      return;
     }
+    replace(rlOutputs, outputs.results ? results.section : null, outputs.checkpoints ? checkpoints.section : null);
+    if (outputs.results) results.load();
+    if (outputs.checkpoints) checkpoints.load();
   }
 
   (async () => {

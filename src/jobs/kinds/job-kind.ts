@@ -1,23 +1,20 @@
 import { z } from 'zod';
-import { zodToAppError } from '../../core/zod-error';
+import { parseOrThrow } from '../../core/zod-error';
 import type { KindRunner } from '../../runner/runner-protocol';
 
 /**
  * What a kind's jobs can do. The API, the worker and the job runner ask these questions of the kind
- * (never of its name), so adding a kind is its folder plus one line in the registry (`job-kinds.ts`).
+ * (never of its name), so adding a kind is its folder plus one line in the registry (`job-kinds.ts`);
+ * `GET /v1/job-kinds` answers them to clients (the dashboard picks a job's sections by them).
  */
-export interface JobKindCapabilities {
-  /** A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1). */
-  resumable: boolean;
-  /** Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas). */
-  checkpoints: boolean;
-  /** Its jobs update the weights of `model` (full fine-tuning must fit the engine's heap; LoRA leaves the base outside it). */
-  trains: boolean;
-  /** Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them). */
-  calls: boolean;
-  /** The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null. */
-  results: string | null;
-}
+export const JobKindCapabilities = z.object({
+  resumable: z.boolean().describe('A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1)'),
+  checkpoints: z.boolean().describe('Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas)'),
+  trains: z.boolean().describe('Its jobs update the weights of `model` (full fine-tuning must fit the engine’s heap; LoRA leaves the base outside it)'),
+  calls: z.boolean().describe('Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them)'),
+  results: z.string().nullable().describe('The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null'),
+});
+export type JobKindCapabilities = z.output<typeof JobKindCapabilities>;
 
 /** Keys every job has, whatever its kind. */
 export const commonSpecShape = {
@@ -70,8 +67,10 @@ export interface JobKind<Fields extends z.ZodRawShape = z.ZodRawShape> extends R
   readonly description: string;
   /** Kind-specific keys (without the common ones). */
   readonly spec: z.ZodObject<Fields>;
-  /** The whole strict schema: `kind`, the common keys and the kind's. */
+  /** The whole strict schema: `kind`, the common keys and the kind's (the OpenAPI component `JobSpec_<kind>`). */
   readonly schema: z.ZodObject<z.ZodRawShape>;
+  /** {@link schema} followed by the defaults that depend on the kind (`max_attempts` by resumability): what {@link parse} runs. */
+  readonly parser: z.ZodType<JobSpecOf<Fields>>;
   /**
    * Validates a spec, submitted or stored: unknown keys are refused with their path, every default is
    * filled in (`max_attempts` by resumability). Throws `OT_ERR_VALIDATION` naming the field.
@@ -91,21 +90,19 @@ export function defineJobKind<Fields extends z.ZodRawShape>(definition: JobKindD
   const schema = z
     .object({ kind: z.literal(definition.kind), ...commonSpecShape, ...definition.spec.shape })
     .strict()
-    .describe(definition.description);
+    .describe(definition.description)
+    .meta({ id: `JobSpec_${definition.kind}` });
   const capabilities = { ...NO_CAPABILITIES, ...definition.capabilities };
+  const parser = schema.transform((data) => ({ ...data, max_attempts: (data as { max_attempts?: number }).max_attempts ?? (capabilities.resumable ? 3 : 1) }) as JobSpecOf<Fields>);
   const kind: JobKind<Fields> = {
     $$type: JOB_KIND_TYPE,
     kind: definition.kind,
     description: definition.description,
     spec: definition.spec,
     schema: schema as unknown as z.ZodObject<z.ZodRawShape>,
+    parser,
     ...capabilities,
-    parse(body) {
-      const parsed = schema.safeParse(body);
-      if (!parsed.success) throw zodToAppError(parsed.error);
-      const data = parsed.data as Record<string, unknown> & { max_attempts?: number };
-      return { ...data, max_attempts: data.max_attempts ?? (capabilities.resumable ? 3 : 1) } as JobSpecOf<Fields>;
-    },
+    parse: (body) => parseOrThrow(parser, body),
     runner: definition.runner,
   };
   return Object.freeze(kind);

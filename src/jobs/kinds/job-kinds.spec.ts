@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJobKind, isJobKind } from './job-kind';
-import { findJobKind, JOB_KINDS, jobSpecJsonSchemas, kindList, kindsWith, parseJobSpec, parseStoredSpec } from './job-kinds';
+import { API_SCHEMAS } from '../../core/openapi-schemas';
+import { findJobKind, JOB_KINDS, JobSpecBody, kindList, kindsWith, parseJobSpec, parseStoredSpec } from './job-kinds';
 
 describe('parseJobSpec', () => {
   it('fills every default, including max_attempts by resumability', () => {
@@ -32,10 +33,15 @@ describe('parseJobSpec', () => {
     for (const body of [null, [], 'x', 3]) expect(() => parseJobSpec(body)).toThrow(/JSON object/);
   });
 
-  it('derives a JSON Schema per kind that forbids unknown keys', () => {
-    const schema = jobSpecJsonSchemas().JobSpec_sleep as { additionalProperties: boolean; properties: Record<string, unknown> };
+  it('describes the body in OpenAPI as a oneOf of one component per kind, each forbidding unknown keys', () => {
+    const body = API_SCHEMAS.schema(JobSpecBody, 'input') as { oneOf: unknown[]; discriminator: { propertyName: string; mapping: Record<string, string> } };
+    expect(body.oneOf).toEqual(JOB_KINDS.map((k) => ({ $ref: `#/components/schemas/JobSpec_${k.kind}` })));
+    expect(body.discriminator).toEqual({ propertyName: 'kind', mapping: expect.objectContaining({ sleep: '#/components/schemas/JobSpec_sleep' }) });
+    const schema = API_SCHEMAS.all().JobSpec_sleep as { additionalProperties: boolean; properties: Record<string, unknown>; required: string[] };
     expect(schema.additionalProperties).toBe(false);
     expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['kind', 'resources', 'steps', 'priority']));
+    // Keys with defaults are optional in what a client sends.
+    expect(schema.required).toEqual(['kind']);
   });
 });
 
@@ -49,7 +55,9 @@ describe('the job kind registry', () => {
   it('refuses an unknown kind, naming the known ones', () => {
     const known = JOB_KINDS.map((k) => k.kind).join(', ');
     expect(known).toMatch(/^sleep, train, inference, session\b/);
-    expect(() => parseJobSpec({ kind: 'nope' })).toThrow(expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'kind', message: `Unknown job kind nope (known: ${known})` }));
+    expect(() => parseJobSpec({ kind: 'nope' })).toThrow(
+      expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'kind', message: `kind: Unknown job kind nope (known: ${known})` }),
+    );
     expect(findJobKind('nope')).toBeUndefined();
     expect(() => parseStoredSpec('nope', { kind: 'nope' })).toThrow(`This job runner has no kind nope (known: ${known})`);
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AppError, ErrorCode } from '../../core/app-error';
+import { AppError } from '../../core/app-error';
+import { parseOrThrow } from '../../core/zod-error';
 import type { AnyJobKind, CommonSpec, JobKindCapabilities } from './job-kind';
 import { inferenceKind } from './inference/inference.kind';
 import { sessionKind } from './session/session.kind';
@@ -34,20 +35,37 @@ export interface ParsedJobSpec {
   spec: CommonSpec & Record<string, unknown>;
 }
 
-/** Validates a submitted spec: unknown keys are refused with their path; every default is filled in. */
+const known = () => [...byName.keys()].join(', ');
+
+/**
+ * The body of `POST /v1/jobs`: the spec of one of the kinds, chosen by `kind`; unknown keys are refused
+ * with their path and every default is filled in (`max_attempts` by resumability). In OpenAPI, a `oneOf`
+ * of the kinds' `JobSpec_<kind>` components.
+ */
+export const JobSpecBody = z
+  .discriminatedUnion(
+    'kind',
+    // Each option is a kind's parser: its strict schema, then the defaults that depend on the kind.
+    JOB_KINDS.map((k) => k.parser) as unknown as [z.ZodObject, ...z.ZodObject[]],
+    {
+      error: (issue) => {
+        if (issue.code !== 'invalid_union' || issue.path?.[0] !== 'kind') return undefined;
+        const kind = (issue.input as { kind?: unknown } | undefined)?.kind;
+        return typeof kind === 'string' ? `Unknown job kind ${kind} (known: ${known()})` : `kind is required (one of: ${known()})`;
+      },
+    },
+  )
+  // Without a mapping, OpenAPI says a discriminator value is the schema's name (`JobSpec_sleep`), not the kind.
+  .meta({ discriminator: { propertyName: 'kind', mapping: Object.fromEntries(JOB_KINDS.map((k) => [k.kind, `#/components/schemas/JobSpec_${k.kind}`])) } });
+
+/** A spec that {@link JobSpecBody} has parsed, with its kind. */
+export function parsedSpec(spec: ParsedJobSpec['spec']): ParsedJobSpec {
+  return { kind: byName.get(spec.kind)!, spec };
+}
+
+/** Validates a submitted spec as the submit route does (see {@link JobSpecBody}); throws `OT_ERR_VALIDATION` naming the field. */
 export function parseJobSpec(body: unknown): ParsedJobSpec {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new AppError(ErrorCode.VALIDATION, 'The job spec must be a JSON object');
-  }
-  const kindName = (body as { kind?: unknown }).kind;
-  if (typeof kindName !== 'string') {
-    throw new AppError(ErrorCode.VALIDATION, `kind is required (one of: ${[...byName.keys()].join(', ')})`, { field: 'kind' });
-  }
-  const kind = byName.get(kindName);
-  if (!kind) {
-    throw new AppError(ErrorCode.VALIDATION, `Unknown job kind ${kindName} (known: ${[...byName.keys()].join(', ')})`, { field: 'kind' });
-  }
-  return { kind, spec: kind.parse(body) };
+  return parsedSpec(parseOrThrow(JobSpecBody, body) as ParsedJobSpec['spec']);
 }
 
 /**
@@ -64,13 +82,4 @@ export function parseStoredSpec(kindName: string, spec: unknown): ParsedJobSpec 
     if (error instanceof AppError) throw new Error(`The stored ${kindName} spec does not fit this server's schema: ${error.message}`);
     throw error;
   }
-}
-
-/** JSON Schema of the accepted specs, for the OpenAPI document. */
-export function jobSpecJsonSchemas(): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const kind of JOB_KINDS) {
-    out[`JobSpec_${kind.kind}`] = z.toJSONSchema(kind.schema, { io: 'input', target: 'openapi-3.0' });
-  }
-  return out;
 }

@@ -1,7 +1,7 @@
 import { isOpenTinkerError, OpenTinkerError } from '../errors';
 import { watchJobEvents, WatchJobOptions } from '../job-watcher';
 import type { Transport } from '../transport';
-import type { Artifact, Checkpoint, Job, JobEvent, JobPage, JobSpec, ListJobsQuery, MetricPoint, MetricsQuery } from '../types';
+import type { Artifact, Checkpoint, Job, JobEvent, JobKindInfo, JobPage, JobSpec, ListJobsQuery, MetricPoint, MetricsQuery } from '../types';
 import type { RequestOptions } from './request-options';
 
 /** Options of {@link JobsApi.wait}. */
@@ -35,14 +35,15 @@ export class JobsApi {
   /** Jobs, newest first, as summaries (no `spec`: {@link JobsApi.get} has it). */
   list(query: ListJobsQuery = {}, options: RequestOptions = {}): Promise<JobPage> {
     return this.t.call(
-      this.t.api.GET('/v1/jobs', {
-        params: { query },
-        // The server reads `state=queued,running`.
-        querySerializer: { array: { style: 'form', explode: false } },
-        signal: options.signal,
-      }),
+      // The server reads `state=queued,running`.
+      this.t.api.GET('/v1/jobs', { params: { query: { ...query, state: query.state?.join(',') } }, signal: options.signal }),
       options.signal,
     );
+  }
+
+  /** The kinds of job the server runs, with what their jobs can do (checkpoints, a results file, session calls, …). */
+  kinds(options: RequestOptions = {}): Promise<JobKindInfo[]> {
+    return this.t.call(this.t.api.GET('/v1/job-kinds', { signal: options.signal }), options.signal);
   }
 
   get(id: string, options: RequestOptions = {}): Promise<Job> {

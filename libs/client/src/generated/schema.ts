@@ -270,6 +270,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/job-kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The kinds of job this server runs, and what their jobs can do
+         * @description In the order the server lists them; `POST /v1/jobs` takes a spec of any of them (`kind`). Clients decide by capability, never by kind name.
+         */
+        get: operations["JobKinds_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -669,6 +689,7 @@ export interface components {
             model: string;
             /** @enum {string} */
             object: "chat.completion.chunk";
+            /** @description With stream_options.include_usage: null on every chunk but the last */
             usage?: components["schemas"]["UsageDto"] | null;
         };
         ChatCompletionDto: {
@@ -690,11 +711,11 @@ export interface components {
              * @description Per-token log-probs (under the model at temperature 1)
              * @default false
              */
-            logprobs?: boolean;
+            logprobs?: boolean | null;
             /** @description Same as max_tokens (OpenAI’s newer name) */
-            max_completion_tokens?: number;
+            max_completion_tokens?: number | null;
             /** @description Default: what the context leaves after the prompt */
-            max_tokens?: number;
+            max_tokens?: number | null;
             /** @description Rendered with the checkpoint’s chat template */
             messages: components["schemas"]["ChatMessageDto"][];
             /**
@@ -706,41 +727,42 @@ export interface components {
              * @description Choices to sample
              * @default 1
              */
-            n?: number;
+            n?: number | null;
             /** @description Only 0 */
             presence_penalty?: number;
             /** @description Same seed, same request, same checkpoint: same answer */
-            seed?: number;
+            seed?: number | null;
             /** @description Stop strings (not included in the answer) */
-            stop?: string | string[];
+            stop?: (string | string[]) | null;
             /**
              * @description Server-Sent Events of `chat.completion.chunk`, ended by `data: [DONE]`
              * @default false
              */
-            stream?: boolean;
-            stream_options?: components["schemas"]["StreamOptionsDto"];
+            stream?: boolean | null;
+            stream_options?: components["schemas"]["StreamOptionsDto"] | null;
             /**
              * @description 0 = greedy
              * @default 1
              */
-            temperature?: number;
+            temperature?: number | null;
             /** @description Not supported: only 0 or absent */
-            top_logprobs?: number;
+            top_logprobs?: number | null;
             /** @default 1 */
-            top_p?: number;
+            top_p?: number | null;
             /** @description Accepted and ignored */
             user?: string;
         };
         ChatMessageDto: {
-            /** @description Text, or text parts (joined) */
+            /** @description Text, or text parts (joined); null only for an assistant message */
             content: (string | {
-                text?: string;
+                text: string;
                 /** @enum {string} */
-                type?: "text";
+                type: "text";
             }[]) | null;
             name?: string;
             /** @enum {string} */
             role: "system" | "developer" | "user" | "assistant" | "tool";
+            tool_call_id?: string;
         };
         CheckDto: {
             detail: string;
@@ -775,6 +797,20 @@ export interface components {
             path: string;
             /** @description Bytes */
             size: number;
+        };
+        CheckpointModelDto: {
+            /** @description Unix seconds (the job’s creation; a Hub model’s download) */
+            created: number;
+            /** @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20 */
+            id: string;
+            /** Format: uuid */
+            job_id: string;
+            job_name: string | null;
+            /** @enum {string} */
+            object: "model";
+            /** @description You, for a checkpoint; the repo’s organisation for a Hub model */
+            owned_by: string;
+            step: number;
         };
         ChoiceLogprobsDto: {
             content: components["schemas"]["TokenLogprobDto"][];
@@ -876,6 +912,7 @@ export interface components {
         };
         /** @description Either `task`, or `split` + `index` of one of the server’s tasks */
         EnvCreateEpisode: {
+            /** @description Overrides of the server's default config for this episode */
             config?: {
                 [key: string]: unknown;
             };
@@ -883,33 +920,40 @@ export interface components {
             seed: number;
             /** @enum {string} */
             split?: "train" | "test";
+            /** @description The task itself; or leave it out and name one of the server’s tasks by `split` and `index` */
             task?: unknown;
         };
         EnvEpisode: {
-            episode_id?: string;
-            messages?: components["schemas"]["EnvMessage"][];
-            task?: unknown;
+            /** @description Names the episode in the step and delete routes; it expires when left idle */
+            episode_id: string;
+            /** @description The first messages (system prompt and first user message) */
+            messages: components["schemas"]["EnvMessage"][];
+            /** @description The task the episode plays (the one sent, or the one looked up by split and index) */
+            task: unknown;
         };
         EnvInfo: {
-            config?: {
+            /** @description The server's default config, with defaults filled in */
+            config: {
                 [key: string]: unknown;
             };
-            config_schema?: {
+            /** @description JSON Schema of the per-episode config */
+            config_schema: {
                 [key: string]: unknown;
             };
-            description?: string;
-            id?: string;
+            description: string;
+            id: string;
             /** @example 1 */
-            protocol_version?: string;
+            protocol_version: string;
             /** @enum {string} */
-            task_source?: "dataset" | "generator";
-            tasks?: {
-                test?: number | null;
-                train?: number | null;
+            task_source: "dataset" | "generator";
+            /** @description Task counts under the default config; null means endless */
+            tasks: {
+                test: number | null;
+                train: number | null;
             };
             /** @enum {string} */
-            turn_mode?: "single" | "multi";
-            version?: string;
+            turn_mode: "single" | "multi";
+            version: string;
         };
         EnvMessage: {
             content: string;
@@ -924,33 +968,38 @@ export interface components {
             statusCode: number;
         };
         EnvStep: {
+            /** @description The policy's text, as it wrote it (the environment parses it) */
             action: string;
         };
         EnvStepResult: {
-            done?: boolean;
-            info?: {
+            done: boolean;
+            info: {
                 [key: string]: unknown;
             };
-            observation?: string;
-            /** @enum {string} */
-            observation_role?: "user" | "tool";
-            reward?: number;
+            observation: string;
+            /**
+             * @default user
+             * @enum {string}
+             */
+            observation_role: "user" | "tool";
+            reward: number;
         };
         EnvTasks: {
-            offset?: number;
-            split?: string;
-            tasks?: unknown[];
-            total?: number | null;
+            /** @description Index of `tasks[0]` in the split */
+            offset: number;
+            /** @enum {string} */
+            split: "train" | "test";
+            tasks: unknown[];
+            /** @description Tasks in the split; null for an endless generator */
+            total: number | null;
         };
         EnvironmentDetailDto: {
             /** @description JSON Schema of the config */
             config_schema: {
                 [key: string]: unknown;
             };
-            /** @description The config with every default */
-            default_config: {
-                [key: string]: unknown;
-            } | null;
+            /** @description The config with every default; null when the package failed to load */
+            default_config: unknown;
             description: string | null;
             /** @description Why the package failed to load */
             error: string | null;
@@ -997,7 +1046,7 @@ export interface components {
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
-            details?: Record<string, never>;
+            details?: unknown;
             /**
              * @description Dotted path of the offending input
              * @example resources.gpus
@@ -1006,6 +1055,25 @@ export interface components {
             message: string;
             /** @example 400 */
             statusCode: number;
+        };
+        HubModelDto: {
+            /** @description The commit sha of the snapshot */
+            commit: string;
+            /** @description Unix seconds (the job’s creation; a Hub model’s download) */
+            created: number;
+            /**
+             * @description `hf:<repo>@<commit>`
+             * @example hf:Qwen/Qwen2.5-0.5B-Instruct@7ae557604adf67be50417f59c2c2f167def9a775
+             */
+            id: string;
+            /** @enum {string} */
+            object: "model";
+            /** @description You, for a checkpoint; the repo’s organisation for a Hub model */
+            owned_by: string;
+            /** @example Qwen/Qwen2.5-0.5B-Instruct */
+            repo: string;
+            /** @description Branches and tags of the cache at this commit: `hf:<repo>@<revision>` names it too (`hf:<repo>` when `main`) */
+            revisions: string[];
         };
         IssuedKeyDto: {
             /** Format: date-time */
@@ -1071,6 +1139,21 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             worker_id: string | null;
+        };
+        JobKindDto: {
+            /** @description Its jobs answer calls made through `POST /v1/jobs/:id/calls` while they run (the worker relays them) */
+            calls: boolean;
+            /** @description Its jobs save checkpoints (`model.path: job:<id>` can name them; they count against storage quotas) */
+            checkpoints: boolean;
+            description: string;
+            /** @example train */
+            kind: string;
+            /** @description The JSON-lines file of per-episode results its jobs write (`GET /v1/jobs/:id/results`), or null */
+            results: string | null;
+            /** @description A job re-queued after losing its worker continues from its resume state (`max_attempts` defaults to 3, else 1) */
+            resumable: boolean;
+            /** @description Its jobs update the weights of `model` (full fine-tuning must fit the engine’s heap; LoRA leaves the base outside it) */
+            trains: boolean;
         };
         JobPageDto: {
             items: components["schemas"]["JobSummaryDto"][];
@@ -2109,8 +2192,8 @@ export interface components {
             worker_id: string | null;
         };
         LivenessDto: {
-            /** @example ok */
-            status: string;
+            /** @enum {string} */
+            status: "ok";
         };
         MetricPointDto: {
             name: string;
@@ -2119,29 +2202,7 @@ export interface components {
             time: string;
             value: number;
         };
-        ModelDto: {
-            /** @description A Hub model’s commit sha */
-            commit?: string;
-            /** @description Unix seconds (the job’s creation; a Hub model’s download) */
-            created: number;
-            /** @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20 */
-            id: string;
-            /** @description A checkpoint’s job */
-            job_id?: string;
-            job_name?: string | null;
-            /** @enum {string} */
-            object: "model";
-            /** @description You, for a checkpoint; the repo’s organisation for a Hub model */
-            owned_by: string;
-            /**
-             * @description A Hub model’s repo (`id` is `hf:<repo>@<commit>`)
-             * @example Qwen/Qwen2.5-0.5B-Instruct
-             */
-            repo?: string;
-            /** @description Branches and tags of the cache at this commit: `hf:<repo>@<revision>` names it too (`hf:<repo>` when `main`) */
-            revisions?: string[];
-            step?: number;
-        };
+        ModelDto: components["schemas"]["CheckpointModelDto"] | components["schemas"]["HubModelDto"];
         ModelListDto: {
             data: components["schemas"]["ModelDto"][];
             /** @enum {string} */
@@ -2153,9 +2214,7 @@ export interface components {
             /** @description Line number (JSONL) or 1-based position (parquet) */
             row: number;
             /** @description The row as JSON (null when the line is not JSON) */
-            value: {
-                [key: string]: unknown;
-            } | null;
+            value: unknown;
         };
         ReadinessDto: {
             database: components["schemas"]["CheckDto"];
@@ -2169,15 +2228,16 @@ export interface components {
                 [key: string]: unknown;
             };
             call_id: string;
+            /** Format: date-time */
             created_at: string;
             error: string | null;
+            /** Format: date-time */
             finished_at: string | null;
             /** @enum {string} */
             op: "train_step" | "validate" | "save_checkpoint" | "sample" | "close";
-            /** @description What the operation returned (metrics, checkpoint, text) */
-            result: {
-                [key: string]: unknown;
-            } | null;
+            /** @description What the operation returned (metrics, checkpoint, text); null until then */
+            result: unknown;
+            /** Format: date-time */
             started_at: string | null;
             /** @enum {string} */
             state: "pending" | "running" | "succeeded" | "failed";
@@ -2215,7 +2275,7 @@ export interface components {
             logprob: number;
             token: string;
             /** @description Always empty (top_logprobs is not supported) */
-            top_logprobs: Record<string, never>[];
+            top_logprobs: unknown[];
         };
         UploadedDatasetDto: {
             dataset: components["schemas"]["DatasetDto"];
@@ -2506,6 +2566,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Unsupported media type */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3225,13 +3286,50 @@ export interface operations {
             };
         };
     };
+    JobKinds_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobKindDto"][];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
     Jobs_list: {
         parameters: {
             query?: {
                 page?: number;
                 limit?: number;
                 /** @description Comma-separated states */
-                state?: string[];
+                state?: string;
                 kind?: string;
             };
             header?: never;
