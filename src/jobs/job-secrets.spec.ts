@@ -16,7 +16,11 @@ describe('takeSecrets', () => {
   });
 
   it('leaves a spec without secrets as it is, whatever shape its other keys have', () => {
-    for (const spec of [{ kind: 'sleep', steps: 1 }, { kind: 'train', trainer: { logger: [] } }, { kind: 'train', trainer: 'x', environment: null }]) {
+    for (const spec of [
+      { kind: 'sleep', steps: 1 },
+      { kind: 'train', trainer: { logger: [] } },
+      { kind: 'train', trainer: 'x', environment: null },
+    ]) {
       expect(takeSecrets(spec as Record<string, unknown>)).toEqual({ spec, secrets: {} });
     }
   });

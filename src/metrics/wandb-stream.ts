@@ -20,7 +20,7 @@
  *   the job ends.
  *
  * Nothing here fails the job: the offline run the job writes beside the stream holds everything. What
- * waits to be sent is capped (`maxPendingBytes`; the oldest rows and lines go first, logged), the end of
+ * waits to be sent is capped (`maxPendingBytes`; the oldest console lines go first, then rows, logged), the end of
  * the job waits a bounded time ({@link WandbStream.finish}), and a stream that stops says why in the job
  * log with how to upload the offline run. The key is sent only in the Authorization header and never
  * appears in a log line, even when a server echoes it back.
@@ -246,6 +246,8 @@ export class WandbStream {
   private wake: (() => void) | null = null;
   private readonly dropped = emptyTally();
   private readonly skipped = emptyTally();
+  /** The steps and console lines of the request being sent, lost to W&B if the stream stops now. */
+  private inFlight: { steps: number[]; lines: number } = { steps: [], lines: 0 };
   private readonly loop: Promise<void>;
 
   constructor(options: WandbStreamOptions) {
@@ -254,7 +256,8 @@ export class WandbStream {
     this.auth = `Basic ${Buffer.from(`api:${options.apiKey}`).toString('base64')}`;
     this.entity = options.entity ?? null;
     this.project = options.project;
-    this.loop = this.run();
+    // Started after the caller's first calls (metric definitions, rows), so the run is created with them.
+    this.loop = Promise.resolve().then(() => this.run());
   }
 
   /** One history row: the metrics of a step with `_step`, `_runtime` and `_timestamp`. */
@@ -315,24 +318,23 @@ export class WandbStream {
     }
   }
 
-  /** Drops the oldest rows and lines while more than the cap waits to be sent. */
+  /** Drops the oldest lines, then rows, while more than the cap waits to be sent. */
   private trim(): void {
     if (this.pendingBytes <= this.o.maxPendingBytes) return;
     const before = this.dropped.rows + this.dropped.lines;
-    while (this.pendingBytes > this.o.maxPendingBytes && (this.pendingRows.length > 0 || this.pendingLines.length > 0)) {
-      // Rows first: a console line is cheaper to lose than a metric, but both are in the offline run.
-      const row = this.pendingRows.length > this.pendingLines.length / 4 ? this.pendingRows.shift() : undefined;
-      if (row) {
-        this.pendingBytes -= row.line.length;
-        this.count(this.dropped, row.step);
-      } else {
-        this.pendingBytes -= this.pendingLines.shift()!.length;
-        this.dropped.lines++;
-      }
+    // Console lines go before rows (a chart with holes is worse than a log with holes); both are in the offline run.
+    while (this.pendingBytes > this.o.maxPendingBytes && this.pendingLines.length > 0) {
+      this.pendingBytes -= this.pendingLines.shift()!.length;
+      this.dropped.lines++;
+    }
+    while (this.pendingBytes > this.o.maxPendingBytes && this.pendingRows.length > 0) {
+      const row = this.pendingRows.shift()!;
+      this.pendingBytes -= row.line.length;
+      this.count(this.dropped, row.step);
     }
     if (before === 0) {
       this.o.log(
-        `wandb: W&B is not keeping up: more than ${Math.round(this.o.maxPendingBytes / 1024)} KiB wait to be sent, so the oldest rows and lines are dropped ` +
+        `wandb: W&B is not keeping up: more than ${Math.round(this.o.maxPendingBytes / 1024)} KiB wait to be sent, so the oldest console lines, then rows, are dropped ` +
           'from streaming (the offline run keeps them)',
       );
     }
@@ -365,7 +367,15 @@ export class WandbStream {
         const body = this.nextRequest();
         lastAny = Date.now();
         if (body.files) lastData = lastAny;
-        await this.call('file stream', `${this.base}/files/${[this.entity!, this.project, this.o.runId].map(encodeURIComponent).join('/')}/file_stream`, body, retryMostFailures, Infinity);
+        this.inFlight = { steps: (body.files?.[HISTORY]?.content ?? []).map((line) => Number(JSON.parse(line)._step)), lines: body.files?.[OUTPUT]?.content.length ?? 0 };
+        await this.call(
+          'file stream',
+          `${this.base}/files/${[this.entity!, this.project, this.o.runId].map(encodeURIComponent).join('/')}/file_stream`,
+          body,
+          retryMostFailures,
+          Infinity,
+        );
+        this.inFlight = { steps: [], lines: 0 };
         if (body.complete) break;
       }
       const left = describeTally(this.dropped);
@@ -378,7 +388,9 @@ export class WandbStream {
 
   private stop(reason: string): void {
     this.stopped = true;
-    // What never reached W&B: waiting rows and lines (and those dropped while it was behind).
+    // What never reached W&B: the request being sent, waiting rows and lines (and those dropped while it was behind).
+    for (const step of this.inFlight.steps) this.count(this.dropped, step);
+    this.dropped.lines += this.inFlight.lines;
     for (const row of this.pendingRows.splice(0)) this.count(this.dropped, row.step);
     this.dropped.lines += this.pendingLines.splice(0).length;
     this.pendingBytes = 0;
@@ -422,6 +434,7 @@ export class WandbStream {
         this.o.log(`wandb: resuming W&B run ${this.o.runId} at history line ${this.historyOffset}${last !== null ? ` (its last _step is ${last})` : ''}`);
       }
     }
+    this.configDirty = false;
     const answer = await this.graphql('UpsertBucket', UPSERT_BUCKET, this.upsertVariables(true), retryUpsert);
     const bucket = isRecord(answer.upsertBucket) && isRecord(answer.upsertBucket.bucket) ? answer.upsertBucket.bucket : null;
     const project = isRecord(bucket?.project) ? bucket.project : null;
@@ -433,14 +446,14 @@ export class WandbStream {
     this.entity = entity.name;
     const lines = count(bucket!.historyLineCount);
     if (lines > 0) this.historyOffset = lines;
-    this.configDirty = false;
   }
 
   private upsertVariables(first: boolean): Record<string, unknown> {
     const config = wandbConfigJson(this.o.config, this.metrics);
     // Later calls carry the config only, as wandb-core's: nulls leave the run's other fields as they are.
     const nulls = { id: null, groupName: null, description: null, notes: null, commit: null, debug: null, repo: null, state: null, sweep: null, summaryMetrics: null };
-    if (!first) return { ...nulls, name: this.o.runId, project: this.project, entity: this.entity, displayName: null, config, host: null, program: null, jobType: null, tags: null };
+    if (!first)
+      return { ...nulls, name: this.o.runId, project: this.project, entity: this.entity, displayName: null, config, host: null, program: null, jobType: null, tags: null };
     return {
       ...nulls,
       name: this.o.runId,
@@ -554,7 +567,8 @@ export class WandbStream {
             return null;
           }
         }
-        if (res.status >= 300 && res.status < 400) throw new StreamStopped(`${what}: W&B redirected to another address (HTTP ${res.status}); set trainer.wandb.base_url to the address it names`);
+        if (res.status >= 300 && res.status < 400)
+          throw new StreamStopped(`${what}: W&B redirected to another address (HTTP ${res.status}); set trainer.wandb.base_url to the address it names`);
         problem = `answered HTTP ${res.status}`;
         if (res.status === 401 || res.status === 403) {
           throw new StreamStopped(`${what}: W&B refused the API key (HTTP ${res.status}); check WANDB_API_KEY${this.entity ? ` and entity ${this.entity}` : ''}`);
@@ -567,7 +581,10 @@ export class WandbStream {
         this.checkAborted();
         const cause = (error as { cause?: { code?: string; message?: string } }).cause;
         if (cause?.code === 'URL_NOT_ALLOWED') throw new StreamStopped(this.scrub(cause.message ?? 'the W&B address is not allowed'));
-        problem = (error as Error).name === 'TimeoutError' ? `did not answer within ${this.o.requestTimeoutMs / 1000} s` : `is unreachable (${cause?.code ?? this.scrub((error as Error).message)})`;
+        problem =
+          (error as Error).name === 'TimeoutError'
+            ? `did not answer within ${this.o.requestTimeoutMs / 1000} s`
+            : `is unreachable (${cause?.code ?? this.scrub((error as Error).message)})`;
       }
       if (attempt + 1 >= attempts) throw new StreamStopped(`${what}: W&B ${problem} (${attempts} tries)`);
       const backoff = Math.min(this.o.backoff.maxMs, this.o.backoff.minMs * 2 ** Math.min(attempt, 32) * (1 + 0.25 * Math.random()));

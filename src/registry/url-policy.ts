@@ -157,9 +157,7 @@ function refused(raw: string, use: RemoteUrlUse): UrlNotAllowedError {
   } catch {
     // keep raw
   }
-  return new UrlNotAllowedError(
-    `${use.field} ${host} is not ${use.server} this server may reach (operator settings environment_url_allow, environment_url_allow_public)`,
-  );
+  return new UrlNotAllowedError(`${use.field} ${host} is not ${use.server} this server may reach (operator settings environment_url_allow, environment_url_allow_public)`);
 }
 
 function resolveAll(hostname: string): Promise<string[]> {

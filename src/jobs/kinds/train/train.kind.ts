@@ -148,7 +148,7 @@ const trainerSpec = z
   })
   .strict()
   .refine((t) => t.wandb === undefined || t.logger.includes('wandb'), {
-    message: "trainer.wandb is for the wandb logger: add wandb to trainer.logger (e.g. logger: [console, wandb])",
+    message: 'trainer.wandb is for the wandb logger: add wandb to trainer.logger (e.g. logger: [console, wandb])',
     path: ['wandb'],
   });
 
