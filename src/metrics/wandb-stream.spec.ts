@@ -34,6 +34,12 @@ function streamTo(baseUrl: string, logs: string[], over: Partial<WandbStreamOpti
   });
 }
 
+/** Waits until the fake server has had `n` file-stream requests. */
+async function waitForRequests(w: FakeWandb, n: number): Promise<void> {
+  for (let i = 0; i < 200 && (w.runs.get('abcd1234')?.fileStream.length ?? 0) < n; i++) await new Promise((r) => setTimeout(r, 10));
+  expect(w.runs.get('abcd1234')!.fileStream.length).toBeGreaterThanOrEqual(n);
+}
+
 /** What the fake server holds of the run's history, parsed. */
 const historyOf = (w: FakeWandb, run = 'abcd1234') => (w.runs.get(run)?.files['wandb-history.jsonl'] ?? []).map((l) => JSON.parse(l) as Record<string, number>);
 
@@ -87,6 +93,27 @@ describe('WandbStream against a fake W&B server', () => {
     expect(calls.map((r) => r.path)).toEqual(calls.map(() => '/files/fake-entity/ot-test/abcd1234/file_stream'));
     expect(logs.join('\n')).toMatch(/streamed and marked finished/);
     expect(logs.join('\n')).not.toContain(KEY);
+  });
+
+  it('sends at most once per interval, a heartbeat when idle, and everything at once when the job ends', async () => {
+    const s = streamTo(w.url, logs, { intervalMs: 60_000, heartbeatMs: 50 });
+    s.history(row(0));
+    await waitForRequests(w, 1);
+    // Within the interval: new rows wait, empty heartbeats keep the run alive.
+    s.history(row(1));
+    s.history(row(2));
+    await waitForRequests(w, 3);
+    const streams = () => w.runs.get('abcd1234')!.fileStream;
+    expect(streams()[0]).toEqual({ files: { 'wandb-history.jsonl': { offset: 0, content: [JSON.stringify(row(0))] } } });
+    expect(streams().slice(1)).toEqual(
+      streams()
+        .slice(1)
+        .map(() => ({})),
+    );
+    const t0 = Date.now();
+    await s.finish(0, 5_000);
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(streams().at(-1)).toEqual({ files: { 'wandb-history.jsonl': { offset: 1, content: [row(1), row(2)].map((r) => JSON.stringify(r)) } }, complete: true, exitcode: 0 });
   });
 
   it('retries 500s with backoff and carries on when W&B answers again', async () => {

@@ -354,17 +354,21 @@ export class WandbStream {
       let lastData = -Infinity;
       let lastAny = Date.now();
       for (;;) {
+        let heartbeat = false;
         if (!this.finishing) {
           const now = Date.now();
           const hasData = this.pendingRows.length > 0 || this.pendingLines.length > 0 || this.summaryLine !== null || this.configDirty;
-          const at = Math.min(hasData ? lastData + this.o.intervalMs : Infinity, lastAny + this.o.heartbeatMs);
+          const dataAt = hasData ? lastData + this.o.intervalMs : Infinity;
+          const at = Math.min(dataAt, lastAny + this.o.heartbeatMs);
           if (at > now) {
             await this.sleep(at - now, true);
             continue;
           }
+          // A heartbeat carries nothing: data waits for its interval, as wandb-core's rate limit holds it.
+          heartbeat = dataAt > now;
         }
-        if (this.configDirty) await this.upsertConfig();
-        const body = this.nextRequest();
+        if (this.configDirty && !heartbeat) await this.upsertConfig();
+        const body = heartbeat ? {} : this.nextRequest();
         lastAny = Date.now();
         if (body.files) lastData = lastAny;
         this.inFlight = { steps: (body.files?.[HISTORY]?.content ?? []).map((line) => Number(JSON.parse(line)._step)), lines: body.files?.[OUTPUT]?.content.length ?? 0 };
@@ -410,7 +414,8 @@ export class WandbStream {
         signal.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      // Never what keeps a process alive: finish() holds the job's end while the stream finishes.
+      const timer = setTimeout(done, ms).unref();
       if (idle) this.wake = done;
       signal.addEventListener('abort', done);
     });
