@@ -221,6 +221,10 @@ describe('WandbStream against hostile or odd answers', () => {
     const cases: Array<[() => Response, RegExp]> = [
       [() => Response.json({ errors: [{ message: 'project name is invalid' }] }), /W&B refused UpsertBucket: project name is invalid/],
       [() => Response.json({ data: { upsertBucket: null } }), /UpsertBucket answer names no project and entity/],
+      [
+        () => Response.json({ data: { upsertBucket: { bucket: { historyLineCount: 0, project: { name: 'p', entity: { name: 'x\nwandb: forged log line' } } } } } }),
+        /UpsertBucket answer names no project and entity W&B would accept/,
+      ],
       [() => new Response(new Uint8Array(2 * 1024 * 1024)), /answer is larger than 1048576 bytes/],
     ];
     for (const [answer, reason] of cases) {

@@ -146,7 +146,7 @@ function consoleTime(ms: number): string {
 }
 
 /** The run config as UpsertBucket takes it: `{"key": {"value": …}}`, W&B's own data under `_wandb`. */
-export function wandbConfigJson(config: Record<string, unknown>, metrics: readonly WandbMetric[]): string {
+function wandbConfigJson(config: Record<string, unknown>, metrics: readonly WandbMetric[]): string {
   const out: Record<string, { value: unknown }> = {};
   for (const [key, value] of Object.entries(config)) out[key] = { value };
   out._wandb = { value: { t: { '13': `${platform()}-${arch() === 'x64' ? 'x86_64' : arch()}` }, m: encodeMetrics(metrics) } };
@@ -444,11 +444,11 @@ export class WandbStream {
     const bucket = isRecord(answer.upsertBucket) && isRecord(answer.upsertBucket.bucket) ? answer.upsertBucket.bucket : null;
     const project = isRecord(bucket?.project) ? bucket.project : null;
     const entity = isRecord(project?.entity) ? project.entity : null;
-    if (typeof project?.name !== 'string' || typeof entity?.name !== 'string' || project.name === '' || entity.name === '') {
-      throw new StreamStopped("W&B's UpsertBucket answer names no project and entity");
-    }
-    this.project = project.name;
-    this.entity = entity.name;
+    // Names from the server go into request paths and the job log: W&B's name characters only.
+    const name = (v: unknown) => typeof v === 'string' && /^[^/\\#?%:\u0000-\u001f\u007f]{1,128}$/.test(v);
+    if (!name(project?.name) || !name(entity?.name)) throw new StreamStopped("W&B's UpsertBucket answer names no project and entity W&B would accept");
+    this.project = project!.name as string;
+    this.entity = entity!.name as string;
     const lines = count(bucket!.historyLineCount);
     if (lines > 0) this.historyOffset = lines;
   }
