@@ -29,9 +29,9 @@ interface RlSpecParts {
  * Checks of a parsed job spec that need more than its schema, so a bad spec fails at submission with
  * 400 and the field instead of minutes later in a job runner: the environment id and its config under
  * the operator's policy (no host-only keys, sandbox ceilings), the remote environment's URL and a
- * self-hosted W&B's against the allow-list, the model preset or path (a `job:<id>` of the caller's, or a folder under `model_roots`),
- * the priority ceiling, resources some registered worker can hold, and room in the storage quota for
- * a job that saves checkpoints.
+ * self-hosted W&B's against the allow-list, the model preset or path (a `job:<id>` of the caller's, or a
+ * folder under `model_roots`), the priority ceiling, resources some registered worker can hold, and room
+ * in the storage quota for a job that saves checkpoints.
  */
 @Injectable()
 export class JobSpecChecksService {

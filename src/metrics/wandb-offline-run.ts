@@ -195,7 +195,7 @@ export class WandbOfflineRun {
   private readonly log: LevelDbLogWriter;
   private filesDir: string;
   private readonly startMs: number;
-  /** The run continues one an earlier attempt of the job wrote (same run id). */
+  /** The run continues the one an earlier attempt of the job wrote (same run id). */
   readonly continued: boolean;
   /** The history rows carried over from that attempt, each with `_step`, `_runtime`, `_timestamp`. */
   readonly keptRows: ReadonlyArray<Record<string, unknown>>;

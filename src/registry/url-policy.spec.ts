@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { addressAllowed, checkRemoteUrl, policyFetch, type UrlPolicy } from './url-policy';
+import { addressAllowed, checkRemoteUrl, policyFetch, WANDB_URL, type UrlPolicy } from './url-policy';
 
 const user: UrlPolicy = { allow: [], allowPublic: true, allowLoopback: false };
 
@@ -30,6 +30,11 @@ describe('environment URL policy', () => {
     await expect(checkRemoteUrl('http://169.254.169.254/latest', user)).rejects.toThrow(/169\.254\.169\.254 is not an environment server this server may reach/);
     await expect(checkRemoteUrl('http://localhost:8088', user)).rejects.toThrow(/not an environment server/);
     await expect(checkRemoteUrl('http://[::ffff:7f00:1]:80', user)).rejects.toThrow(/not an environment server/);
+    // A self-hosted W&B: the same rules, in its own words.
+    await expect(checkRemoteUrl('http://169.254.169.254/latest', user, WANDB_URL)).rejects.toThrow(
+      /^trainer\.wandb\.base_url 169\.254\.169\.254 is not a W&B server this server may reach/,
+    );
+    await expect(checkRemoteUrl('http://u:p@wandb.example/', user, WANDB_URL)).rejects.toThrow('trainer.wandb.base_url must not carry credentials (use trainer.wandb.api_key)');
   });
 
   it('refuses at connection time what a name resolves to (the check and the connection use one lookup)', async () => {

@@ -234,8 +234,10 @@ export function registerJobsCommands(program: Command): void {
     );
 }
 
-/** Submits a spec; a refusal that names the environment lists the ones the server knows. */
-/** Submits a spec, a train job with W&B taking the W&B settings of this shell (see withWandbCredentials). */
+/**
+ * Submits a spec; a refusal that names the environment lists the ones the server knows. A train job
+ * that logs to W&B takes the W&B settings of this shell (see withWandbCredentials).
+ */
 export async function submit(client: OpenTinkerClient, spec: Record<string, unknown>) {
   const wandb = withWandbCredentials(spec, process.env);
   for (const note of wandb.notes) process.stderr.write(`opentinker: note: ${note}\n`);
