@@ -16,6 +16,8 @@ export default tseslint.config(
       'libs/engine/native/build/**',
       '.scratch/**',
       '.gpu-check/**',
+      // The Python readers of the metrics tests (test/metrics/setup-readers.sh).
+      '.venv-metrics/**',
       '.opentinker/**',
       'plugins/**',
       // Generated from openapi.json.

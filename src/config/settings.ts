@@ -185,6 +185,16 @@ export const SETTINGS = {
     section: 'Workers and jobs',
     doc: "Job runners print the stack trace of a failure in the job's log (which its owner reads), not only the message.",
   }),
+  wandb_stream_seconds: setting({
+    schema: z.coerce.number().min(0.1).max(3600).default(15),
+    section: 'Workers and jobs',
+    doc: "How often a train job that streams to W&B (`trainer.wandb.api_key`, [metrics.md](metrics.md)) sends what it logged since, as wandb-core's file stream does.",
+  }),
+  wandb_finish_seconds: setting({
+    schema: z.coerce.number().min(0).max(600).default(10),
+    section: 'Workers and jobs',
+    doc: "How long a streaming job's end waits for W&B to take the rest of the run (after its files and artifacts are saved); what is left is only in the job's offline run.",
+  }),
 
   // Tenants and uploads
   storage_quota_bytes: setting({

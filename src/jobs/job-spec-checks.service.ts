@@ -10,7 +10,7 @@ import { AppError, ErrorCode } from '../core/app-error';
 import { DatasetsService } from '../datasets/datasets.service';
 import { StorageQuota } from '../datasets/storage-quota.service';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
-import { checkEnvironmentUrl, UrlNotAllowedError, urlPolicyFor } from '../registry/url-policy';
+import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../registry/url-policy';
 import { WorkersRepository } from '../scheduler/workers.repository';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { modelPathAllowed, modelPathRefusal } from '../training/model-roots';
@@ -28,10 +28,10 @@ interface RlSpecParts {
 /**
  * Checks of a parsed job spec that need more than its schema, so a bad spec fails at submission with
  * 400 and the field instead of minutes later in a job runner: the environment id and its config under
- * the operator's policy (no host-only keys, sandbox ceilings), the remote environment's URL against the
- * allow-list, the model preset or path (a `job:<id>` of the caller's, or a folder under `model_roots`),
- * the priority ceiling, resources some registered worker can hold, and room in the storage quota for
- * a job that saves checkpoints.
+ * the operator's policy (no host-only keys, sandbox ceilings), the remote environment's URL and a
+ * self-hosted W&B's against the allow-list, the model preset or path (a `job:<id>` of the caller's, or a
+ * folder under `model_roots`), the priority ceiling, resources some registered worker can hold, and room
+ * in the storage quota for a job that saves checkpoints.
  */
 @Injectable()
 export class JobSpecChecksService {
@@ -50,8 +50,11 @@ export class JobSpecChecksService {
     if (environment?.url !== undefined) {
       // Every shard of an OpenTinker game server is a URL of its own (a port the allow-list may name).
       const urls = environment.protocol === 'opentinker' ? this.shardUrls(environment.url, environment.shards ?? 1) : [environment.url];
-      for (const url of urls) await this.checkUrl(url, caller);
+      for (const url of urls) await this.checkUrl(url, caller, ENVIRONMENT_URL);
     }
+    // A self-hosted W&B is a tenant-typed URL the worker connects to, like a remote environment.
+    const wandb = (spec.trainer as { wandb?: { base_url?: string } } | undefined)?.wandb;
+    if (wandb?.base_url !== undefined) await this.checkUrl(wandb.base_url, caller, WANDB_URL);
     if (model?.preset !== undefined && !Object.prototype.hasOwnProperty.call(MODEL_PRESETS, model.preset)) {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
@@ -130,11 +133,11 @@ export class JobSpecChecksService {
     }
   }
 
-  private async checkUrl(url: string, caller: Principal | undefined): Promise<void> {
+  private async checkUrl(url: string, caller: Principal | undefined, use: RemoteUrlUse): Promise<void> {
     try {
-      await checkEnvironmentUrl(url, urlPolicyFor(this.config, caller ? isAdmin(caller) : false));
+      await checkRemoteUrl(url, urlPolicyFor(this.config, caller ? isAdmin(caller) : false), use);
     } catch (error) {
-      if (error instanceof UrlNotAllowedError) throw new AppError(ErrorCode.URL_NOT_ALLOWED, error.message, { field: 'environment.url' });
+      if (error instanceof UrlNotAllowedError) throw new AppError(ErrorCode.URL_NOT_ALLOWED, error.message, { field: use.field });
       throw error;
     }
   }

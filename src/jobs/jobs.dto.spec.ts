@@ -10,6 +10,12 @@ describe('redactSpec', () => {
     expect(spec.environment.token).toBe('s3cret'); // the runner still gets it
   });
 
+  it('hides a W&B key (trainer.wandb.api_key) and keeps the rest of trainer.wandb', () => {
+    const spec = { kind: 'train', trainer: { logger: ['wandb'], wandb: { api_key: 'wb-s3cret', base_url: 'https://wandb.example', entity: 'team' } } };
+    expect(redactSpec(spec).trainer).toEqual({ logger: ['wandb'], wandb: { api_key: REDACTED, base_url: 'https://wandb.example', entity: 'team' } });
+    expect(spec.trainer.wandb.api_key).toBe('wb-s3cret');
+  });
+
   it('returns specs without a token unchanged', () => {
     const spec = { kind: 'train', environment: { id: 'math' } };
     expect(redactSpec(spec)).toBe(spec);

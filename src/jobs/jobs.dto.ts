@@ -6,6 +6,7 @@ import { serializerSchema } from '../core/serializer-schema';
 import type { JsonText } from '../core/zod-api.decorators';
 import type { JobArtifactEntity } from './job-artifact.entity';
 import type { JobMetricEntity } from './job-metric.entity';
+import { maskSecrets } from './job-secrets';
 import { JOB_STATES } from './job.entity';
 import { JobKindCapabilities } from './kinds/job-kind';
 import type { AnyJobKind } from './kinds/job-kind';
@@ -122,13 +123,11 @@ export function jobDto(j: JobEntity): JobDto {
 export const REDACTED = '[redacted]';
 
 /**
- * The spec as the API shows it: a remote environment's bearer token is kept for the job runner but never
- * sent back (job pages are seen by admins, dashboards and logs of HTTP clients).
+ * The spec as the API shows it: secrets (a remote environment's bearer token, a W&B key) are kept for
+ * the job runner but never sent back (job pages are seen by admins, dashboards and logs of HTTP clients).
  */
 export function redactSpec(spec: Record<string, unknown>): Record<string, unknown> {
-  const env = spec.environment;
-  if (env === null || typeof env !== 'object' || !('token' in env)) return spec;
-  return { ...spec, environment: { ...(env as Record<string, unknown>), token: REDACTED } };
+  return maskSecrets(spec, REDACTED);
 }
 
 /**

@@ -10,6 +10,7 @@ import { JobArtifactEntity } from './job-artifact.entity';
 import { JobEventsRepository } from './job-events.repository';
 import { JobSpecChecksService } from './job-spec-checks.service';
 import { JobMetricEntity } from './job-metric.entity';
+import { takeSecrets } from './job-secrets';
 import { FINAL_STATES, JobEntity, JobState } from './job.entity';
 import { JobSummaryCache } from './job-summary.cache';
 import { JobRef, JobsRepository } from './jobs.repository';
@@ -151,23 +152,6 @@ export class JobsService {
     }
     return { artifact, stream: createReadStream(artifact.path) };
   }
-}
-
-/** Spec paths whose values are secrets: stored apart from the spec (see JobSecretEntity), given only to the job runner. */
-const SECRET_PATHS = [['environment', 'token']] as const;
-
-/** The spec without its secrets, and the secrets by dotted path. */
-function takeSecrets(spec: Record<string, unknown>): { spec: Record<string, unknown>; secrets: Record<string, string> } {
-  const secrets: Record<string, string> = {};
-  if (!SECRET_PATHS.some(([outer, inner]) => typeof (spec[outer] as Record<string, unknown> | undefined)?.[inner] === 'string')) return { spec, secrets };
-  const out = structuredClone(spec);
-  for (const [outer, inner] of SECRET_PATHS) {
-    const holder = out[outer] as Record<string, unknown> | undefined;
-    if (typeof holder?.[inner] !== 'string') continue;
-    secrets[`${outer}.${inner}`] = holder[inner] as string;
-    delete holder[inner];
-  }
-  return { spec: out, secrets };
 }
 
 /** The environment a spec names (`environment.id` of train, inference and session jobs), else null. */

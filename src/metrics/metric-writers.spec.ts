@@ -154,10 +154,27 @@ describe('W&B offline runs', () => {
       [2, 2, 0, null],
       [3, 3, 1, null],
     ]);
-    const types = readLevelDbLog(readFileSync(join(runDir, `run-${run.runId}.wandb`))).map((r) => recordType(r)!.type);
+    const records = readLevelDbLog(readFileSync(join(runDir, `run-${run.runId}.wandb`)));
+    const types = records.map((r) => recordType(r)!.type);
     expect(types[0]).toBe(21); // header
     expect(types[1]).toBe(17); // run
     expect(types.slice(-3)).toEqual([3, 18, 20]); // summary, exit, final
+    // The run record has a control mailbox slot (Record.control = 16, Control.mailbox_slot = 4): `wandb sync` waits forever without one.
+    const control = decodeFields(records[1]).find((f) => f.field === 16);
+    expect(
+      decodeFields(control!.raw!)
+        .find((f) => f.field === 4)
+        ?.raw?.toString(),
+    ).toMatch(/^[a-z0-9]{12}$/);
+    // Every series is defined against its own step key, a warm-up's too (the SDK expands globs itself).
+    expect(run.metrics).toEqual([
+      { name: 'global_step' },
+      { name: 'sft/step' },
+      { name: 'sft/loss', stepMetric: 'sft/step' },
+      { name: 'val/accuracy', stepMetric: 'global_step' },
+      { name: 'actor/pg_loss', stepMetric: 'global_step' },
+    ]);
+    expect(decodeHistory(recordType(records.at(-3)!)!.body).items._wandb).toEqual({ runtime: expect.any(Number) });
   });
 
   it('continues the run of an earlier attempt on resume, without the rows after the resume step', () => {

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { stringify as toYaml } from 'yaml';
 import { decodeFields, ProtoWriter } from './protobuf';
+import type { WandbMetric } from './wandb-stream';
 
 // LevelDB log framing as wandb's datastore writes it.
 const BLOCK = 32768;
@@ -33,7 +34,9 @@ const LAST = 4;
 const STORE_HEADER = Buffer.from([0x3a, 0x57, 0x26, 0x42, 0xe1, 0xbe, 0x00]); // ":W&B", 0xBEE1 LE, version 0
 
 /** Record fields (wandb_internal.proto `Record`). */
-const R = { num: 1, history: 2, summary: 3, config: 5, metric: 12, outputRaw: 13, run: 17, exit: 18, final: 20, header: 21 } as const;
+const R = { num: 1, history: 2, summary: 3, config: 5, metric: 12, outputRaw: 13, control: 16, run: 17, exit: 18, final: 20, header: 21 } as const;
+/** `Control.mailbox_slot`: `wandb sync` waits for an answer to the run record only when it has one, as the SDK's do. */
+const CONTROL_MAILBOX_SLOT = 4;
 
 /** The step of the job's own series (RL steps, validations at step N); warm-up rows carry `sft/step`. */
 export const WANDB_STEP_KEY = 'global_step';
@@ -122,10 +125,10 @@ export function readLevelDbLog(file: Buffer): Buffer[] {
 const keyValue = (key: string, value: unknown) => new ProtoWriter().string(1, key).string(16, JSON.stringify(value));
 const timestamp = (ms: number) => new ProtoWriter().varint(1, Math.floor(ms / 1000)).varint(2, Math.round((ms % 1000) * 1e6));
 
-/** `[a-z0-9]{8}`, the shape of run ids the wandb SDK makes. */
-function newRunId(): string {
+/** `[a-z0-9]{n}`, the shape of the ids the wandb SDK makes (run ids: 8). */
+function newId(n = 8): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  return [...randomBytes(8)].map((b) => alphabet[b % alphabet.length]).join('');
+  return [...randomBytes(n)].map((b) => alphabet[b % alphabet.length]).join('');
 }
 
 function folderTime(ms: number): string {
@@ -192,15 +195,24 @@ export class WandbOfflineRun {
   private readonly log: LevelDbLogWriter;
   private filesDir: string;
   private readonly startMs: number;
+  /** The run continues the one an earlier attempt of the job wrote (same run id). */
+  readonly continued: boolean;
+  /** The history rows carried over from that attempt, each with `_step`, `_runtime`, `_timestamp`. */
+  readonly keptRows: ReadonlyArray<Record<string, unknown>>;
   private num = 0;
   private nextStep = 0;
   private sftRows = 0;
-  private readonly defined = new Set<string>();
-  private readonly summary: Record<string, unknown> = {};
+  /** The metric definitions, in the order they were written. */
+  private readonly metricList: WandbMetric[] = [];
+  private readonly summaryValues: Record<string, unknown> = {};
+  /** The summary the run ended with. */
+  private finalSummary: Record<string, unknown> | null = null;
   private closed = false;
 
   private constructor(o: WandbRunOptions, prior: Prior | null) {
-    this.runId = prior?.runId ?? newRunId();
+    this.runId = prior?.runId ?? newId();
+    this.continued = prior !== null;
+    this.keptRows = prior?.rows ?? [];
     this.startMs = prior?.startMs ?? Date.now();
     const root = join(o.dir, 'wandb');
     mkdirSync(root, { recursive: true });
@@ -216,8 +228,8 @@ export class WandbOfflineRun {
       this.num = prior.num;
       this.sftRows = prior.sftRows;
       this.nextStep = prior.nextStep;
-      for (const d of prior.defined) this.defined.add(d);
-      Object.assign(this.summary, prior.summary);
+      this.metricList.push(...prior.metrics);
+      Object.assign(this.summaryValues, prior.summary);
       writeFileSync(join(this.filesDir, 'output.log'), prior.output);
     } else {
       this.record(R.header, new ProtoWriter().message(1, new ProtoWriter().string(1, 'opentinker')));
@@ -230,9 +242,9 @@ export class WandbOfflineRun {
         .string(8, o.displayName);
       for (const tag of o.tags ?? []) run.string(10, tag);
       run.string(13, hostname()).message(17, timestamp(this.startMs));
-      this.record(R.run, run);
-      this.record(R.metric, new ProtoWriter().string(1, WANDB_STEP_KEY).message(6, new ProtoWriter().varint(3, true)));
-      this.record(R.metric, new ProtoWriter().string(1, SFT_STEP_KEY).message(6, new ProtoWriter().varint(3, true)));
+      this.record(R.run, run, new ProtoWriter().string(CONTROL_MAILBOX_SLOT, newId(12)));
+      this.define({ name: WANDB_STEP_KEY });
+      this.define({ name: SFT_STEP_KEY });
       this.record(R.metric, new ProtoWriter().string(2, `${SFT_PREFIX}*`).string(4, SFT_STEP_KEY).message(6, new ProtoWriter().varint(3, true)));
       writeFileSync(join(this.filesDir, 'output.log'), '');
     }
@@ -267,21 +279,44 @@ export class WandbOfflineRun {
     this.log.write(record);
   }
 
-  private record(type: number, body: ProtoWriter): void {
+  private record(type: number, body: ProtoWriter, control?: ProtoWriter): void {
     this.num++;
-    this.writeRaw(new ProtoWriter().varint(R.num, this.num).message(type, body).finish());
+    const record = new ProtoWriter().varint(R.num, this.num).message(type, body);
+    if (control) record.message(R.control, control);
+    this.writeRaw(record.finish());
   }
 
-  /** One history row: the values the job reported for `step`. */
-  logMetrics(step: number, values: Record<string, number>): void {
-    if (this.closed) return;
+  /**
+   * A metric definition record: a step key (`defined`), or a series plotted against its step key, marked
+   * `expanded_from_glob` as the SDK writes the series a glob definition covers.
+   */
+  private define(metric: WandbMetric): void {
+    this.metricList.push(metric);
+    const body = new ProtoWriter().string(1, metric.name);
+    if (metric.stepMetric === undefined) body.message(6, new ProtoWriter().varint(3, true));
+    else body.string(4, metric.stepMetric).varint(10, true);
+    this.record(R.metric, body);
+  }
+
+  /** The metric definitions so far: the step keys first, then each series with its step key. */
+  get metrics(): readonly WandbMetric[] {
+    return this.metricList;
+  }
+
+  /** The run's summary: the last value of every key, and `_wandb.runtime` (whole seconds). */
+  get summary(): Record<string, unknown> {
+    return this.finalSummary ?? { ...this.summaryValues, _wandb: { runtime: Math.floor((Date.now() - this.startMs) / 1000) } };
+  }
+
+  /** One history row: the values the job reported for `step`. Returns the row as written (null once closed). */
+  logMetrics(step: number, values: Record<string, number>): Record<string, number> | null {
+    if (this.closed) return null;
     const now = Date.now();
     const names = Object.keys(values);
     const sft = names.length > 0 && names.every((n) => n.startsWith(SFT_PREFIX));
     for (const name of names) {
-      if (this.defined.has(name) || name.startsWith(SFT_PREFIX)) continue;
-      this.defined.add(name);
-      this.record(R.metric, new ProtoWriter().string(1, name).string(4, WANDB_STEP_KEY).varint(10, true));
+      if (this.metricList.some((m) => m.name === name)) continue;
+      this.define({ name, stepMetric: name.startsWith(SFT_PREFIX) ? SFT_STEP_KEY : WANDB_STEP_KEY });
     }
     let rowStep: number;
     if (sft) rowStep = this.sftRows++;
@@ -294,8 +329,9 @@ export class WandbOfflineRun {
     for (const [k, v] of Object.entries(row)) history.message(1, keyValue(k, v));
     history.message(2, new ProtoWriter().varint(1, rowStep));
     this.record(R.history, history);
-    Object.assign(this.summary, row);
+    Object.assign(this.summaryValues, row);
     this.writeSummaryFile();
+    return row;
   }
 
   /** A line of the job's console output (`files/output.log` and an `output_raw` record). */
@@ -307,17 +343,17 @@ export class WandbOfflineRun {
   }
 
   private writeSummaryFile(): void {
-    const runtime = (Date.now() - this.startMs) / 1000;
-    writeFileSync(join(this.filesDir, 'wandb-summary.json'), JSON.stringify({ ...this.summary, _wandb: { runtime: Math.floor(runtime) } }));
+    writeFileSync(join(this.filesDir, 'wandb-summary.json'), JSON.stringify(this.summary));
   }
 
   /** Ends the run: its summary, the exit code (0: finished, else failed) and the final record. */
   close(exitCode: number): void {
     if (this.closed) return;
     this.closed = true;
-    const runtime = Math.floor((Date.now() - this.startMs) / 1000);
+    this.finalSummary = this.summary;
+    const runtime = (this.finalSummary._wandb as { runtime: number }).runtime;
     const summary = new ProtoWriter();
-    for (const [k, v] of Object.entries(this.summary)) summary.message(1, keyValue(k, v));
+    for (const [k, v] of Object.entries(this.finalSummary)) summary.message(1, keyValue(k, v));
     this.record(R.summary, summary);
     this.record(R.exit, new ProtoWriter().varint(1, exitCode).varint(2, runtime));
     this.record(R.final, new ProtoWriter());
@@ -340,8 +376,10 @@ interface Prior {
   num: number;
   sftRows: number;
   nextStep: number;
-  defined: string[];
+  metrics: WandbMetric[];
   summary: Record<string, unknown>;
+  /** The kept history rows' items. */
+  rows: Array<Record<string, unknown>>;
   output: string;
 }
 
@@ -358,7 +396,8 @@ function readPrior(runDir: string, keep: (step: number, name: string) => boolean
     return null;
   }
   const kept: Buffer[] = [];
-  const defined: string[] = [];
+  const metrics: WandbMetric[] = [];
+  const rows: Array<Record<string, unknown>> = [];
   const summary: Record<string, unknown> = {};
   let startMs = Date.now();
   let sftRows = 0;
@@ -376,7 +415,13 @@ function readPrior(runDir: string, keep: (step: number, name: string) => boolean
       }
     }
     if (r.type === R.metric) {
-      for (const f of decodeFields(r.body)) if (f.field === 1 && f.raw) defined.push(f.raw.toString('utf8'));
+      const metric: Partial<WandbMetric> = {};
+      for (const f of decodeFields(r.body)) {
+        if (f.field === 1 && f.raw) metric.name = f.raw.toString('utf8');
+        if (f.field === 4 && f.raw) metric.stepMetric = f.raw.toString('utf8');
+      }
+      // Glob definitions (`sft/*`) have no name: the run writes them again itself.
+      if (metric.name !== undefined) metrics.push(metric as WandbMetric);
     }
     if (r.type === R.outputRaw) {
       for (const f of decodeFields(r.body)) if (f.field === 3 && f.raw) output += f.raw.toString('utf8');
@@ -390,8 +435,9 @@ function readPrior(runDir: string, keep: (step: number, name: string) => boolean
       if (sft) sftRows++;
       nextStep = Math.max(nextStep, row.step + 1);
       Object.assign(summary, row.items);
+      rows.push(row.items);
     }
     kept.push(record);
   }
-  return { runId, startMs, records: kept, num, sftRows, nextStep, defined, summary, output };
+  return { runId, startMs, records: kept, num, sftRows, nextStep, metrics, summary, rows, output };
 }

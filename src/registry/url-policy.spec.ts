@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { addressAllowed, checkEnvironmentUrl, policyFetch, type UrlPolicy } from './url-policy';
+import { addressAllowed, checkRemoteUrl, policyFetch, WANDB_URL, type UrlPolicy } from './url-policy';
 
 const user: UrlPolicy = { allow: [], allowPublic: true, allowLoopback: false };
 
@@ -25,11 +25,16 @@ describe('environment URL policy', () => {
   });
 
   it('checks URLs before connecting: scheme, credentials, literal and resolved addresses', async () => {
-    await expect(checkEnvironmentUrl('file:///etc/passwd', user)).rejects.toThrow(/http/);
-    await expect(checkEnvironmentUrl('http://u:p@example.com/', user)).rejects.toThrow(/credentials/);
-    await expect(checkEnvironmentUrl('http://169.254.169.254/latest', user)).rejects.toThrow(/169\.254\.169\.254 is not an environment server this server may reach/);
-    await expect(checkEnvironmentUrl('http://localhost:8088', user)).rejects.toThrow(/not an environment server/);
-    await expect(checkEnvironmentUrl('http://[::ffff:7f00:1]:80', user)).rejects.toThrow(/not an environment server/);
+    await expect(checkRemoteUrl('file:///etc/passwd', user)).rejects.toThrow(/http/);
+    await expect(checkRemoteUrl('http://u:p@example.com/', user)).rejects.toThrow(/credentials/);
+    await expect(checkRemoteUrl('http://169.254.169.254/latest', user)).rejects.toThrow(/169\.254\.169\.254 is not an environment server this server may reach/);
+    await expect(checkRemoteUrl('http://localhost:8088', user)).rejects.toThrow(/not an environment server/);
+    await expect(checkRemoteUrl('http://[::ffff:7f00:1]:80', user)).rejects.toThrow(/not an environment server/);
+    // A self-hosted W&B: the same rules, in its own words.
+    await expect(checkRemoteUrl('http://169.254.169.254/latest', user, WANDB_URL)).rejects.toThrow(
+      /^trainer\.wandb\.base_url 169\.254\.169\.254 is not a W&B server this server may reach/,
+    );
+    await expect(checkRemoteUrl('http://u:p@wandb.example/', user, WANDB_URL)).rejects.toThrow('trainer.wandb.base_url must not carry credentials (use trainer.wandb.api_key)');
   });
 
   it('refuses at connection time what a name resolves to (the check and the connection use one lookup)', async () => {

@@ -4,12 +4,12 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import type { AppConfig } from '../config/app-config';
 
 /**
- * Which environment servers a job may reach through `environment.url`. A URL typed by a tenant is fetched
- * from inside the server's network, so by default only public addresses are allowed: loopback, private,
- * link-local, multicast and reserved ranges are refused unless the operator lists them
- * (`environment_url_allow`), and the admin may also use loopback (`opentinker env serve` on the same
- * machine). Names are checked on every connection, after DNS resolution, so a name that resolves to an
- * inside address later (DNS rebinding) is refused too.
+ * Which servers a job may reach through a URL its owner typed: remote environments (`environment.url`)
+ * and a self-hosted W&B (`trainer.wandb.base_url`). Such a URL is fetched from inside the server's
+ * network, so by default only public addresses are allowed: loopback, private, link-local, multicast and
+ * reserved ranges are refused unless the operator lists them (`environment_url_allow`), and the admin may
+ * also use loopback (`opentinker env serve` on the same machine). Names are checked on every connection,
+ * after DNS resolution, so a name that resolves to an inside address later (DNS rebinding) is refused too.
  */
 export interface UrlPolicy {
   /** Operator entries: host names, IPs or CIDR ranges, each optionally with `:port`. */
@@ -24,6 +24,16 @@ export interface UrlPolicy {
 export function urlPolicyFor(config: AppConfig, admin: boolean): UrlPolicy {
   return { allow: config.values.environment_url_allow, allowPublic: config.values.environment_url_allow_public, allowLoopback: admin };
 }
+
+/** What a tenant's URL is for: the spec field that holds it, the kind of server, where credentials go instead. */
+export interface RemoteUrlUse {
+  field: string;
+  server: string;
+  credentials: string;
+}
+
+export const ENVIRONMENT_URL: RemoteUrlUse = { field: 'environment.url', server: 'an environment server', credentials: 'environment.token' };
+export const WANDB_URL: RemoteUrlUse = { field: 'trainer.wandb.base_url', server: 'a W&B server', credentials: 'trainer.wandb.api_key' };
 
 /** Thrown for a URL or address the policy refuses; the message names no port state or remote answer. */
 export class UrlNotAllowedError extends Error {
@@ -123,33 +133,31 @@ function portOf(url: URL): number {
  * resolved now) an allowed address. The answer for a refused URL is the same whether or not anything
  * listens there.
  */
-export async function checkEnvironmentUrl(raw: string, policy: UrlPolicy): Promise<void> {
+export async function checkRemoteUrl(raw: string, policy: UrlPolicy, use: RemoteUrlUse = ENVIRONMENT_URL): Promise<void> {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new UrlNotAllowedError('environment.url is not a valid URL');
+    throw new UrlNotAllowedError(`${use.field} is not a valid URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UrlNotAllowedError('environment.url must be http:// or https://');
-  if (url.username || url.password) throw new UrlNotAllowedError('environment.url must not carry credentials (use environment.token)');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UrlNotAllowedError(`${use.field} must be http:// or https://`);
+  if (url.username || url.password) throw new UrlNotAllowedError(`${use.field} must not carry credentials (use ${use.credentials})`);
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
   const port = portOf(url);
   const addresses = isIP(hostname) ? [hostname] : await resolveAll(hostname).catch(() => null);
   // A name that does not resolve now is left to the connection-time check: DNS may be down for a while.
   if (addresses === null) return;
-  if (addresses.length === 0 || !addresses.every((a) => addressAllowed(policy, hostname, a, port))) throw refused(raw);
+  if (addresses.length === 0 || !addresses.every((a) => addressAllowed(policy, hostname, a, port))) throw refused(raw, use);
 }
 
-function refused(raw: string): UrlNotAllowedError {
+function refused(raw: string, use: RemoteUrlUse): UrlNotAllowedError {
   let host = raw;
   try {
     host = new URL(raw).host;
   } catch {
     // keep raw
   }
-  return new UrlNotAllowedError(
-    `environment.url ${host} is not an environment server this server may reach (operator settings environment_url_allow, environment_url_allow_public)`,
-  );
+  return new UrlNotAllowedError(`${use.field} ${host} is not ${use.server} this server may reach (operator settings environment_url_allow, environment_url_allow_public)`);
 }
 
 function resolveAll(hostname: string): Promise<string[]> {
@@ -160,10 +168,10 @@ function resolveAll(hostname: string): Promise<string[]> {
 
 /**
  * A `fetch` that connects only where the policy allows, checking the resolved addresses of every
- * connection (so the check and the connection use the same address), for `RemoteEnvironment`. One
- * connection pool per origin, whose DNS lookup knows the port the entries may name.
+ * connection (so the check and the connection use the same address), for `RemoteEnvironment` and the
+ * W&B stream. One connection pool per origin, whose DNS lookup knows the port the entries may name.
  */
-export function policyFetch(policy: UrlPolicy): typeof fetch {
+export function policyFetch(policy: UrlPolicy, use: RemoteUrlUse = ENVIRONMENT_URL): typeof fetch {
   const agents = new Map<string, Agent>();
   const agentFor = (hostname: string, port: number): Agent => {
     const key = `${hostname}:${port}`;
@@ -179,7 +187,7 @@ export function policyFetch(policy: UrlPolicy): typeof fetch {
     const hostname = url.hostname.replace(/^\[|\]$/g, '');
     const port = portOf(url);
     // An IP literal connects without a lookup: check it here.
-    if (isIP(hostname) && !addressAllowed(policy, hostname, hostname, port)) throw new TypeError('fetch failed', { cause: refused(url.href) });
+    if (isIP(hostname) && !addressAllowed(policy, hostname, hostname, port)) throw new TypeError('fetch failed', { cause: refused(url.href, use) });
     return undiciFetch(url, { ...(init as object), dispatcher: agentFor(hostname, port) } as Parameters<typeof undiciFetch>[1]);
   }) as unknown as typeof fetch;
 }

@@ -36,6 +36,13 @@ export interface RunnerPolicy {
   remoteEnvironments: UrlPolicy;
   /** How `hf:` models are fetched on this worker (its own cache, endpoint, token, limit). */
   hub?: HubSettings;
+  /** How a job streams to W&B (settings wandb_stream_seconds, wandb_finish_seconds); absent: their defaults. */
+  wandb?: WandbStreamSettings;
+}
+
+export interface WandbStreamSettings {
+  streamSeconds: number;
+  finishSeconds: number;
 }
 
 export type RunnerMessage =

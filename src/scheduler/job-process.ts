@@ -24,9 +24,10 @@ export type JobExit = ProcessExit;
 
 /**
  * Settings that must not reach job code (which may run third-party environments). The Hub token goes
- * to the runner in its start message instead, for the model download only.
+ * to the runner in its start message instead, for the model download only. A W&B key on the worker is
+ * the operator's: a job streams to W&B only with its owner's key (`trainer.wandb.api_key`), never this one.
  */
-const SECRET_ENV = /^(OPENTINKER_(ADMIN_KEY|DATABASE_URL|REDIS_URL|API_KEY)|HF_TOKEN|HUGGING_FACE_HUB_TOKEN)$/;
+const SECRET_ENV = /^(OPENTINKER_(ADMIN_KEY|DATABASE_URL|REDIS_URL|API_KEY)|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|WANDB_API_KEY)$/;
 
 /**
  * One job runner child process ({@link ManagedProcess}: its own process group, so cancelling stops the

@@ -98,6 +98,7 @@ export class JobSupervisor {
         modelRoots: this.config.values.model_roots,
         remoteEnvironments: urlPolicyFor(this.config, launch.ownerIsAdmin),
         hub: hubSettings(this.config.values),
+        wandb: { streamSeconds: this.config.values.wandb_stream_seconds, finishSeconds: this.config.values.wandb_finish_seconds },
       },
       secrets: launch.secrets,
       graceMs: this.config.values.cancel_grace_seconds * 1000,

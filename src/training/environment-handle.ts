@@ -6,7 +6,7 @@ import { datasetFile } from '../datasets/dataset-files';
 import { asJobError, datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../jobs/kinds/environment-checks';
 import type { EnvironmentSpec } from '../jobs/kinds/rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
-import { checkEnvironmentUrl, policyFetch } from '../registry/url-policy';
+import { checkRemoteUrl, policyFetch } from '../registry/url-policy';
 import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
 
 /** An environment made ready for a job: its instance, what it is, and how to free it. */
@@ -80,7 +80,7 @@ async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): P
   if (spec.protocol === 'opentinker') return openOpenTinker(spec, ctx);
   let env: RemoteEnvironment;
   try {
-    await checkEnvironmentUrl(spec.url!, ctx.policy.remoteEnvironments);
+    await checkRemoteUrl(spec.url!, ctx.policy.remoteEnvironments);
     env = await RemoteEnvironment.connect({
       url: spec.url!,
       token: spec.token,
@@ -112,7 +112,7 @@ async function openOpenTinker(spec: EnvironmentSpec, ctx: OpenEnvironmentContext
   let env: OpenTinkerEnvironment;
   try {
     const urls = shardUrls(spec.url!, spec.shards ?? 1);
-    for (const url of urls) await checkEnvironmentUrl(url, ctx.policy.remoteEnvironments);
+    for (const url of urls) await checkRemoteUrl(url, ctx.policy.remoteEnvironments);
     env = await OpenTinkerEnvironment.connect({
       url: spec.url!,
       shards: spec.shards ?? 1,

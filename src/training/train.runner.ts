@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { TrainSpec } from '../jobs/kinds/train/train.kind';
 import { MetricLoggers } from '../metrics/metric-loggers';
+import { policyFetch, WANDB_URL } from '../registry/url-policy';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
@@ -32,8 +33,11 @@ interface Resume {
 
 export async function runTrain(jobCtx: RunContext<TrainSpec>): Promise<void> {
   const { spec } = jobCtx;
-  // `trainer.logger`: the job's metrics also go to the console line, TensorBoard and W&B it names.
-  const loggers = new MetricLoggers(jobCtx, spec.trainer ?? { logger: [], project_name: 'opentinker' }, 'train');
+  // `trainer.logger`: the job's metrics also go to the console line, TensorBoard and W&B it names; W&B
+  // is reached under the same URL policy as remote environments (a self-hosted one is a tenant's URL).
+  const loggers = new MetricLoggers(jobCtx, spec.trainer ?? { logger: [], project_name: 'opentinker' }, 'train', {
+    wandbFetch: policyFetch(jobCtx.policy.remoteEnvironments, WANDB_URL),
+  });
   const ctx = loggers.wrap(jobCtx);
   let exitCode = 1;
   try {

@@ -190,7 +190,12 @@ describe("the seed's keys", () => {
           for (const part of target.path) node = (node as Record<string, unknown>)[part];
           expect({ key, set: node !== undefined }).toEqual({ key, set: true });
         }
-        if (!['data_path', 'val_data_path', 'output_path', 'scheduler_api_key', 'scheduler_url', 'server_url'].includes(key)) {
+        if (key === 'wandb_key') {
+          // The key is for the wandb logger: alone the server refuses it, saying so; beside logger_backends it streams.
+          expect(() => parseJobSpec(built.spec)).toThrow(/add wandb to trainer.logger/);
+          const withLogger = buildJobSpec(kind, 'math', ['model.preset=tiny-char', 'logger_backends=console,wandb', `${key}=${SAMPLE[key] ?? '4'}`], {}, () => false);
+          expect(parseJobSpec(withLogger.spec).spec.trainer).toMatchObject({ logger: ['console', 'wandb'], wandb: { api_key: '4' } });
+        } else if (!['data_path', 'val_data_path', 'output_path', 'scheduler_api_key', 'scheduler_url', 'server_url'].includes(key)) {
           expect(() => parseJobSpec(built.spec)).not.toThrow();
         }
       }

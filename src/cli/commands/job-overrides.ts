@@ -97,7 +97,8 @@ export const SEED_KEYS: Record<OverrideKind, Record<string, SeedTarget>> = {
     // verl's trainer.logger / project_name (docs/metrics.md); the API and dashboard keep the metrics too.
     logger_backends: { path: ['trainer', 'logger'], value: (v) => (typeof v === 'string' ? v.split(',').map((l) => l.trim()) : v) },
     project_name: { path: ['trainer', 'project_name'], value: (v) => String(v) },
-    wandb_key: { ignore: 'W&B runs are written offline in the job folder (logger_backends=[wandb]) and uploaded with `wandb sync`' },
+    // The seed's W&B key: the run streams to W&B with it (WANDB_API_KEY in the shell does the same).
+    wandb_key: { path: ['trainer', 'wandb', 'api_key'], value: (v) => String(v) },
     val_batch_size: { path: ['val_batch_size'] },
     num_epochs: { path: ['num_epochs'] },
     num_steps: { path: ['total_steps'] },

@@ -2130,13 +2130,24 @@ export interface components {
             trainer?: {
                 /** @description W&B run name (default: the job name, else its id) */
                 experiment_name?: string;
-                /** @description verl's trainer.logger: console (verl's step:N - name:value line in the job log), tensorboard (event files, a job artifact), wandb (an offline run for `wandb sync`, a job artifact); the API and dashboard always have the metrics */
+                /** @description verl's trainer.logger: console (verl's step:N - name:value line in the job log), tensorboard (event files, a job artifact), wandb (an offline run for `wandb sync`, a job artifact, streamed to W&B while the job runs when trainer.wandb.api_key is given); the API and dashboard always have the metrics */
                 logger?: ("console" | "tensorboard" | "wandb") | ("console" | "tensorboard" | "wandb")[];
                 /**
                  * @description W&B project
                  * @default opentinker
                  */
                 project_name?: string;
+                wandb?: {
+                    /** @description The submitting user's W&B API key (WANDB_API_KEY): the run streams to W&B while the job runs. Never shown by the API */
+                    api_key?: string;
+                    /**
+                     * @description The W&B server (WANDB_BASE_URL), for self-hosted W&B; reached under the remote URL policy
+                     * @default https://api.wandb.ai
+                     */
+                    base_url?: string;
+                    /** @description The W&B entity (WANDB_ENTITY); default: the key's own default entity */
+                    entity?: string;
+                };
             };
             /**
              * @description Test tasks per validation (at most the split)

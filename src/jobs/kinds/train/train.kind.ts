@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { METRIC_LOGGERS } from '../../../metrics/metric-logger-names';
+import { METRIC_LOGGERS, WANDB_CLOUD } from '../../../metrics/metric-logger-names';
 import { defineJobKind } from '../job-kind';
 import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
 
@@ -103,6 +103,33 @@ const sftSpec = z
 
 const loggerName = z.enum(METRIC_LOGGERS);
 
+/** A W&B project or entity name: the characters the wandb SDK refuses in them are refused here too. */
+const wandbName = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[^/\\#?%:]+$/, `a W&B ${what} name has no /, \\, #, ?, % or :`);
+
+/**
+ * Where the job streams its W&B run while it runs: the submitting user's W&B key (the CLI fills it from
+ * WANDB_API_KEY; stored apart from the spec and never shown), and WANDB_BASE_URL / WANDB_ENTITY under
+ * the wandb SDK's meaning. Without it the run is written offline only.
+ */
+const wandbSpec = z
+  .object({
+    api_key: z
+      .string()
+      .min(1)
+      .max(512)
+      .regex(/^[\x21-\x7e]+$/, 'a W&B API key is printable ASCII without spaces')
+      .optional()
+      .describe("The submitting user's W&B API key (WANDB_API_KEY): the run streams to W&B while the job runs. Never shown by the API"),
+    base_url: z.string().min(1).max(2048).default(WANDB_CLOUD).describe('The W&B server (WANDB_BASE_URL), for self-hosted W&B; reached under the remote URL policy'),
+    entity: wandbName('entity').optional().describe("The W&B entity (WANDB_ENTITY); default: the key's own default entity"),
+  })
+  .strict();
+
 /** verl's `trainer.*` keys about where metrics go (docs/metrics.md). */
 const trainerSpec = z
   .object({
@@ -112,12 +139,18 @@ const trainerSpec = z
       .default([])
       .describe(
         "verl's trainer.logger: console (verl's step:N - name:value line in the job log), tensorboard (event files, a job artifact), " +
-          'wandb (an offline run for `wandb sync`, a job artifact); the API and dashboard always have the metrics',
+          'wandb (an offline run for `wandb sync`, a job artifact, streamed to W&B while the job runs when trainer.wandb.api_key is given); ' +
+          'the API and dashboard always have the metrics',
       ),
-    project_name: z.string().min(1).max(128).default('opentinker').describe('W&B project'),
+    project_name: wandbName('project').default('opentinker').describe('W&B project'),
     experiment_name: z.string().min(1).max(128).optional().describe('W&B run name (default: the job name, else its id)'),
+    wandb: wandbSpec.optional(),
   })
-  .strict();
+  .strict()
+  .refine((t) => t.wandb === undefined || t.logger.includes('wandb'), {
+    message: 'trainer.wandb is for the wandb logger: add wandb to trainer.logger (e.g. logger: [console, wandb])',
+    path: ['wandb'],
+  });
 
 const trainSpecFields = z.object({
   environment: environmentSpec,
