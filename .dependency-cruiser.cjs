@@ -6,58 +6,10 @@
  * Workspace packages (`@opentinker/*`) resolve through node_modules symlinks to their folder under
  * libs/ or environments/ (their built `dist/`), so the rules below speak in repository paths. That
  * resolution needs the packages built (`npm run build`, which `npm test` runs first).
+ *
+ * "No import cycles between folders of src/" is checked by `test/lint/folder-cycles.cjs` on this
+ * configuration's JSON output (dependency-cruiser's folder scope merges sub-folders into their parents).
  */
-/**
- * Folder-level cycles of src/ that exist today (source folder: the folders it imports that lead back to
- * it; `<root>` is src/ itself). They form one knot of the top-level folders, mostly through `core/database/data-source.ts`
- * listing every module's entities, the job kinds shared by jobs/, training/ and the runner, and jobs/ ↔
- * scheduler/ ↔ datasets/. An edge listed here may stay on a cycle until it is untangled (then delete it
- * here); any other folder edge that closes a cycle fails the lint.
- */
-const KNOWN_FOLDER_CYCLES = {
-  auth: 'config core core/database',
-  'cli/commands': '<root> config hub registry',
-  config: 'core',
-  core: 'auth config datasets jobs scheduler sessions',
-  'core/database': 'auth config core datasets jobs scheduler sessions',
-  datasets: 'auth config core core/database jobs jobs/kinds registry',
-  hub: 'cli/commands config core',
-  inference: 'auth config core jobs jobs/kinds jobs/kinds/inference runner scheduler training',
-  jobs: 'auth config core core/database datasets hub inference metrics registry runner scheduler training',
-  'jobs/kinds': 'core inference metrics registry runner training',
-  'jobs/kinds/inference': 'inference jobs/kinds',
-  'jobs/kinds/session': 'jobs/kinds jobs/kinds/train training',
-  'jobs/kinds/train': 'jobs/kinds metrics training',
-  metrics: 'runner',
-  registry: 'config core',
-  runner: 'hub inference jobs/kinds registry training',
-  scheduler: 'auth config core core/database hub jobs jobs/kinds registry runner sessions',
-  sessions: 'auth core core/database jobs jobs/kinds runner scheduler',
-  training: 'datasets hub inference jobs/kinds jobs/kinds/session jobs/kinds/train metrics registry runner',
-};
-
-/** No import cycles between folders of src/, less the known ones above; test/ helpers are no folder of src/. */
-function folderCycleRules() {
-  const rule = (from, allowed) => ({
-    name: 'no-folder-cycles',
-    severity: 'error',
-    comment: 'Folders of src/ form a directed graph: a cycle between folders means one of them holds code the other should own.',
-    scope: 'folder',
-    from,
-    to: { circular: true, pathNot: ['^test/', ...allowed], viaOnly: { dependencyTypesNot: ['type-only', 'dynamic-import'] } },
-  });
-  const known = Object.keys(KNOWN_FOLDER_CYCLES);
-  return [
-    rule({ path: '^src/', pathNot: `^src/(${known.join('|')})$` }, []),
-    ...known.map((folder) => {
-      const names = KNOWN_FOLDER_CYCLES[folder].split(' ');
-      // `<root>` stands for src/ itself (app.ts, the CLI's entry).
-      const allowed = [`^src/(${names.filter((n) => n !== '<root>').join('|')})$`, ...(names.includes('<root>') ? ['^src$'] : [])];
-      return rule({ path: `^src/${folder}$` }, allowed);
-    }),
-  ];
-}
-
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -96,7 +48,6 @@ module.exports = {
       from: { path: '^src/' },
       to: { path: '^environments/' },
     },
-    ...folderCycleRules(),
     {
       name: 'no-file-cycles',
       severity: 'error',

@@ -50,6 +50,7 @@ module.exports = {
         '<rootDir>/src/**/*.spec.ts',
         '<rootDir>/test/docs/**/*.spec.ts',
         '<rootDir>/test/contracts/**/*.spec.ts',
+        '<rootDir>/test/lint/**/*.spec.ts',
         '<rootDir>/libs/*/src/**/*.spec.ts',
         '<rootDir>/environments/*/src/**/*.spec.ts',
       ],

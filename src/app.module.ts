@@ -1,11 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
 import { CoreModule } from './core/core.module';
+import { DatabaseModule } from './database/database.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { DatasetsModule } from './datasets/datasets.module';
 import { HealthModule } from './health/health.module';
-import { JobsModule } from './jobs/jobs.module';
+import { JobsModule } from './jobs/api/jobs.module';
 import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
@@ -24,7 +26,7 @@ export interface AppRoles {
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, roles: AppRoles): DynamicModule {
-    const imports: DynamicModule['imports'] = [CoreModule.forRoot(config), QueueModule];
+    const imports: DynamicModule['imports'] = [ConfigModule.forRoot(config), CoreModule, DatabaseModule.forRoot(config), QueueModule];
     if (roles.api) {
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule);
       imports.push(ServingModule, InferenceModule);

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 @Entity('api_keys')
 export class ApiKeyEntity {

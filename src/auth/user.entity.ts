@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 export type Role = 'admin' | 'user';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { iso } from '../core/database/columns';
+import { iso } from '../core/columns';
 import type { ApiKeyEntity } from './api-key.entity';
 import type { UserEntity } from './user.entity';
 

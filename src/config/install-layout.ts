@@ -22,7 +22,7 @@ export class InstallLayout {
 
   /** The job runner a worker starts for each job. */
   get runnerEntry(): string {
-    return this.dist('runner', 'job-runner.main.js');
+    return this.dist('job-runner.main.js');
   }
 
   /** The model server the API starts for each checkpoint it serves. */

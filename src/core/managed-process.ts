@@ -28,7 +28,7 @@ export interface ProcessExit {
  *
  * @example
  * ```ts
- * const p = new ManagedProcess({ entry: 'dist/runner/job-runner.main.js', env });
+ * const p = new ManagedProcess({ entry: 'dist/job-runner.main.js', env });
  * p.child.on('message', (m) => handle(m));
  * p.stop(10_000); // SIGTERM to the group, SIGKILL after 10 s if it is still there
  * const { code, signal, stderrTail } = await p.exited;

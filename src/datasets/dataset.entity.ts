@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 import type { DatasetFormat } from './dataset-files';
 import type { BadRow } from './dataset-check';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { iso } from '../core/database/columns';
+import { iso } from '../core/columns';
 import { PageQuery, pageOf } from '../core/page-query.dto';
 import { DATASET_FORMATS } from './dataset-files';
 import type { DatasetRow } from './dataset-rows';

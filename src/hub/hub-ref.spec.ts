@@ -1,4 +1,3 @@
-import { buildJobSpec } from '../cli/commands/job-overrides';
 import { parseHubRef, seedModelPath } from './hub-ref';
 import { globToRegExp, splitFiles } from './hub-datasets';
 
@@ -19,12 +18,6 @@ describe("the seed's model_path=Org/Name", () => {
     expect(seedModelPath('Qwen/Qwen2.5-1.5B@main', () => false)).toBe('hf:Qwen/Qwen2.5-1.5B@main');
     expect(seedModelPath('Qwen/Qwen2.5-1.5B', () => true)).toBe('Qwen/Qwen2.5-1.5B');
     for (const other of ['/models/qwen', 'job:4f0c', 'hf:a/b', './a/b', 'a/b/c', 'a--b/c', 16]) expect(seedModelPath(other, () => false)).toBe(other);
-  });
-
-  it('reaches the job spec through tokenizer_path and model_path, not through model.path', () => {
-    expect(buildJobSpec('train', 'math', ['tokenizer_path=Qwen/Qwen2.5-1.5B']).spec.model).toMatchObject({ path: 'hf:Qwen/Qwen2.5-1.5B' });
-    expect(buildJobSpec('inference', 'math', ['model_path=Org/Name']).spec.model).toMatchObject({ path: 'hf:Org/Name' });
-    expect(buildJobSpec('inference', 'math', ['model.path=/models/Org']).spec.model).toMatchObject({ path: '/models/Org' });
   });
 });
 

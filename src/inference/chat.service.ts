@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
-import { JobsService } from '../jobs/jobs.service';
+import { JobsService } from '../jobs/api/jobs.service';
 import { jobCheckpointsDir } from '../training/checkpoint-folders';
 import { listCheckpointSteps } from './checkpoint-store';
 import { CheckpointsService } from './checkpoints.service';
@@ -13,7 +13,7 @@ import type { ChatCompletionChunkDto, ChatCompletionDto, ModelDto, ModelListDto,
 import { HubModelsService } from './hub-models.service';
 import { checkpointModelId, parseModelName } from './model-names';
 import { ModelPoolService } from './model-pool.service';
-import type { GenerateResult, TokenLogprob } from './model-protocol';
+import type { GenerateResult, TokenLogprob } from '../training/generation';
 
 /** One model a request may use: a checkpoint of the caller's, or a Hub model of the server's cache. */
 export interface ServedModel {

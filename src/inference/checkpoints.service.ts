@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { AppConfig } from '../config/app-config';
-import { JobsService } from '../jobs/jobs.service';
+import { JobsService } from '../jobs/api/jobs.service';
 import { CheckpointInfo, describeCheckpoint, listCheckpoints, resolveCheckpointStep, STEP_REF } from './checkpoint-store';
 import { checkpointTar } from './checkpoint-tar';
 

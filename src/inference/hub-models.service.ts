@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
-import { CachedHubModels, hubModelId } from '../training/cached-hub-models';
+import { CachedHubModels, hubModelId } from '../hub/cached-hub-models';
 
 /** A Hub model a chat request resolved to. */
 export interface HubModel {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Principal } from '../auth/principal';
 import type { AppConfig } from '../config/app-config';
-import type { JobsService } from '../jobs/jobs.service';
+import type { JobsService } from '../jobs/api/jobs.service';
 import { InferenceResultsService } from './inference-results.service';
 
 const home = mkdtempSync(join(tmpdir(), 'ot-results-'));

@@ -5,7 +5,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { AppConfig } from '../config/app-config';
-import { JobsService } from '../jobs/jobs.service';
+import { JobsService } from '../jobs/api/jobs.service';
 import { findJobKind, kindList, kindsWith } from '../jobs/kinds/job-kinds';
 
 /**

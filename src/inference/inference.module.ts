@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { JobsModule } from '../jobs/jobs.module';
+import { JobsModule } from '../jobs/api/jobs.module';
 import { InferenceController } from './inference.controller';
 import { InferenceResultsService } from './inference-results.service';
 

@@ -3,7 +3,7 @@ import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InferenceSpec } from '../jobs/kinds/inference/inference.kind';
 import type { RunContext } from '../runner/runner-protocol';
-import { RESULTS_FILE, SUMMARY_FILE } from './inference-files';
+import { RESULTS_FILE, SUMMARY_FILE } from '../jobs/kinds/inference/inference-files';
 import { type EpisodeItem, mixSeed, runEpisodes } from '../training/agent-loop';
 import { type EpisodeSummary, resultRates, summarizeEpisodes } from '../training/episode-metrics';
 import { loadPolicy } from '../training/policy';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { AppError } from '../core/app-error';
 import { DevicePool } from '../scheduler/device-pool';
 import { ModelPool, ModelPoolOptions } from './model-pool';
-import type { GenerateRequest } from './model-protocol';
+import type { GenerateRequest } from '../training/generation';
 
 /**
  * A stand-in model server speaking the same IPC protocol: it "loads" any folder whose name does not

@@ -3,7 +3,8 @@ import { AppError, ErrorCode } from '../core/app-error';
 import { ManagedProcess } from '../core/managed-process';
 import type { DeviceIds } from '../jobs/job.entity';
 import { cpuThreads, cudaVisibleDevices } from '../scheduler/device-pool';
-import type { FromModelServer, GenerateRequest, GenerateResult, TokenLogprob, ToModelServer } from './model-protocol';
+import type { GenerateRequest, GenerateResult, TokenLogprob } from '../training/generation';
+import type { FromModelServer, ToModelServer } from './model-protocol';
 
 export interface ModelPoolOptions {
   /** The model server entry (`dist/inference/model-server.main.js`). */

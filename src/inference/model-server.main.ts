@@ -2,7 +2,7 @@ import { isEngineError } from '@opentinker/engine';
 import { join } from 'node:path';
 import { configureEngine } from '../training/engine-settings';
 import { loadPolicy, type Policy } from '../training/policy';
-import { generateChat, GenerationError } from './generation';
+import { generateChat, GenerationError } from '../training/generation';
 import type { FromModelServer, ToModelServer } from './model-protocol';
 
 /**

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { JobsModule } from '../jobs/jobs.module';
+import { JobsModule } from '../jobs/api/jobs.module';
 import { DevicePoolModule } from '../scheduler/device-pool.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 @Entity('job_artifacts')
 @Index('idx_job_artifacts_name', ['jobId', 'name'], { unique: true })

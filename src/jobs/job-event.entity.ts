@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 export type JobEventType = 'state' | 'progress' | 'metrics' | 'log' | 'artifact';
 

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 @Entity('job_metrics')
 @Index('idx_job_metrics_job', ['jobId', 'name', 'step'])

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 export const JOB_STATES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
-import { iso } from '../core/database/columns';
+import { iso } from '../core/columns';
 import { ZodResponse } from '../core/zod-api.decorators';
 import { DevicesService } from './devices.service';
 

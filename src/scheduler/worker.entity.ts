@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 export interface DeviceInfo {
   /** `gpu:<index>` or `cpu:<slot>`. */

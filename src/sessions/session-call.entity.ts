@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { epochMs } from '../core/database/columns';
+import { epochMs } from '../core/columns';
 
 export const SESSION_OPS = ['train_step', 'validate', 'save_checkpoint', 'sample', 'close'] as const;
 export type SessionOp = (typeof SESSION_OPS)[number];

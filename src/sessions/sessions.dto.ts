@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { iso } from '../core/database/columns';
+import { iso } from '../core/columns';
 import { SESSION_CALL_STATES, SESSION_OPS } from './session-call.entity';
 import type { SessionCallEntity } from './session-call.entity';
 

@@ -6,7 +6,7 @@ import { AppError, ErrorCode } from '../core/app-error';
 import { LocalBus } from '../core/local-bus';
 import { FINAL_STATES } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { JobsService } from '../jobs/jobs.service';
+import { JobsService } from '../jobs/api/jobs.service';
 import { findJobKind } from '../jobs/kinds/job-kinds';
 import { parseCallArgs } from './session-call-args';
 import { SessionCallEntity, SessionOp } from './session-call.entity';

@@ -3,7 +3,7 @@ import type { Episode, EnvironmentInstance, Message, StepResult } from '@opentin
 import * as tf from '@tensorflow/tfjs-core';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { modelSpec, rolloutSpec } from '../jobs/kinds/rl-spec';
+import { modelSpec, rolloutSpec } from '../jobs/kinds/spec/rl-spec';
 import { type EpisodeItem, runEpisodes } from './agent-loop';
 import { loadPolicy, type Policy } from './policy';
 import type { Trajectory } from './trajectory';

@@ -1,6 +1,6 @@
 import { sample, StopStringScanner } from '@opentinker/engine';
 import type { Episode, EnvironmentInstance, JsonObject, JsonValue, Message, StepResult } from '@opentinker/env-sdk';
-import type { RolloutSpec } from '../jobs/kinds/rl-spec';
+import type { RolloutSpec } from '../jobs/kinds/spec/rl-spec';
 import type { Policy } from './policy';
 import type { Trajectory } from './trajectory';
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { environmentSpec } from '../jobs/kinds/rl-spec';
+import { environmentSpec } from '../jobs/kinds/spec/rl-spec';
 import { createEnvServer } from '../registry/env-server';
 import { loadRegistry } from '../registry/registry-loader';
 import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';

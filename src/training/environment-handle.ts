@@ -3,8 +3,8 @@ import type { EnvironmentInstance, JsonObject, TurnMode } from '@opentinker/env-
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { datasetFile } from '../datasets/dataset-files';
-import { asJobError, datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../jobs/kinds/environment-checks';
-import type { EnvironmentSpec } from '../jobs/kinds/rl-spec';
+import { asJobError, datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../jobs/kinds/spec/environment-checks';
+import type { EnvironmentSpec } from '../jobs/kinds/spec/rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
 import { checkRemoteUrl, policyFetch } from '../registry/url-policy';
 import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';

@@ -1,4 +1,4 @@
-import type { EnvironmentSpec, RolloutSpec } from '../jobs/kinds/rl-spec';
+import type { EnvironmentSpec, RolloutSpec } from '../jobs/kinds/spec/rl-spec';
 import type { RunContext } from '../runner/runner-protocol';
 import { openEnvironment, type EnvironmentHandle } from './environment-handle';
 import { ensureEngineBackend, type Policy } from './policy';

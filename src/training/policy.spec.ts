@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { modelSpec } from '../jobs/kinds/rl-spec';
+import { modelSpec } from '../jobs/kinds/spec/rl-spec';
 import type { RunnerPaths } from '../runner/runner-protocol';
 import { loadPolicy, parseJobModelRef, resolveJobModelDir } from './policy';
 

@@ -17,7 +17,7 @@ import { engineNotice } from '@opentinker/engine/native';
 import type { Message } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ModelSpec } from '../jobs/kinds/rl-spec';
+import type { ModelSpec } from '../jobs/kinds/spec/rl-spec';
 import { engineOptions } from './engine-settings';
 import { sharedHubCache } from '../hub/hub-cache';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';

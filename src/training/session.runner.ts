@@ -8,7 +8,7 @@ import { Prng, warmupConstantSchedule } from '@opentinker/engine';
 import type { Message, TaskSet } from '@opentinker/env-sdk';
 import { relative } from 'node:path';
 import type { SessionSpec } from '../jobs/kinds/session/session.kind';
-import { generateChat } from '../inference/generation';
+import { generateChat } from './generation';
 import type { CallMessage, RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { withPolicyAndEnvironment } from './policy-and-environment';

@@ -2,7 +2,7 @@ import type { Episode, Message, StepResult } from '@opentinker/env-sdk';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseJobSpec } from '../jobs/kinds/job-kinds';
-import { modelSpec } from '../jobs/kinds/rl-spec';
+import { modelSpec } from '../jobs/kinds/spec/rl-spec';
 import { loadPolicy, type Policy } from './policy';
 import { renderTarget, replayScript, sftBatch } from './sft';
 

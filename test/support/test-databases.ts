@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../../src/config/app-config';
-import { ENTITIES, MIGRATIONS } from '../../src/core/database/data-source';
+import { ENTITIES, MIGRATIONS } from '../../src/database/data-source';
 import { JobsRepository } from '../../src/jobs/jobs.repository';
 
 /** A throw-away database and how to remove it. */

@@ -349,3 +349,11 @@ describe("the seed's keys", () => {
     expect(usageError(() => seedTaskKwargs([1], 'd.jsonl row 3', 'data_path=d.jsonl')).message).toContain('d.jsonl row 3 is not a JSON object');
   });
 });
+
+describe("the seed's model_path=Org/Name", () => {
+  it('reaches the job spec through tokenizer_path and model_path, not through model.path', () => {
+    expect(buildJobSpec('train', 'math', ['tokenizer_path=Qwen/Qwen2.5-1.5B']).spec.model).toMatchObject({ path: 'hf:Qwen/Qwen2.5-1.5B' });
+    expect(buildJobSpec('inference', 'math', ['model_path=Org/Name']).spec.model).toMatchObject({ path: 'hf:Org/Name' });
+    expect(buildJobSpec('inference', 'math', ['model.path=/models/Org']).spec.model).toMatchObject({ path: '/models/Org' });
+  });
+});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJobKind, isJobKind } from './job-kind';
+import { defineJobKind, isJobKind } from './spec/job-kind';
 import { API_SCHEMAS } from '../../core/openapi-schemas';
 import { findJobKind, JOB_KINDS, JobSpecBody, kindList, kindsWith, parseJobSpec, parseStoredSpec } from './job-kinds';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../../core/app-error';
 import { parseOrThrow } from '../../core/zod-error';
-import type { AnyJobKind, CommonSpec, JobKindCapabilities } from './job-kind';
+import type { AnyJobKind, CommonSpec, JobKindCapabilities } from './spec/job-kind';
 import { inferenceKind } from './inference/inference.kind';
 import { sessionKind } from './session/session.kind';
 import { sleepKind } from './sleep/sleep.kind';

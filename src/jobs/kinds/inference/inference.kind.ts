@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { RESULTS_FILE } from '../../../inference/inference-files';
-import { defineJobKind } from '../job-kind';
-import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
+import { RESULTS_FILE } from './inference-files';
+import { defineJobKind } from '../spec/job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from '../spec/rl-spec';
 
 const inferenceSpecFields = z.object({
   environment: environmentSpec,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defineJobKind } from '../job-kind';
-import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
+import { defineJobKind } from '../spec/job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from '../spec/rl-spec';
 import { trainKind } from '../train/train.kind';
 
 const train = trainKind.spec.shape;

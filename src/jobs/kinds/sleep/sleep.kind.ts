@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJobKind } from '../job-kind';
+import { defineJobKind } from '../spec/job-kind';
 
 const sleepSpecFields = z.object({
   steps: z.number().int().min(1).max(1_000_000).default(10).describe('Steps to count'),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { METRIC_LOGGERS, WANDB_CLOUD } from '../../../metrics/metric-logger-names';
-import { defineJobKind } from '../job-kind';
-import { environmentSpec, modelSpec, rolloutSpec } from '../rl-spec';
+import { defineJobKind } from '../spec/job-kind';
+import { environmentSpec, modelSpec, rolloutSpec } from '../spec/rl-spec';
 
 /** verl's `algorithm.*` and the actor's policy-loss keys, flattened into one group. */
 const algorithmSpec = z

@@ -1,7 +1,7 @@
 import { datasetConfigKey, isEnvironmentError, resolveTenantConfig } from '@opentinker/env-sdk';
 import type { Environment, HostConfigInput } from '@opentinker/env-sdk';
-import { AppError, ErrorCode } from '../../core/app-error';
-import { environmentConfigError } from '../../registry/tenant-config';
+import { AppError, ErrorCode } from '../../../core/app-error';
+import { environmentConfigError } from '../../../registry/tenant-config';
 import { DATASET_SPLITS, type EnvironmentSpec } from './rl-spec';
 
 /**

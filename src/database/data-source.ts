@@ -1,17 +1,17 @@
 import { mkdirSync } from 'node:fs';
-import { secureDataFolder } from '../data-folder';
+import { secureDataFolder } from '../core/data-folder';
 import { join } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { ApiKeyEntity } from '../../auth/api-key.entity';
-import { UserEntity } from '../../auth/user.entity';
-import { JobArtifactEntity } from '../../jobs/job-artifact.entity';
-import { JobEventEntity } from '../../jobs/job-event.entity';
-import { JobMetricEntity } from '../../jobs/job-metric.entity';
-import { JobEntity } from '../../jobs/job.entity';
-import { DatasetEntity } from '../../datasets/dataset.entity';
-import { WorkerEntity } from '../../scheduler/worker.entity';
-import { SessionCallEntity } from '../../sessions/session-call.entity';
-import type { AppConfig } from '../../config/app-config';
+import { ApiKeyEntity } from '../auth/api-key.entity';
+import { UserEntity } from '../auth/user.entity';
+import { JobArtifactEntity } from '../jobs/job-artifact.entity';
+import { JobEventEntity } from '../jobs/job-event.entity';
+import { JobMetricEntity } from '../jobs/job-metric.entity';
+import { JobEntity } from '../jobs/job.entity';
+import { DatasetEntity } from '../datasets/dataset.entity';
+import { WorkerEntity } from '../scheduler/worker.entity';
+import { SessionCallEntity } from '../sessions/session-call.entity';
+import type { AppConfig } from '../config/app-config';
 import { Initial1764700000000 } from './1764700000000-initial.migration';
 import { JobListIndexes1764800000000 } from './1764800000000-job-list-indexes.migration';
 import { SessionCalls1765000000000 } from './1765000000000-session-calls.migration';
@@ -21,7 +21,7 @@ import { JobRowVersion1765300000000 } from './1765300000000-job-row-version.migr
 import { JobSecrets1765400000000 } from './1765400000000-job-secrets.migration';
 import { DropJobRowVersion1765500000000 } from './1765500000000-drop-job-row-version.migration';
 import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
-import { JobSecretEntity } from '../../jobs/job-secret.entity';
+import { JobSecretEntity } from '../jobs/job-secret.entity';
 
 export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
 export const MIGRATIONS = [

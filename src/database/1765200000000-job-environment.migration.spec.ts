@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { JobEntity } from '../../jobs/job.entity';
+import { JobEntity } from '../jobs/job.entity';
 import { ENTITIES, MIGRATIONS } from './data-source';
 import { JobEnvironment1765200000000 } from './1765200000000-job-environment.migration';
 

@@ -1,4 +1,4 @@
-import { AppError, ErrorCode } from '../../core/app-error';
+import { AppError, ErrorCode } from '../../../core/app-error';
 import { asJobError, refuseDatasetsOfRemote, unknownEnvironment } from './environment-checks';
 
 describe('environment checks shared by the API and the job runner', () => {

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { QueueModule } from '../scheduler/queue.module';
-import { JobsDataModule } from './jobs-data.module';
+import { QueueModule } from '../../scheduler/queue.module';
+import { JobsDataModule } from '../jobs-data.module';
 import { JobKindsController } from './job-kinds.controller';
 import { JobsController } from './jobs.controller';
 import { JobsService } from './jobs.service';

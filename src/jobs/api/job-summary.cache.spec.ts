@@ -1,4 +1,4 @@
-import type { JobSummary } from './job.entity';
+import type { JobSummary } from '../job.entity';
 import { JobSummaryCache } from './job-summary.cache';
 import { jobSummaryDto, writeJobSummary } from './jobs.dto';
 

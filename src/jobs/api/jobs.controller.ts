@@ -2,16 +2,16 @@ import { Controller, Get, Header, Headers, HttpCode, Param, ParseUUIDPipe, Post,
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { z } from 'zod';
 import type { FastifyReply } from 'fastify';
-import { CurrentUser } from '../auth/auth.decorators';
-import type { Principal } from '../auth/principal';
-import { ApiErrors } from '../core/api-errors.decorator';
-import { openEventStream } from '../core/event-stream-reply';
-import { JsonText, ZodBody, ZodQuery, ZodResponse } from '../core/zod-api.decorators';
+import { CurrentUser } from '../../auth/auth.decorators';
+import type { Principal } from '../../auth/principal';
+import { ApiErrors } from '../../core/api-errors.decorator';
+import { openEventStream } from '../../core/event-stream-reply';
+import { JsonText, ZodBody, ZodQuery, ZodResponse } from '../../core/zod-api.decorators';
 import { ArtifactDto, artifactDto, EventsQuery, JobDto, jobDto, JobPageDto, jobPageJson, ListJobsQuery, LogsQuery, MetricPointDto, metricPointDto, MetricsQuery } from './jobs.dto';
 import { JobsService } from './jobs.service';
 import { JobStreamService } from './job-stream.service';
-import { JobSpecBody } from './kinds/job-kinds';
-import type { ParsedJobSpec } from './kinds/job-kinds';
+import { JobSpecBody } from '../kinds/job-kinds';
+import type { ParsedJobSpec } from '../kinds/job-kinds';
 
 @ApiTags('jobs')
 @ApiBearerAuth()

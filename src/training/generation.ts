@@ -1,7 +1,46 @@
 import { sample, StopStringScanner, unicodeToByte } from '@opentinker/engine';
 import type { Tokenizer } from '@opentinker/engine';
-import type { Policy } from '../training/policy';
-import type { GeneratedChoice, GenerateErrorKind, GenerateRequest, GenerateResult, TokenLogprob } from './model-protocol';
+import type { Policy } from './policy';
+import type { Message } from '@opentinker/env-sdk';
+
+/** One sampled token as OpenAI reports it. */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** UTF-8 bytes of the token (a token may hold part of a character). */
+  bytes: number[];
+}
+
+export interface GenerateRequest {
+  messages: Message[];
+  n: number;
+  /** 0 = greedy. */
+  temperature: number;
+  topP: number;
+  /** Most new tokens per choice; default: what the context leaves after the prompt. */
+  maxTokens?: number;
+  stop: string[];
+  seed: number;
+  logprobs: boolean;
+  /** Send {@link DeltaMessage}s as text becomes final. */
+  stream: boolean;
+}
+
+export interface GeneratedChoice {
+  text: string;
+  finishReason: 'stop' | 'length';
+  /** Tokens sampled for this choice (a stop token included). */
+  completionTokens: number;
+  logprobs: TokenLogprob[] | null;
+}
+
+export interface GenerateResult {
+  promptTokens: number;
+  choices: GeneratedChoice[];
+}
+
+/** Why a request failed inside the child: `invalid` and `context_length` are the caller's fault. */
+export type GenerateErrorKind = 'invalid' | 'context_length' | 'internal';
 
 /** A request the model cannot serve as asked; `kind` says whose fault it is. */
 export class GenerationError extends Error {

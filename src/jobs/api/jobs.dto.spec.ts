@@ -1,4 +1,4 @@
-import type { JobSummary } from './job.entity';
+import type { JobSummary } from '../job.entity';
 import { JOB_SUMMARY_SERIALIZER_SCHEMA, jobPageJson, JobSummaryDto, jobSummaryDto, REDACTED, redactSpec, writeJobSummary } from './jobs.dto';
 
 describe('redactSpec', () => {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { LocalBus } from '../core/local-bus';
-import { JobEventsRepository } from './job-events.repository';
-import { FINAL_STATES } from './job.entity';
-import { JobsRepository } from './jobs.repository';
+import { LocalBus } from '../../core/local-bus';
+import { JobEventsRepository } from '../job-events.repository';
+import { FINAL_STATES } from '../job.entity';
+import { JobsRepository } from '../jobs.repository';
 
 const POLL_MS = 500;
 const PING_MS = 15_000;

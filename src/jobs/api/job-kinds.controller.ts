@@ -1,9 +1,9 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiErrors } from '../core/api-errors.decorator';
-import { ZodResponse } from '../core/zod-api.decorators';
+import { ApiErrors } from '../../core/api-errors.decorator';
+import { ZodResponse } from '../../core/zod-api.decorators';
 import { JobKindDto, jobKindDto } from './jobs.dto';
-import { JOB_KINDS } from './kinds/job-kinds';
+import { JOB_KINDS } from '../kinds/job-kinds';
 
 @ApiTags('jobs')
 @ApiBearerAuth()

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
-import { HubCache, type HubSnapshot } from '../hub/hub-cache';
-import { formatHubRef, HUB_PREFIX, isHubRef, parseHubRef, type HubRef } from '../hub/hub-ref';
-import { hubSettings } from '../hub/hub-settings';
+import { HubCache, type HubSnapshot } from './hub-cache';
+import { formatHubRef, HUB_PREFIX, isHubRef, parseHubRef, type HubRef } from './hub-ref';
+import { hubSettings } from './hub-settings';
 
 /** A complete model snapshot of the cache, as a model list shows it. */
 export interface CachedHubModel {

@@ -4,19 +4,19 @@ import { fullFineTuningRefusal, modelPreset, MODEL_PRESETS, validateModelConfig,
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isEnvironmentError, shardUrls } from '@opentinker/env-sdk';
-import { isAdmin, type Principal } from '../auth/principal';
-import { AppConfig } from '../config/app-config';
-import { AppError, ErrorCode } from '../core/app-error';
-import { DatasetsService } from '../datasets/datasets.service';
-import { StorageQuota } from '../datasets/storage-quota.service';
-import { EnvironmentRegistry } from '../registry/environment-registry.service';
-import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../registry/url-policy';
-import { WorkersRepository } from '../scheduler/workers.repository';
-import { isHubRef, parseHubRef } from '../hub/hub-ref';
-import { modelPathAllowed, modelPathRefusal } from '../training/model-roots';
-import type { JobEntity } from './job.entity';
-import { datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from './kinds/environment-checks';
-import { findJobKind, kindList, kindsWith } from './kinds/job-kinds';
+import { isAdmin, type Principal } from '../../auth/principal';
+import { AppConfig } from '../../config/app-config';
+import { AppError, ErrorCode } from '../../core/app-error';
+import { DatasetsService } from '../../datasets/datasets.service';
+import { StorageQuota } from '../../datasets/storage-quota.service';
+import { EnvironmentRegistry } from '../../registry/environment-registry.service';
+import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../../registry/url-policy';
+import { WorkersRepository } from '../../scheduler/workers.repository';
+import { isHubRef, parseHubRef } from '../../hub/hub-ref';
+import { modelPathAllowed, modelPathRefusal } from '../../training/model-roots';
+import type { JobEntity } from '../job.entity';
+import { datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../kinds/spec/environment-checks';
+import { findJobKind, kindList, kindsWith } from '../kinds/job-kinds';
 
 const JOB_PATH = /^job:([0-9a-fA-F-]{36})(?:\/step-\d+)?$/;
 

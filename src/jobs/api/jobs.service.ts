@@ -1,21 +1,21 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { createReadStream, existsSync, ReadStream } from 'node:fs';
-import { isAdmin, Principal } from '../auth/principal';
-import { AppError, ErrorCode } from '../core/app-error';
-import { LocalBus } from '../core/local-bus';
-import { JOB_QUEUE } from '../scheduler/job-queue';
-import type { JobQueue } from '../scheduler/job-queue';
-import { JobArtifactEntity } from './job-artifact.entity';
-import { JobEventsRepository } from './job-events.repository';
+import { isAdmin, Principal } from '../../auth/principal';
+import { AppError, ErrorCode } from '../../core/app-error';
+import { LocalBus } from '../../core/local-bus';
+import { JOB_QUEUE } from '../../scheduler/job-queue';
+import type { JobQueue } from '../../scheduler/job-queue';
+import { JobArtifactEntity } from '../job-artifact.entity';
+import { JobEventsRepository } from '../job-events.repository';
 import { JobSpecChecksService } from './job-spec-checks.service';
-import { JobMetricEntity } from './job-metric.entity';
-import { takeSecrets } from './job-secrets';
-import { FINAL_STATES, JobEntity, JobState } from './job.entity';
+import { JobMetricEntity } from '../job-metric.entity';
+import { takeSecrets } from '../job-secrets';
+import { FINAL_STATES, JobEntity, JobState } from '../job.entity';
 import { JobSummaryCache } from './job-summary.cache';
-import { JobRef, JobsRepository } from './jobs.repository';
-import { parsedSpec } from './kinds/job-kinds';
-import type { ParsedJobSpec } from './kinds/job-kinds';
+import { JobRef, JobsRepository } from '../jobs.repository';
+import { parsedSpec } from '../kinds/job-kinds';
+import type { ParsedJobSpec } from '../kinds/job-kinds';
 
 @Injectable()
 export class JobsService {

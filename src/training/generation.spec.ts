@@ -3,9 +3,9 @@ import type { ModelConfig, NamedWeights } from '@opentinker/engine';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadPolicy, Policy } from '../training/policy';
+import { loadPolicy, Policy } from './policy';
 import { generateChat, GenerationError } from './generation';
-import type { GenerateRequest, TokenLogprob } from './model-protocol';
+import type { GenerateRequest, TokenLogprob } from './generation';
 
 /** A byte-level model that always predicts `favourite` (constant hidden state, a head that prefers it). */
 function fixedModel(favourite: number): { config: ModelConfig; weights: NamedWeights } {

@@ -1,16 +1,16 @@
 import fastJson from 'fast-json-stringify';
 import { z } from 'zod';
-import { iso } from '../core/database/columns';
-import { PageQuery, pageOf } from '../core/page-query.dto';
-import { serializerSchema } from '../core/serializer-schema';
-import type { JsonText } from '../core/zod-api.decorators';
-import type { JobArtifactEntity } from './job-artifact.entity';
-import type { JobMetricEntity } from './job-metric.entity';
-import { maskSecrets } from './job-secrets';
-import { JOB_STATES } from './job.entity';
-import { JobKindCapabilities } from './kinds/job-kind';
-import type { AnyJobKind } from './kinds/job-kind';
-import type { JobEntity, JobState, JobSummary } from './job.entity';
+import { iso } from '../../core/columns';
+import { PageQuery, pageOf } from '../../core/page-query.dto';
+import { serializerSchema } from '../../core/serializer-schema';
+import type { JsonText } from '../../core/zod-api.decorators';
+import type { JobArtifactEntity } from '../job-artifact.entity';
+import type { JobMetricEntity } from '../job-metric.entity';
+import { maskSecrets } from '../job-secrets';
+import { JOB_STATES } from '../job.entity';
+import { JobKindCapabilities } from '../kinds/spec/job-kind';
+import type { AnyJobKind } from '../kinds/spec/job-kind';
+import type { JobEntity, JobState, JobSummary } from '../job.entity';
 
 const isJobState = (s: string): s is JobState => (JOB_STATES as readonly string[]).includes(s);
 
