@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeScalarEvent, readTfRecords } from '../../src/metrics/tensorboard-writer';
-import { decodeHistory, readLevelDbLog, recordType } from '../../src/metrics/wandb-offline-run';
 import { startTestApp, TestApp, waitFor, waitForState } from '../support/test-app';
+import { bySeries, historyPoints, readOfflineRun, tinyTrainSpec, type MetricPoint as Point } from '../support/train-metrics';
 
 const SLOW = 180_000;
 const FIXTURES = join(process.cwd(), 'test', 'fixtures');
@@ -11,29 +11,7 @@ const FIXTURES = join(process.cwd(), 'test', 'fixtures');
 const PYTHON = join(process.cwd(), '.venv-metrics', 'bin', 'python');
 const READER = join(process.cwd(), 'test', 'metrics', 'read_metrics.py');
 
-function trainSpec(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    kind: 'train',
-    name: 'loggers',
-    environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 4 } },
-    model: { preset: 'tiny-char', chat_template: 'plain' },
-    algorithm: { rollout_n: 2 },
-    rollout: { max_new_tokens: 4 },
-    optim: { lr: 1e-3 },
-    batch_size: 2,
-    total_steps: 3,
-    val_batch_size: 4,
-    ...overrides,
-  };
-}
-
-type Point = { step: number; name: string; value: number };
-/** name → [[step, value]] in step order, as a reader returns them. */
-const bySeries = (points: Array<{ step: number; name: string; value: number }>, value = (v: number) => v) => {
-  const out: Record<string, Array<[number, number]>> = {};
-  for (const p of points) (out[p.name] ??= []).push([p.step, value(p.value)]);
-  return out;
-};
+const trainSpec = (overrides: Record<string, unknown> = {}) => tinyTrainSpec({ name: 'loggers', ...overrides });
 
 describe('trainer.logger: TensorBoard and W&B files hold what the API reports', () => {
   let t: TestApp;
@@ -81,20 +59,9 @@ describe('trainer.logger: TensorBoard and W&B files hold what the API reports', 
       expect(tb).toEqual(bySeries(api, Math.fround));
 
       // W&B: history rows carry every API point at its step.
-      const wandbRoot = join(work, 'wandb');
-      const [runFolder] = readdirSync(wandbRoot);
+      const { folder: runFolder, dir: runDir, runId, rows } = readOfflineRun(work);
       expect(runFolder).toMatch(/^offline-run-\d{8}_\d{6}-[a-z0-9]{8}$/);
-      const runDir = join(wandbRoot, runFolder);
-      const runId = runFolder.slice(-8);
-      const records = readLevelDbLog(readFileSync(join(runDir, `run-${runId}.wandb`))).map((r) => recordType(r)!);
-      const rows = records.filter((r) => r.type === 2).map((r) => decodeHistory(r.body));
-      const wb = bySeries(
-        rows.flatMap((row) =>
-          Object.entries(row.items)
-            .filter(([k]) => !k.startsWith('_') && k !== 'global_step' && k !== 'sft/step')
-            .map(([name, value]) => ({ step: Number(row.items['sft/step'] ?? row.items.global_step), name, value: value as number })),
-        ),
-      );
+      const wb = bySeries(historyPoints(rows));
       expect(wb).toEqual(bySeries(api));
       expect(readFileSync(join(runDir, 'files', 'config.yaml'), 'utf8')).not.toContain('hidden-token');
       expect(readFileSync(join(runDir, 'files', 'output.log'), 'utf8')).toMatch(/step 3\/3 reward/);
@@ -115,14 +82,7 @@ describe('trainer.logger: TensorBoard and W&B files hold what the API reports', 
       }
       const read = JSON.parse(execFileSync(PYTHON, [READER, tbDir, runDir], { encoding: 'utf8', timeout: 120_000 }));
       expect(read.tensorboard).toEqual(bySeries(api, Math.fround));
-      const pyRows = read.wandb.history as Array<Record<string, number>>;
-      const pyWb = bySeries(
-        pyRows.flatMap((row) =>
-          Object.entries(row)
-            .filter(([k]) => !k.startsWith('_') && k !== 'global_step' && k !== 'sft/step')
-            .map(([name, value]) => ({ step: row['sft/step'] ?? row.global_step, name, value })),
-        ),
-      );
+      const pyWb = bySeries(historyPoints(read.wandb.history as Array<Record<string, number>>));
       expect(pyWb).toEqual(bySeries(api));
       expect(read.wandb.records.slice(0, 2)).toEqual(['header', 'run']);
       expect(read.wandb.records.slice(-3)).toEqual(['summary', 'exit', 'final']);

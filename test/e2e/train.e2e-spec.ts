@@ -1,28 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestApp, TestApp, waitFor, waitForState } from '../support/test-app';
+import { tinyTrainSpec as trainSpec } from '../support/train-metrics';
 import { unusedPort } from '../support/unused-port';
 import { processesUnder } from '../support/worker-process';
 
 const SLOW = 120_000;
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures');
-
-/** A train job small enough for seconds on a CPU: tiny-char on bare equations, 2 tasks × 2 samples. */
-function trainSpec(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    kind: 'train',
-    environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 4 } },
-    model: { preset: 'tiny-char', chat_template: 'plain' },
-    algorithm: { rollout_n: 2 },
-    rollout: { max_new_tokens: 4 },
-    optim: { lr: 1e-3 },
-    batch_size: 2,
-    total_steps: 3,
-    val_batch_size: 4,
-    ...overrides,
-  };
-}
 
 describe('train jobs through the HTTP API', () => {
   let t: TestApp;

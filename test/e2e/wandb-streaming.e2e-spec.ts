@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { decodeHistory, readLevelDbLog, recordType } from '../../src/metrics/wandb-offline-run';
 import { startFakeWandb, type FakeWandb, type FakeWandbRun } from '../support/fake-wandb';
 import { startTestApp, TestApp, waitFor, waitForState } from '../support/test-app';
+import { bySeries, historyPoints, readOfflineRun, tinyTrainSpec, type HistoryRow, type MetricPoint as Point } from '../support/train-metrics';
 import { unusedPort } from '../support/unused-port';
 
 const SLOW = 240_000;
@@ -16,56 +16,15 @@ const WANDB = join(process.cwd(), '.venv-metrics', 'bin', 'wandb');
 const USER_KEY = 'local-0123456789abcdef0123456789abcdef00user01';
 const OPERATOR_KEY = 'local-0123456789abcdef0123456789abcdef00oper01';
 
-type Point = { step: number; name: string; value: number };
-type Row = Record<string, number>;
-
-function trainSpec(trainer: Record<string, unknown>, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    kind: 'train',
-    name: 'streamed',
-    environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 4 } },
-    model: { preset: 'tiny-char', chat_template: 'plain' },
-    algorithm: { rollout_n: 2 },
-    rollout: { max_new_tokens: 4 },
-    optim: { lr: 1e-3 },
-    batch_size: 2,
-    total_steps: 3,
-    val_batch_size: 4,
-    trainer,
-    ...overrides,
-  };
-}
-
-/** name → [[job step, value]]: a series as the API has it, and as W&B rows carry it (global_step, or sft/step). */
-const bySeries = (points: Point[]) => {
-  const out: Record<string, Array<[number, number]>> = {};
-  for (const p of points) (out[p.name] ??= []).push([p.step, p.value]);
-  return out;
-};
-const rowPoints = (rows: Row[]): Point[] =>
-  rows.flatMap((row) =>
-    Object.entries(row)
-      .filter(([k]) => !k.startsWith('_') && k !== 'global_step' && k !== 'sft/step')
-      .map(([name, value]) => ({ step: row['sft/step'] ?? row.global_step, name, value })),
-  );
-
-/** The rows, summary and config the job's offline run holds. */
-function offlineRun(home: string, jobId: string) {
-  const root = join(home, 'jobs', jobId, 'work', 'wandb');
-  const folder = readdirSync(root).find((n) => n.startsWith('offline-run-'))!;
-  const runId = folder.slice(-8);
-  const records = readLevelDbLog(readFileSync(join(root, folder, `run-${runId}.wandb`))).map((r) => recordType(r)!);
-  const rows = records.filter((r) => r.type === 2).map((r) => decodeHistory(r.body).items as Row);
-  const summary = decodeHistory(records.find((r) => r.type === 3)!.body).items;
-  return { dir: join(root, folder), folder, runId, rows, summary };
-}
+const trainSpec = (trainer: Record<string, unknown>, overrides: Record<string, unknown> = {}) => tinyTrainSpec({ name: 'streamed', trainer, ...overrides });
+const offlineRun = (home: string, jobId: string) => readOfflineRun(join(home, 'jobs', jobId, 'work'));
 
 /** What the fake server holds of a run: history rows, summary, console lines without their times, config values. */
 function streamed(run: FakeWandbRun) {
   const config = Object.fromEntries(Object.entries(run.config).map(([k, v]) => [k, (v as { value: unknown }).value]));
   const metrics = (config._wandb as { m: Array<Record<string, unknown>> }).m;
   return {
-    rows: (run.files['wandb-history.jsonl'] ?? []).map((l) => JSON.parse(l) as Row),
+    rows: (run.files['wandb-history.jsonl'] ?? []).map((l) => JSON.parse(l) as HistoryRow),
     summary: JSON.parse(run.files['wandb-summary.json']?.at(-1) ?? '{}') as Record<string, unknown>,
     output: (run.files['output.log'] ?? []).map((l) => l.replace(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6} /, '')),
     times: (run.files['output.log'] ?? []).map((l) => l.slice(0, 26)),
@@ -131,7 +90,7 @@ describe('trainer.logger wandb with trainer.wandb.api_key: the run streams to W&
       // History: every row of the offline run, in order, at consecutive offsets; the same values as the API.
       expect(got.rows).toEqual(offline.rows);
       expect(run.gaps).toEqual([]);
-      expect(bySeries(rowPoints(got.rows))).toEqual(bySeries(api));
+      expect(bySeries(historyPoints(got.rows))).toEqual(bySeries(api));
       for (const row of got.rows) {
         expect(Number.isInteger(row._step) && typeof row._runtime === 'number' && typeof row._timestamp === 'number').toBe(true);
       }
@@ -238,7 +197,7 @@ describe('trainer.logger wandb with trainer.wandb.api_key: the run streams to W&
         // What arrived is right: all of it from the flaky server, a prefix from the dying one.
         const api = async (id: string) => (await t.request('GET', `/v1/jobs/${id}/metrics?limit=100000`)).body as Point[];
         const flakyRows = streamed(flaky.runs.get(offlineRun(t.home, ids.flaky).runId)!).rows;
-        expect(bySeries(rowPoints(flakyRows))).toEqual(bySeries(await api(ids.flaky)));
+        expect(bySeries(historyPoints(flakyRows))).toEqual(bySeries(await api(ids.flaky)));
         const dyingOffline = offlineRun(t.home, ids.dying);
         const dyingRows = streamed(dying.runs.get(dyingOffline.runId)!).rows;
         expect(dyingRows.length).toBeGreaterThan(0);
