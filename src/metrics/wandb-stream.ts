@@ -26,6 +26,7 @@
  * appears in a log line, even when a server echoes it back.
  */
 import { arch, platform } from 'node:os';
+import { WANDB_NAME } from './metric-logger-names';
 
 /** A metric definition: `name` plotted against `stepMetric` (the run's `define_metric`). */
 export interface WandbMetric {
@@ -445,7 +446,7 @@ export class WandbStream {
     const project = isRecord(bucket?.project) ? bucket.project : null;
     const entity = isRecord(project?.entity) ? project.entity : null;
     // Names from the server go into request paths and the job log: W&B's name characters only.
-    const name = (v: unknown) => typeof v === 'string' && /^[^/\\#?%:\u0000-\u001f\u007f]{1,128}$/.test(v);
+    const name = (v: unknown) => typeof v === 'string' && WANDB_NAME.test(v);
     if (!name(project?.name) || !name(entity?.name)) throw new StreamStopped("W&B's UpsertBucket answer names no project and entity W&B would accept");
     this.project = project!.name as string;
     this.entity = entity!.name as string;

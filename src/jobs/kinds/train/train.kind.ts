@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { METRIC_LOGGERS, WANDB_CLOUD } from '../../../metrics/metric-logger-names';
+import { METRIC_LOGGERS, WANDB_CLOUD, WANDB_NAME } from '../../../metrics/metric-logger-names';
 import { defineJobKind } from '../spec/job-kind';
 import { environmentSpec, modelSpec, rolloutSpec } from '../spec/rl-spec';
 
@@ -104,12 +104,7 @@ const sftSpec = z
 const loggerName = z.enum(METRIC_LOGGERS);
 
 /** A W&B project or entity name: the characters the wandb SDK refuses in them are refused here too. */
-const wandbName = (what: string) =>
-  z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[^/\\#?%:]+$/, `a W&B ${what} name has no /, \\, #, ?, % or :`);
+const wandbName = (what: string) => z.string().min(1).max(128).regex(WANDB_NAME, `a W&B ${what} name has no /, \\, #, ?, % or :, and no control characters`);
 
 /**
  * Where the job streams its W&B run while it runs: the submitting user's W&B key (the CLI fills it from
