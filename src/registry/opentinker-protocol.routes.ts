@@ -61,19 +61,30 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     }
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
-    if (err instanceof RequestError)
-      return reply.code(422).send({ detail: [{ loc: [err.where, ...err.field.split('.')], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
-    if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
-    const e = err as { statusCode?: number; message?: string };
+    if (err instanceof RequestError) return reply.code(422).send(invalid(err.where, err.field, err.message, err.type, err.code));
+    if (isEnvironmentError(err)) {
+      // A request the game cannot play (a bad task or config) is FastAPI's 422, as a body pydantic refuses.
+      if (UNPROCESSABLE.has(err.code)) return reply.code(422).send(invalid('body', err.field ?? '', err.message, 'value_error', err.code));
+      return reply.code(err.code === 'ENV_NOT_RESET' || err.code === 'ENV_STEP_AFTER_DONE' ? 404 : (ENV_ERROR_STATUS[err.code] ?? 500)).send(detail(err.message, err.code, err.field));
+    }
+    const e = err as { statusCode?: number; message?: string; code?: string };
+    // Fastify's own refusals of a body, in FastAPI's words: malformed JSON, a body that is not JSON.
+    if (e.statusCode === 400 && e.code?.startsWith('FST_ERR_CTP')) return reply.code(422).send(invalid('body', '', 'JSON decode error', 'json_invalid'));
+    if (e.statusCode === 415) return reply.code(422).send(invalid('body', '', NOT_AN_OBJECT, 'model_attributes_type'));
     if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
     return reply.code(500).send(detail(`${store.env.id} failed: ${e.message ?? String(err)}`, 'ENV_INTERNAL'));
   });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send(detail('Not Found', 'ENV_NO_ROUTE')));
+  // FastAPI answers 405 for a known path asked with another method, 404 for an unknown path.
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    if (ROUTES.has(path) || path.startsWith('/stats/job/')) return reply.code(405).send(detail('Method Not Allowed', 'ENV_NO_ROUTE'));
+    return reply.code(404).send(detail('Not Found', 'ENV_NO_ROUTE'));
+  });
 
   app.get('/health', async () => ({ status: 'healthy' }));
 
   app.post('/reset', async (request): Promise<OpenTinkerResetResponse> => {
-    const body = parse(OpenTinkerResetRequest, request.body ?? {}, 'body');
+    const body = parse(OpenTinkerResetRequest, bodyOf(request), 'body');
     const { instance_id: instanceId, job_id: jobId, config } = body;
     const previous = state.instances.get(instanceId);
     // A second reset of an instance id starts it over, as upstream reuses the instance's game.
@@ -88,7 +99,11 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     else if (body.split !== undefined || body.index !== undefined) req = { split: body.split ?? 'train', index: body.index ?? 0 };
     else if (Object.keys(kwargs).length > 0) req = { task: kwargs };
     else req = { split: 'train', index: await nextTrainIndex(jobId, config) };
-    const { id, messages, task } = await store.create({ ...req, seed, ...(config ? { config } : {}) });
+    const { id, messages, task } = await store.create({ ...req, seed, ...(config ? { config } : {}) }).catch((error: unknown) => {
+      // With the kwargs as the task, what the game names `task.x` is the body's `x`.
+      if (isEnvironmentError(error) && req.task === kwargs && error.field?.startsWith('task.')) throw new EnvironmentError(error.code, error.message, error.field.slice(5));
+      throw error;
+    });
     state.instances.set(instanceId, id);
     // Instances never finalized (their episodes expire in the store) are forgotten past a bound.
     if (state.instances.size > MAX_INSTANCES) {
@@ -101,7 +116,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   });
 
   app.post('/step', async (request, reply) => {
-    const { instance_id: instanceId, job_id: jobId, action } = parse(OpenTinkerStepRequest, request.body ?? {}, 'body');
+    const { instance_id: instanceId, job_id: jobId, action } = parse(OpenTinkerStepRequest, bodyOf(request), 'body');
     const id = state.instances.get(instanceId);
     if (!id) return reply.code(404).send(detail(`Instance ${instanceId} not found. Call /reset first.`, 'ENV_EPISODE_CLOSED', 'instance_id'));
     let result;
@@ -113,12 +128,17 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
       throw error;
     }
     state.stats.job(jobId).record(instanceId, result.reward, result.done);
+    // A finished game is forgotten, as upstream deletes it: a later /step is a 404, /finalize is ignored.
+    if (result.done) {
+      state.instances.delete(instanceId);
+      await store.close(id);
+    }
     const answer: OpenTinkerStepResponse = { observation: result.observation, reward: result.reward, done: result.done, info: result.info };
     return answer;
   });
 
   app.post('/finalize', async (request) => {
-    const { instance_id: instanceId } = parse(OpenTinkerFinalizeRequest, request.body ?? {}, 'body');
+    const { instance_id: instanceId } = parse(OpenTinkerFinalizeRequest, bodyOf(request), 'body');
     const id = state.instances.get(instanceId);
     if (!id) return { message: `Instance ${instanceId} not found`, status: 'ignored' };
     state.instances.delete(instanceId);
@@ -169,15 +189,33 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
   }
 }
 
-/** A request field of the wrong shape: FastAPI's 422, naming where (`body`, `query`) and the field. */
+/** The paths this server answers, for FastAPI's 405 on another method. */
+const ROUTES = new Set(['/health', '/reset', '/step', '/finalize', '/stats', '/stats/step', '/stats/cumulative', '/stats/reset', '/stats/reset_all', '/stats/jobs']);
+
+/** Codes of a request the game cannot play: FastAPI's 422. */
+const UNPROCESSABLE = new Set(['ENV_BAD_REQUEST', 'ENV_INVALID_TASK', 'ENV_INVALID_CONFIG', 'ENV_CONFIG_FORBIDDEN', 'ENV_CONFIG_LIMIT']);
+
+const NOT_AN_OBJECT = 'Input should be a valid dictionary or object to extract fields from';
+
+/** A request part of the wrong shape: FastAPI's 422, naming where (`body`, `query`) and the field. */
 class RequestError extends Error {
   constructor(
     readonly where: 'body' | 'query',
     readonly field: string,
     message: string,
+    readonly type = 'value_error',
+    readonly code = 'ENV_BAD_REQUEST',
   ) {
     super(message);
   }
+}
+
+/** The JSON body: pydantic's model needs one, an object (FastAPI: 422 `missing` / `model_attributes_type` at `["body"]`). */
+function bodyOf(request: FastifyRequest): unknown {
+  const body = request.body;
+  if (body === undefined || body === null) throw new RequestError('body', '', 'Field required', 'missing');
+  if (typeof body !== 'object' || Array.isArray(body)) throw new RequestError('body', '', NOT_AN_OBJECT, 'model_attributes_type');
+  return body;
 }
 
 /** A request part checked with its schema; a bad one is FastAPI's 422 naming the field. */
@@ -185,9 +223,15 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | '
   try {
     return parseRequest(schema, value);
   } catch (error) {
-    if (isEnvironmentError(error)) throw new RequestError(where, error.field ?? where, error.message);
+    if (isEnvironmentError(error)) throw new RequestError(where, error.field ?? '', error.message);
     throw error;
   }
+}
+
+/** FastAPI's 422: `detail` lists the error at `loc` (where, then the field's path), plus our code and field. */
+function invalid(where: 'body' | 'query', field: string, msg: string, type: string, code = 'ENV_BAD_REQUEST'): Record<string, unknown> {
+  const path = field === '' ? [] : field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  return { detail: [{ type, loc: [where, ...path], msg }], code, field: field || where };
 }
 
 function detail(message: string, code: string, field?: string): Record<string, string> {
