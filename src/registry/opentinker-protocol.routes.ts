@@ -54,6 +54,8 @@ const MAX_INSTANCES = 16_384;
 export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, state, token }: OpenTinkerRouteOptions): Promise<void> {
   const expected = token ? Buffer.from(`Bearer ${token}`) : null;
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    // An empty body is no body, whatever its content type says (FastAPI reads none where a route takes none).
+    if (request.headers['content-length'] === '0') delete request.headers['content-type'];
     if (!expected || request.url === '/health') return;
     const got = Buffer.from(request.headers.authorization ?? '');
     if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
@@ -61,11 +63,13 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     }
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
-    if (err instanceof RequestError) return reply.code(422).send(invalid(err.where, err.field, err.message, err.type, err.code));
+    if (err instanceof RequestError) return reply.code(422).send(invalid(err.where, err.field, err.message, err.type, err.code, err.more));
     if (isEnvironmentError(err)) {
       // A request the game cannot play (a bad task or config) is FastAPI's 422, as a body pydantic refuses.
       if (UNPROCESSABLE.has(err.code)) return reply.code(422).send(invalid('body', err.field ?? '', err.message, 'value_error', err.code));
-      return reply.code(err.code === 'ENV_NOT_RESET' || err.code === 'ENV_STEP_AFTER_DONE' ? 404 : (ENV_ERROR_STATUS[err.code] ?? 500)).send(detail(err.message, err.code, err.field));
+      return reply
+        .code(err.code === 'ENV_NOT_RESET' || err.code === 'ENV_STEP_AFTER_DONE' ? 404 : (ENV_ERROR_STATUS[err.code] ?? 500))
+        .send(detail(err.message, err.code, err.field));
     }
     const e = err as { statusCode?: number; message?: string; code?: string };
     // Fastify's own refusals of a body, in FastAPI's words: malformed JSON, a body that is not JSON.
@@ -197,7 +201,7 @@ const UNPROCESSABLE = new Set(['ENV_BAD_REQUEST', 'ENV_INVALID_TASK', 'ENV_INVAL
 
 const NOT_AN_OBJECT = 'Input should be a valid dictionary or object to extract fields from';
 
-/** A request part of the wrong shape: FastAPI's 422, naming where (`body`, `query`) and the field. */
+/** A request part of the wrong shape: FastAPI's 422, naming where (`body`, `query`) and the field (the first of `more`). */
 class RequestError extends Error {
   constructor(
     readonly where: 'body' | 'query',
@@ -205,6 +209,8 @@ class RequestError extends Error {
     message: string,
     readonly type = 'value_error',
     readonly code = 'ENV_BAD_REQUEST',
+    /** Every field refused, as pydantic lists them all. */
+    readonly more: Array<{ field: string; msg: string }> = [{ field, msg: message }],
   ) {
     super(message);
   }
@@ -218,20 +224,22 @@ function bodyOf(request: FastifyRequest): unknown {
   return body;
 }
 
-/** A request part checked with its schema; a bad one is FastAPI's 422 naming the field. */
+/** A request part checked with its schema; a bad one is FastAPI's 422 naming every refused field. */
 function parse<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query'): z.output<S> {
   try {
     return parseRequest(schema, value);
   } catch (error) {
-    if (isEnvironmentError(error)) throw new RequestError(where, error.field ?? '', error.message);
-    throw error;
+    if (!isEnvironmentError(error)) throw error;
+    const issues = schema.safeParse(value).error?.issues ?? [];
+    const more = issues.map((i) => ({ field: i.path.map(String).join('.'), msg: i.message }));
+    throw new RequestError(where, error.field ?? '', error.message, 'value_error', 'ENV_BAD_REQUEST', more.length > 0 ? more : undefined);
   }
 }
 
-/** FastAPI's 422: `detail` lists the error at `loc` (where, then the field's path), plus our code and field. */
-function invalid(where: 'body' | 'query', field: string, msg: string, type: string, code = 'ENV_BAD_REQUEST'): Record<string, unknown> {
-  const path = field === '' ? [] : field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p));
-  return { detail: [{ type, loc: [where, ...path], msg }], code, field: field || where };
+/** FastAPI's 422: `detail` lists each error at `loc` (where, then the field's path), plus our code and (first) field. */
+function invalid(where: 'body' | 'query', field: string, msg: string, type: string, code = 'ENV_BAD_REQUEST', more = [{ field, msg }]): Record<string, unknown> {
+  const loc = (f: string) => [where, ...(f === '' ? [] : f.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)))];
+  return { detail: more.map((m) => ({ type, loc: loc(m.field), msg: m.msg })), code, field: field || where };
 }
 
 function detail(message: string, code: string, field?: string): Record<string, string> {

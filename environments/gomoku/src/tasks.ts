@@ -136,7 +136,7 @@ export function readTask(raw: unknown, config: GomokuConfig): ReadTask {
   const hasOpening = task.opening !== undefined && task.opening !== null;
   const hasInitial = task.initial_moves !== undefined && task.initial_moves !== null;
   if (hasOpening && hasInitial) {
-    throw new EnvironmentError('ENV_INVALID_TASK', 'Give the stones as task.opening or as task.initial_moves (OpenTinker\'s key), not both', 'task.initial_moves');
+    throw new EnvironmentError('ENV_INVALID_TASK', "Give the stones as task.opening or as task.initial_moves (OpenTinker's key), not both", 'task.initial_moves');
   }
   const form = hasInitial ? 'initial_moves' : 'opening';
   return { index, opening: hasOpening || hasInitial ? readStones(hasInitial ? task.initial_moves : task.opening, `task.${form}`, config.board_size) : [], form };
