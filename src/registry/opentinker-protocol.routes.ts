@@ -131,7 +131,7 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
       if (isEnvironmentError(error) && error.code === 'ENV_EPISODE_CLOSED') state.instances.delete(instanceId);
       throw error;
     }
-    state.stats.job(jobId).record(instanceId, result.reward, result.done);
+    state.stats.job(jobId).record(instanceId, result.reward, result.done, result.info);
     // A finished game is forgotten, as upstream deletes it: a later /step is a 404, /finalize is ignored.
     if (result.done) {
       state.instances.delete(instanceId);

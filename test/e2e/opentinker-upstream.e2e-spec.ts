@@ -216,6 +216,8 @@ describe("OpenTinker's clients against opentinker env serve --protocol opentinke
     expect(forfeit.rewards).toEqual([-1, -1, -20]);
     expect(forfeit.rewards.reduce((a, b) => a + b, 0)).toBeLessThan(GomokuGame.REWARD_LOSS);
     expect(forfeit.done).toBe(true);
+    // GomokuGameStats' rates: a forfeit is neither a win, a loss nor a draw (upstream counts it a timeout).
+    expect(await client.stepStats()).toMatchObject({ total_samples: 2, games_in_step: 1, win_rate: 0, loss_rate: 0, draw_rate: 0, timeout_rate: 1, mean_final_reward: -20 });
   });
 
   it("answers bad calls with the status codes and error shapes OpenTinker's servers answer", async () => {
