@@ -516,6 +516,9 @@ export interface UpstreamCall {
   method: string;
   path: string;
   body: unknown;
+  /** What the server answered. */
+  status?: number;
+  answer?: unknown;
 }
 
 export interface UpstreamServer {
@@ -661,8 +664,8 @@ export async function startUpstreamServer(game: UpstreamGameName, options: { por
       } catch {
         // recorded as text
       }
-      calls.push({ method: req.method ?? 'GET', path: req.url ?? '/', body: parsed });
       const [status, answer] = handle(req, raw);
+      calls.push({ method: req.method ?? 'GET', path: req.url ?? '/', body: parsed, status, answer });
       if (typeof answer === 'string') {
         res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(answer);
         return;
