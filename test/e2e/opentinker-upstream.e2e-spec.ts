@@ -239,5 +239,12 @@ describe("OpenTinker's clients against opentinker env serve --protocol opentinke
     expect(refused).toBeInstanceOf(UpstreamClientError);
     expect(refused).toMatchObject({ status: 422, message: expect.stringContaining('Environment reset failed: ') });
     expect(JSON.parse((refused as UpstreamClientError).text)).toMatchObject({ detail: [{ loc: ['body', 'initial_moves', 0] }], code: 'ENV_INVALID_TASK' });
+    // This project's job client reads the code and field back from the 422.
+    const env = await OpenTinkerEnvironment.connect({ url: gomoku.url, retries: 1, tasks: { test: [{ initial_moves: [[9, 9]] }] } });
+    await expect(env.newEpisode().reset(await env.tasks.get('test', 0), 0)).rejects.toMatchObject({
+      code: 'ENV_INVALID_TASK',
+      field: 'initial_moves.0',
+      message: expect.stringContaining('task.initial_moves[0] must be a [row, col] pair'),
+    });
   });
 });

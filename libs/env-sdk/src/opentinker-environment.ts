@@ -250,9 +250,10 @@ function requestOptions(path: string, idempotent: boolean): RequestOptions {
 /** FastAPI's error answers, as our codes (a server that passed the health check speaks the protocol). */
 function fastApiError(path: string, status: number, body: unknown): EnvironmentError | null {
   const b = (body ?? {}) as { detail?: unknown; code?: unknown; message?: unknown; field?: unknown };
-  // `opentinker env serve --protocol opentinker` adds our code beside FastAPI's detail.
-  if (typeof b.code === 'string' && b.code.startsWith('ENV_') && typeof b.detail === 'string') {
-    return new EnvironmentError(b.code as EnvironmentError['code'], clip(b.detail), typeof b.field === 'string' ? b.field : undefined);
+  // `opentinker env serve --protocol opentinker` adds our code beside FastAPI's detail (a text, or a 422's list).
+  const first = Array.isArray(b.detail) ? (b.detail[0] as { msg?: unknown } | undefined)?.msg : b.detail;
+  if (typeof b.code === 'string' && b.code.startsWith('ENV_') && typeof first === 'string') {
+    return new EnvironmentError(b.code as EnvironmentError['code'], clip(first), typeof b.field === 'string' ? b.field : undefined);
   }
   const where = `POST ${path}`;
   if (status === 401 || status === 403) return new EnvironmentError('ENV_UNAUTHENTICATED', `${where}: the game server refused the token (HTTP ${status})`);
