@@ -210,7 +210,7 @@ export function mergeShardStats(shards: Array<Record<string, unknown>>): Record<
 /**
  * The shard URLs: `url`, then the same URL with the port counted up (OpenTinker derives `env_endpoints`
  * from `env_endpoint` + `env_shards` this way). A host of `0.0.0.0` (a bind address that upstream configs
- * often carry) becomes `127.0.0.1`, as upstream's client rewrites it.
+ * often carry) becomes `127.0.0.1`, the host Linux connects upstream's client to.
  */
 export function shardUrls(raw: string, shards: number): string[] {
   let url: URL;
