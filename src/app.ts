@@ -6,6 +6,7 @@ import { SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
 import { AppErrorFilter } from './core/error.filter';
+import { jsonBodyParser } from './core/json-body';
 import { PrometheusService } from './health/prometheus.service';
 import { buildOpenApiDocument } from './openapi';
 import { AuthService } from './auth/auth.service';
@@ -40,6 +41,7 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
   });
   app.useGlobalFilters(new AppErrorFilter());
   const fastify = app.getHttpAdapter().getInstance();
+  app.useBodyParser('application/json', { bodyLimit: config.values.body_limit_bytes }, jsonBodyParser(fastify, config.values.json_max_depth));
   const prometheus = app.get(PrometheusService);
   fastify.addHook('onResponse', (request, reply, done) => {
     prometheus.observe(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);

@@ -72,8 +72,8 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
     if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(error(ENV_ERROR_STATUS[err.code] ?? 500, err.code, err.message, err.field));
-    const e = err as { statusCode?: number; message?: string };
-    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(error(e.statusCode, 'ENV_BAD_REQUEST', e.message ?? 'bad request'));
+    const e = err as { statusCode?: number; message?: string; field?: string };
+    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(error(e.statusCode, 'ENV_BAD_REQUEST', e.message ?? 'bad request', e.field));
     return reply.code(500).send(error(500, 'ENV_INTERNAL', `${store.env.id} failed: ${e.message ?? String(err)}`));
   });
   if (!authorize) {

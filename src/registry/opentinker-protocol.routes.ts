@@ -64,8 +64,8 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
     if (err instanceof RequestError)
       return reply.code(422).send({ detail: [{ loc: [err.where, ...err.field.split('.')], msg: err.message, type: 'value_error' }], code: 'ENV_BAD_REQUEST', field: err.field });
     if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(detail(err.message, err.code, err.field));
-    const e = err as { statusCode?: number; message?: string };
-    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
+    const e = err as { statusCode?: number; message?: string; field?: string };
+    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST', e.field));
     return reply.code(500).send(detail(`${store.env.id} failed: ${e.message ?? String(err)}`, 'ENV_INTERNAL'));
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send(detail('Not Found', 'ENV_NO_ROUTE')));

@@ -71,8 +71,15 @@ describe('the remote environments never follow a redirect', () => {
       const error = remote
         .newEpisode()
         .reset({}, 1)
-        .then(() => null, (e: Error) => e);
-      expect(await error).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'url', message: `POST ${env.url}/v1/episodes ${fetchImpl === following ? 'was redirected' : 'answered with a redirect (HTTP 307)'}; redirects are not followed` });
+        .then(
+          () => null,
+          (e: Error) => e,
+        );
+      expect(await error).toMatchObject({
+        code: 'ENV_UNAVAILABLE',
+        field: 'url',
+        message: `POST ${env.url}/v1/episodes ${fetchImpl === following ? 'was redirected' : 'answered with a redirect (HTTP 307)'}; redirects are not followed`,
+      });
       // Not retried; with the global fetch the address it named was never contacted.
       expect(env.seen).toEqual(['GET /v1/info', 'POST /v1/episodes']);
       if (fetchImpl === globalThis.fetch) expect(inside.seen).toEqual([]);
@@ -85,15 +92,23 @@ describe('the remote environments never follow a redirect', () => {
       res.writeHead(302, { location: `${inside.url}${req.url}` });
       res.end();
     });
-    await expect(OpenTinkerEnvironment.connect({ url: bounceAll.url, retries: 2, backoffMs: 1 })).rejects.toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringMatching(/\/health answered with a redirect \(HTTP 302\)/) });
+    await expect(OpenTinkerEnvironment.connect({ url: bounceAll.url, retries: 2, backoffMs: 1 })).rejects.toMatchObject({
+      code: 'ENV_UNAVAILABLE',
+      message: expect.stringMatching(/\/health answered with a redirect \(HTTP 302\)/),
+    });
     const bounceReset = await serve((req, res) => {
       if (req.method === 'GET' || req.url?.startsWith('/stats')) return json(res, 200, { status: 'healthy' });
       res.writeHead(308, { location: `${inside.url}${req.url}` });
       res.end();
     });
-    const env = await OpenTinkerEnvironment.connect({ url: bounceReset.url, retries: 2, backoffMs: 1 });
+    // The caller's name for the url (urlField) leads the error and is its field.
+    const env = await OpenTinkerEnvironment.connect({ url: bounceReset.url, retries: 2, backoffMs: 1, urlField: 'environment.url' });
     const episode = env.newEpisode();
-    await expect(episode.reset({}, 1)).rejects.toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringMatching(/POST .*\/reset answered with a redirect \(HTTP 308\)/) });
+    await expect(episode.reset({}, 1)).rejects.toMatchObject({
+      code: 'ENV_UNAVAILABLE',
+      field: 'environment.url',
+      message: `environment.url: POST ${bounceReset.url}/reset answered with a redirect (HTTP 308); redirects are not followed`,
+    });
     await episode.close();
     expect(inside.seen).toEqual([]);
   });
@@ -109,7 +124,10 @@ describe('answers nested past the ceiling', () => {
       json(res, 400, `{"statusCode":400,"code":"ENV_BAD_REQUEST","message":"m","details":${deep}}`);
     });
     const remote = await RemoteEnvironment.connect({ url: env.url });
-    await expect(remote.newEpisode().reset({}, 1)).rejects.toMatchObject({ code: 'ENV_UNAVAILABLE', message: `POST ${env.url}/v1/episodes: the answer nests deeper than 64 levels` });
+    await expect(remote.newEpisode().reset({}, 1)).rejects.toMatchObject({
+      code: 'ENV_UNAVAILABLE',
+      message: `POST ${env.url}/v1/episodes: the answer nests deeper than 64 levels`,
+    });
     await expect(remote.tasks.get('test', 0)).rejects.toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringContaining('nests deeper than 64 levels') });
     const info = await serve((_req, res) => json(res, 200, `{"protocol_version":"${PROTOCOL_VERSION}","config_schema":${deep}}`));
     await expect(RemoteEnvironment.connect({ url: info.url })).rejects.toMatchObject({ code: 'ENV_UNAVAILABLE', message: expect.stringContaining('nests deeper') });

@@ -24,6 +24,8 @@ export interface CallOptions {
   fetch: typeof fetch;
   /** See `RemoteEnvironmentOptions.opaqueErrors`. */
   opaqueErrors: boolean;
+  /** See `RemoteEnvironmentOptions.urlField`. */
+  urlField?: string;
 }
 
 /** How one request may be treated, beyond what its method says. */
@@ -123,11 +125,8 @@ export async function call<T>(o: CallOptions, method: string, path: string, body
     if (isRedirect(res)) {
       await res.body?.cancel().catch(() => undefined);
       // Only what this server answered is described: the address it names was never contacted.
-      throw new EnvironmentError(
-        'ENV_UNAVAILABLE',
-        `${where} ${res.redirected ? 'was redirected' : `answered with a redirect${res.status ? ` (HTTP ${res.status})` : ''}`}; redirects are not followed`,
-        'url',
-      );
+      const what = res.redirected ? 'was redirected' : `answered with a redirect${res.status ? ` (HTTP ${res.status})` : ''}`;
+      throw new EnvironmentError('ENV_UNAVAILABLE', `${o.urlField ? `${o.urlField}: ` : ''}${where} ${what}; redirects are not followed`, o.urlField ?? 'url');
     }
     if (res.status === 204) return undefined as T;
     // A 5xx of an idempotent call is worth another attempt; a POST that got an answer was handled.
