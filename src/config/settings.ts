@@ -93,7 +93,7 @@ export const SETTINGS = {
     section: 'Server',
     doc:
       'Most objects and arrays one JSON body may nest, on every route (the API and `opentinker env serve`); deeper is `400 OT_ERR_JSON_TOO_DEEP` ' +
-      '(`ENV_BAD_REQUEST` on the environment protocols) naming the field, before anything validates it.',
+      '(`ENV_BAD_REQUEST` on the environment protocols) naming the field, before anything validates it. A dataset row nested deeper is a bad row.',
   }),
   auth_failures_per_minute: setting({
     schema: int(1, 1_000_000).default(20),

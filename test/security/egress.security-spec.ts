@@ -144,6 +144,19 @@ describe('security: outbound requests a tenant can aim follow no redirect, and e
     // The environment protocol the server exposes for its own environments.
     const episode = await episodeCall(s.t, s.bob, 'math')('POST', '/v1/episodes', `{"seed":1,"config":{"x":${deep}}}`);
     expect([episode.status, episode.body.code, episode.body.field]).toEqual([400, 'ENV_BAD_REQUEST', expect.stringMatching(/^config\.x/)]);
+    // A dataset row is JSON a tenant sends too: past the ceiling it is a bad row (it made the preview a 500).
+    const good = '{"prompt":[{"role":"user","content":"1+1?"}],"reward_model":{"ground_truth":"2"}}';
+    const upload = await s.t.request('POST', '/v1/datasets?environment=math&name=deep', {
+      key: s.bob,
+      headers: { 'content-type': 'application/x-ndjson' },
+      body: `${good}\n${good.slice(0, -1)},"extra":${deep}}\n`,
+    });
+    expect([upload.status, upload.body.dataset?.invalid_rows, upload.body.dataset?.bad_rows]).toEqual([
+      201,
+      1,
+      [{ row: 2, reason: 'line 2 nests objects and arrays deeper than 64 levels (setting json_max_depth)' }],
+    ]);
+    expect((await s.t.request('GET', `/v1/datasets/${upload.body.dataset.id}/preview`, { key: s.bob })).status).toBe(200);
     // The API still answers.
     expect((await s.t.request('GET', '/health')).status).toBe(200);
   });
