@@ -21,13 +21,16 @@ export class RedirectRefusedError extends Error {
  *   inside later, DNS rebinding, is refused too), and the address the socket actually connected to.
  *   A refused connection is a `fetch failed` whose cause is a {@link UrlNotAllowedError}, the same
  *   whatever listens there.
+ *
+ * It takes a URL (string or `URL`) and `init`, not a `Request`.
  */
 export function egressFetch(policy: UrlPolicy, use: RemoteUrlUse = ENVIRONMENT_URL): typeof fetch {
   const agent = new Agent({ connect: checkedConnector(policy, use) });
   return (async (input: string | URL, init: RequestInit = {}) => {
     let url: URL;
     try {
-      url = parseRemoteUrl(String(input instanceof Request ? input.url : input), use);
+      if (typeof input !== 'string' && !(input instanceof URL)) throw new TypeError('egressFetch takes a URL, not a Request');
+      url = parseRemoteUrl(String(input), use);
     } catch (error) {
       throw new TypeError('fetch failed', { cause: error });
     }
