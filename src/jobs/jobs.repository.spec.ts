@@ -3,7 +3,7 @@ import { jobsFixture, testDatabases, type TestDatabase } from '../../test/suppor
 import { JobEntity } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 
-/** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less three fields. */
+/** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less four fields. */
 describe.each(testDatabases('jobs-repository'))('JobsRepository page and summaries (%s)', (_, open) => {
   let database: TestDatabase;
   let db: DataSource;
@@ -75,7 +75,7 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
     await database?.drop();
   });
 
-  it('answers each job as TypeORM loads it, without spec, resume state and lease, newest first', async () => {
+  it('answers each job as TypeORM loads it, without spec, resume state, lease and admin priority, newest first', async () => {
     const { rows, total } = await repo.page({ limit: 10, offset: 0 });
     expect(total).toBe(4);
     expect(rows.map((j) => j.id.slice(-1))).toEqual(['4', '3', '2', '1']);
@@ -83,7 +83,8 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
     const items = rows.map((r) => byId.get(r.id)!);
     expect(rows.map((r) => r.version)).toEqual(items.map((s) => s.version));
     for (const item of items) {
-      const { spec, resumeState, leaseExpiresAt, ...summary } = { ...(await repo.findById(item.id))! };
+      const { spec, resumeState, leaseExpiresAt, adminPriority, ...summary } = { ...(await repo.findById(item.id))! };
+      expect(adminPriority).toBe(0);
       expect(spec).toBeDefined();
       expect(resumeState !== undefined && leaseExpiresAt !== undefined).toBe(true);
       expect(item).toEqual(summary);
