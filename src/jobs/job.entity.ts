@@ -27,6 +27,7 @@ export interface JobProgress {
  */
 @Index('idx_jobs_dispatch', ['state', 'ownerId', 'adminPriority', 'priority', 'createdAt', 'id'])
 @Index('idx_jobs_owner', ['ownerId', 'createdAt', 'id'])
+@Index('idx_jobs_owner_started', ['ownerId', 'startedAt'], { where: '"started_at" IS NOT NULL' })
 @Index('idx_jobs_created', ['createdAt', 'id'])
 export class JobEntity {
   @PrimaryColumn({ type: 'varchar', length: 36 })

@@ -91,6 +91,11 @@ export interface QueuedJob {
   createdAt: number;
 }
 
+/** A user's first queued job, and when that user's last job started (null: never). */
+export interface QueueHead extends QueuedJob {
+  ownerLastStartedAt: number | null;
+}
+
 /** What one user's starting and running jobs hold. */
 export interface OwnerUsage {
   jobs: number;
@@ -262,11 +267,12 @@ export class JobsRepository {
 
   /**
    * Each user's first queued job in the order their own jobs start (admin priority, priority, age; see
-   * `idx_jobs_dispatch`), one per user with queued jobs. One statement: a skip scan over the index finds
-   * the next owner after the last one (a seek each) and one seek finds that owner's first job, so the cost
-   * grows with the number of users with queued jobs, not with how many jobs each has queued.
+   * `idx_jobs_dispatch`), one per user with queued jobs, with when that user's last job started. One
+   * statement: a skip scan over the index finds the next owner after the last one (a seek each), one seek
+   * finds that owner's first job and one (`idx_jobs_owner_started`) their last start, so the cost grows
+   * with the number of users with queued jobs, not with how many jobs each has queued or has run.
    */
-  async queueHeads(): Promise<QueuedJob[]> {
+  async queueHeads(): Promise<QueueHead[]> {
     const rows: Record<string, unknown>[] = await this.dataSource.query(
       `WITH RECURSIVE "owners" ("owner_id") AS (
         SELECT (SELECT "owner_id" FROM "jobs" WHERE "state" = 'queued' ORDER BY "owner_id" LIMIT 1)
@@ -274,11 +280,13 @@ export class JobsRepository {
         SELECT (SELECT "owner_id" FROM "jobs" WHERE "state" = 'queued' AND "owner_id" > "o"."owner_id" ORDER BY "owner_id" LIMIT 1)
         FROM "owners" "o" WHERE "o"."owner_id" IS NOT NULL
       )
-      SELECT ${QUEUED_SELECT} FROM "owners" "o" JOIN "jobs" ON "jobs"."id" = (
+      SELECT ${QUEUED_SELECT},
+        (SELECT "started_at" FROM "jobs" WHERE "owner_id" = "o"."owner_id" AND "started_at" IS NOT NULL ORDER BY "started_at" DESC LIMIT 1) AS "ownerLastStartedAt"
+      FROM "owners" "o" JOIN "jobs" ON "jobs"."id" = (
         SELECT "id" FROM "jobs" WHERE "state" = 'queued' AND "owner_id" = "o"."owner_id" ${OWN_ORDER} LIMIT 1
       )`,
     );
-    return rows.map(queuedJobOf);
+    return rows.map((r) => ({ ...queuedJobOf(r), ownerLastStartedAt: num(r.ownerLastStartedAt) }));
   }
 
   /** Which of these jobs are still queued. */

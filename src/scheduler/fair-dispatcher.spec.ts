@@ -97,6 +97,19 @@ describe.each(testDatabases('fair-dispatch'))('FairDispatcher (%s)', (_, open) =
     expect((await repo.findById(carol))!.state).toBe('starting');
   });
 
+  it('takes turns on a single device: the user whose last job started longest ago goes next', async () => {
+    const pool = new DevicePool(cpu(1));
+    await flood('u1', 20);
+    const bob = await submit('u2');
+    const first = (await claim(pool))!;
+    expect(first.ownerId).toBe('u1');
+    // A's job ran and ended; both users hold nothing again, and B, never served, goes before A's older jobs.
+    expect(await repo.markRunning(first.id, 'w1')).toBe(true);
+    expect(await repo.finish(first.id, 'w1', 'succeeded')).toBe(true);
+    pool.release(first.devices!);
+    expect((await claim(pool))!.id).toBe(bob);
+  });
+
   it("orders a user's own jobs by priority, while a plain user's priority does not jump other users", async () => {
     const aliceLow = await submit('u1', { priority: -5 });
     const bobHigh = await submit('u2', { priority: 10 });
@@ -181,9 +194,9 @@ describe.each(testDatabases('fair-dispatch'))('FairDispatcher (%s)', (_, open) =
       await flood('u1', 20);
       const plans: string[] = [];
       const query = db.query.bind(db);
-      const spy = jest.spyOn(db, 'query').mockImplementation(async (sql: string, params?: unknown[]) => {
-        if (/^\s*(WITH|SELECT)/i.test(sql)) plans.push(...(await query(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r: { detail: string }) => r.detail));
-        return query(sql, params);
+      const spy = jest.spyOn(db, 'query').mockImplementation(async (sql: string, params?: unknown) => {
+        if (/^\s*(WITH|SELECT)/i.test(sql)) plans.push(...(await query(`EXPLAIN QUERY PLAN ${sql}`, params as unknown[])).map((r: { detail: string }) => r.detail));
+        return query(sql, params as unknown[]);
       });
       try {
         await repo.queueHeads();
@@ -192,6 +205,7 @@ describe.each(testDatabases('fair-dispatch'))('FairDispatcher (%s)', (_, open) =
         spy.mockRestore();
       }
       expect(plans.some((p) => p.includes('idx_jobs_dispatch'))).toBe(true);
+      expect(plans.some((p) => p.includes('idx_jobs_owner_started'))).toBe(true);
       // Neither a scan of the table nor a sort of the rows read.
       expect(plans.filter((p) => /^SCAN jobs\b(?! USING)|TEMP B-TREE/.test(p))).toEqual([]);
     });

@@ -1,17 +1,18 @@
-import type { OwnerUsage, QueuedJob } from '../jobs/jobs.repository';
+import type { OwnerUsage, QueueHead } from '../jobs/jobs.repository';
 import { fairOrder } from './fair-share';
 
-const head = (id: string, ownerId: string, createdAt: number, over: Partial<QueuedJob> = {}): QueuedJob => ({
+const head = (id: string, ownerId: string, createdAt: number, over: Partial<QueueHead> = {}): QueueHead => ({
   id,
   ownerId,
   adminPriority: 0,
   priority: 0,
   resources: { gpus: 0, cpu_slots: 1 },
   createdAt,
+  ownerLastStartedAt: null,
   ...over,
 });
 const usage = (entries: Record<string, Partial<OwnerUsage>>) => new Map(Object.entries(entries).map(([owner, u]) => [owner, { jobs: 0, gpus: 0, cpuSlots: 0, ...u }]));
-const order = (heads: QueuedJob[], u = usage({}), limit = 4) => fairOrder(heads, u, limit).map((h) => h.id);
+const order = (heads: QueueHead[], u = usage({}), limit = 4) => fairOrder(heads, u, limit).map((h) => h.id);
 
 describe('fairOrder', () => {
   it('puts the user holding the fewest devices first, whoever queued first', () => {
@@ -26,6 +27,11 @@ describe('fairOrder', () => {
 
   it('serves users with equal usage first come, first served (then by id)', () => {
     expect(order([head('b1', 'bob', 5), head('a1', 'alice', 3), head('c0', 'carol', 3)])).toEqual(['a1', 'c0', 'b1']);
+  });
+
+  it('takes turns between users holding the same: whose last job started longest ago (or never) goes first', () => {
+    const heads = [head('a1', 'alice', 1, { ownerLastStartedAt: 50 }), head('b1', 'bob', 2, { ownerLastStartedAt: 40 }), head('c1', 'carol', 3)];
+    expect(order(heads)).toEqual(['c1', 'b1', 'a1']);
   });
 
   it('leaves out users at the per-user limit', () => {

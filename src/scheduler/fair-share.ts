@@ -1,4 +1,4 @@
-import type { OwnerUsage, QueuedJob } from '../jobs/jobs.repository';
+import type { OwnerUsage, QueueHead } from '../jobs/jobs.repository';
 
 const NO_USAGE: OwnerUsage = { jobs: 0, gpus: 0, cpuSlots: 0 };
 
@@ -11,15 +11,23 @@ const NO_USAGE: OwnerUsage = { jobs: 0, gpus: 0, cpuSlots: 0 };
  * - An admin-set priority (`adminPriority`) counts first: higher goes first, across users.
  * - Then the user furthest below their share goes first. Every user has the same share, so that is the
  *   user whose starting and running jobs hold the fewest GPUs, then the fewest CPU slots (a GPU outweighs
- *   any number of CPU slots). Usage is what users hold now; nothing is remembered of past jobs.
- * - Ties go to the older job (then the smaller id), so equal users are served first come, first served.
+ *   any number of CPU slots). Usage is what users hold now; no decayed history of past jobs is kept.
+ * - Between users holding the same, the one whose last job started longest ago (or never) goes first, so
+ *   users take turns even on a single device; then the older job (then the smaller id).
  */
-export function fairOrder(heads: readonly QueuedJob[], usage: ReadonlyMap<string, OwnerUsage>, userLimit: number): QueuedJob[] {
-  const of = (job: QueuedJob) => usage.get(job.ownerId) ?? NO_USAGE;
+export function fairOrder(heads: readonly QueueHead[], usage: ReadonlyMap<string, OwnerUsage>, userLimit: number): QueueHead[] {
+  const of = (job: QueueHead) => usage.get(job.ownerId) ?? NO_USAGE;
+  // Never started counts as the longest ago.
+  const lastStart = (job: QueueHead) => job.ownerLastStartedAt ?? 0;
   return heads
     .filter((job) => of(job).jobs < userLimit)
     .sort(
       (a, b) =>
-        b.adminPriority - a.adminPriority || of(a).gpus - of(b).gpus || of(a).cpuSlots - of(b).cpuSlots || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+        b.adminPriority - a.adminPriority ||
+        of(a).gpus - of(b).gpus ||
+        of(a).cpuSlots - of(b).cpuSlots ||
+        lastStart(a) - lastStart(b) ||
+        a.createdAt - b.createdAt ||
+        (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
     );
 }
