@@ -21,11 +21,12 @@ export interface JobProgress {
 }
 
 @Entity('jobs')
+@Index('idx_jobs_queue', ['state', 'priority', 'createdAt'])
 /**
- * A user's queued jobs in the order they start: (state, owner, admin_priority DESC, priority DESC, created_at, id).
+ * Queued jobs only, each user's in the order they start: (owner, admin_priority DESC, priority DESC, created_at, id).
  * The migration creates it with those directions (`FairDispatch1765710000000`); TypeORM's decorator cannot state them.
  */
-@Index('idx_jobs_dispatch', ['state', 'ownerId', 'adminPriority', 'priority', 'createdAt', 'id'])
+@Index('idx_jobs_dispatch', ['ownerId', 'adminPriority', 'priority', 'createdAt', 'id'], { where: `"state" = 'queued'` })
 @Index('idx_jobs_owner', ['ownerId', 'createdAt', 'id'])
 @Index('idx_jobs_owner_started', ['ownerId', 'startedAt'], { where: '"started_at" IS NOT NULL' })
 @Index('idx_jobs_created', ['createdAt', 'id'])
