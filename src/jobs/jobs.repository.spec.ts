@@ -1,6 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
-import { JobEntity } from './job.entity';
+import { jobRow, jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import { JobsRepository } from './jobs.repository';
 
 /** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less four fields. */
@@ -9,33 +8,7 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
   let db: DataSource;
   let repo: JobsRepository;
 
-  const job = (id: string, createdAt: number, over: Partial<JobEntity> = {}): JobEntity =>
-    Object.assign(new JobEntity(), {
-      id,
-      ownerId: 'u1',
-      kind: 'sleep',
-      name: null,
-      state: 'queued',
-      priority: 0,
-      environmentId: null,
-      spec: { kind: 'sleep', steps: 1 },
-      resources: { gpus: 0, cpu_slots: 1 },
-      devices: null,
-      workerId: null,
-      attempts: 0,
-      maxAttempts: 1,
-      error: null,
-      exitCode: null,
-      progress: null,
-      resumeState: null,
-      cancelRequestedAt: null,
-      leaseExpiresAt: null,
-      createdAt,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: createdAt,
-      ...over,
-    });
+  const job = jobRow;
 
   beforeAll(async () => {
     database = await open();

@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
+import { jobRow, jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import { JobEntity, type JobResources } from '../jobs/job.entity';
 import type { JobsRepository } from '../jobs/jobs.repository';
 import { DevicePool, type Evictable } from './device-pool';
@@ -20,33 +20,7 @@ describe.each(testDatabases('fair-dispatch'))('FairDispatcher (%s)', (_, open) =
 
   const job = (ownerId: string, over: Partial<JobEntity> = {}): JobEntity => {
     seq += 1;
-    return Object.assign(new JobEntity(), {
-      id: `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`,
-      ownerId,
-      kind: 'sleep',
-      name: null,
-      state: 'queued',
-      priority: 0,
-      adminPriority: 0,
-      environmentId: null,
-      spec: { kind: 'sleep' },
-      resources: { gpus: 0, cpu_slots: 1 },
-      devices: null,
-      workerId: null,
-      attempts: 0,
-      maxAttempts: 1,
-      error: null,
-      exitCode: null,
-      progress: null,
-      resumeState: null,
-      cancelRequestedAt: null,
-      leaseExpiresAt: null,
-      createdAt: T + seq,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: T + seq,
-      ...over,
-    });
+    return jobRow(`00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`, T + seq, { ownerId, ...over });
   };
   const submit = async (ownerId: string, over: Partial<JobEntity> = {}) => {
     const j = job(ownerId, over);
