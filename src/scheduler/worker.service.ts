@@ -110,11 +110,12 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
    */
   private recordModelServers(ids: string[]): void {
     this.modelServerDevices = ids;
-    if (this.recording) return;
+    // Shutting down: the row is marked stopped, and the database may be closing.
+    if (this.recording || this.stopping) return;
     this.recording = true;
     void (async () => {
       try {
-        for (let written: string[] | null = null; written !== this.modelServerDevices;) {
+        for (let written: string[] | null = null; written !== this.modelServerDevices && !this.stopping;) {
           written = this.modelServerDevices;
           await this.workers.setModelServerDevices(this.id, written).catch((e: Error) => this.logger.warn(`Could not record model servers' devices: ${e.message}`));
         }
