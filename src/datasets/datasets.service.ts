@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isAdmin, Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
+import { byteLimit } from '../core/byte-limit';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
 import type { DatasetReport } from './dataset-check';
 import { datasetDir, datasetFile, DatasetFormat, datasetPath, isDatasetId } from './dataset-files';
@@ -236,17 +236,5 @@ function interrupted(error: unknown): never {
   if (error instanceof AppError || (error as NodeJS.ErrnoException)?.syscall) throw error;
   throw new AppError(ErrorCode.VALIDATION, `The upload stopped before the whole file arrived (${(error as Error)?.message ?? error})`, {
     cause: error,
-  });
-}
-
-/** Passes bytes through until `limit`, then fails the pipeline (which stops reading the upload). */
-function byteLimit(limit: number, refusal: () => AppError): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      seen += chunk.length;
-      if (seen > limit) done(refusal());
-      else done(null, chunk);
-    },
   });
 }

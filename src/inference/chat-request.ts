@@ -31,17 +31,20 @@ const zeroOnly = (what: string) =>
     .refine((v) => v === undefined || v === 0, { message: `${what} is not supported (only 0)` })
     .describe('Only 0');
 
+/** What `model` may name, on the chat and completion routes. */
+export const MODEL_NAME_DOC =
+  'A checkpoint: `job:<job id>` (its latest), `job:<job id>/step-<n>` (both also without `job:`), or a job name unique among your jobs (optionally `/step-<n>`); ' +
+  'a model folder you uploaded: `model:<id>`; ' +
+  "or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)";
+
 export const ChatCompletionRequestDto = z
   .object({
     model: z
       .string()
       .min(1)
       .max(300)
-      .describe(
-        'A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`); ' +
-          "or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)",
-      )
-      .meta({ example: '4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
+      .describe(MODEL_NAME_DOC)
+      .meta({ example: 'job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
     messages: z.array(ChatMessageDto).min(1).max(1024).describe('Rendered with the checkpoint’s chat template'),
     stream: z.boolean().nullable().optional().describe('Server-Sent Events of `chat.completion.chunk`, ended by `data: [DONE]`').meta({ default: false }),
     stream_options: z
@@ -76,8 +79,7 @@ export const ChatCompletionRequestDto = z
       .max(20)
       .nullable()
       .optional()
-      .refine((v) => !v, { message: 'top_logprobs is not supported: the sampler reports the chosen token’s log-prob only (use logprobs: true)' })
-      .describe('Not supported: only 0 or absent'),
+      .describe('With `logprobs: true`: also the most likely tokens at each place of the answer (0 to 20), under the model at temperature 1'),
     presence_penalty: zeroOnly('presence_penalty'),
     frequency_penalty: zeroOnly('frequency_penalty'),
     user: z.string().max(256).optional().describe('Accepted and ignored'),
@@ -110,6 +112,9 @@ export function chatParams(r: ChatCompletionRequest): ParsedChat {
   });
   const stop = r.stop == null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop;
   const stream = r.stream === true;
+  if (r.top_logprobs != null && r.top_logprobs > 0 && r.logprobs !== true) {
+    throw new AppError(ErrorCode.VALIDATION, 'top_logprobs needs logprobs: true', { field: 'top_logprobs' });
+  }
   return {
     model: r.model,
     stream,
@@ -124,6 +129,7 @@ export function chatParams(r: ChatCompletionRequest): ParsedChat {
       // Without a seed the draws differ per request, as with OpenAI's API; with one they repeat.
       seed: r.seed == null ? randomInt(0, 2 ** 31) : r.seed >>> 0,
       logprobs: r.logprobs === true,
+      topLogprobs: r.logprobs === true ? (r.top_logprobs ?? 0) : 0,
       stream,
     },
   };

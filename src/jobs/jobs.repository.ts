@@ -183,6 +183,17 @@ export class JobsRepository {
     return rows.filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
   }
 
+  /** Unfinished jobs whose `model.path` is `name` (an uploaded model, `model:<id>`). */
+  async unfinishedUsingModel(name: string): Promise<string[]> {
+    const rows = await this.jobs
+      .createQueryBuilder('j')
+      .select(['j.id', 'j.spec'])
+      .where({ state: In(JOB_STATES.filter((s) => !FINAL_STATES.includes(s))) })
+      .andWhere('j.spec LIKE :needle', { needle: `%${name}%` })
+      .getMany();
+    return rows.filter((job) => (job.spec.model as { path?: unknown } | undefined)?.path === name).map((job) => job.id);
+  }
+
   async countByState(): Promise<Record<string, number>> {
     const rows: { state: string; n: string | number }[] = await this.jobs
       .createQueryBuilder('j')
