@@ -93,7 +93,17 @@ export async function receiveModelTar(body: Readable, dir: string, limit: number
   body.once('close', onClose);
   body.pipe(limiter);
   try {
-    await pipeline(limiter, tar as unknown as Writable);
+    // tar-stream's extract is a streamx stream, whose destruction Node's pipeline() does not notice: settle on its own events.
+    await new Promise<void>((resolve, reject) => {
+      let failure: unknown = null;
+      tar.on('error', (error: unknown) => (failure ??= error));
+      limiter.once('error', (error) => {
+        failure ??= error;
+        tar.destroy(error);
+      });
+      tar.on('close', () => (failure === null ? resolve() : reject(failure)));
+      limiter.pipe(tar as unknown as Writable);
+    });
   } catch (error) {
     if (error instanceof AppError || (error as NodeJS.ErrnoException)?.syscall) throw error;
     throw refused(`not a readable tar stream, or it stopped before its end (${(error as Error)?.message ?? error})`);
@@ -101,6 +111,7 @@ export async function receiveModelTar(body: Readable, dir: string, limit: number
     body.off('error', onError);
     body.off('close', onClose);
     body.unpipe(limiter);
+    limiter.destroy();
   }
   if (!files.some((f) => f.path === 'config.json')) throw refused('no config.json');
   if (!files.some((f) => f.path.endsWith('.safetensors'))) throw refused('no *.safetensors weights (only safetensors are loaded)');

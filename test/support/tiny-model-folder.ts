@@ -26,8 +26,8 @@ export interface TarEntry {
 export async function tarOf(entries: readonly TarEntry[]): Promise<Buffer> {
   const p = pack();
   for (const e of entries) {
-    const body = e.body === undefined ? undefined : Buffer.from(e.body);
-    p.entry({ name: e.name, type: e.type ?? 'file', mode: 0o644, ...(e.linkname ? { linkname: e.linkname } : {}), ...(body ? { size: body.length } : {}) }, body);
+    const body = Buffer.from(e.body ?? '');
+    p.entry({ name: e.name, type: e.type ?? 'file', mode: 0o644, ...(e.linkname ? { linkname: e.linkname } : {}), size: body.length }, body);
   }
   p.finalize();
   return collect(Readable.from(p as unknown as AsyncIterable<Buffer>));
