@@ -25,7 +25,19 @@ import { JobSecretEntity } from '../jobs/job-secret.entity';
 import { UserModelEntity } from '../models/user-model.entity';
 import { UserModels1765730000000 } from './1765730000000-user-models.migration';
 
-export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity, UserModelEntity];
+export const ENTITIES = [
+  UserEntity,
+  ApiKeyEntity,
+  JobEntity,
+  JobEventEntity,
+  JobMetricEntity,
+  JobArtifactEntity,
+  WorkerEntity,
+  SessionCallEntity,
+  DatasetEntity,
+  JobSecretEntity,
+  UserModelEntity,
+];
 export const MIGRATIONS = [
   Initial1764700000000,
   JobListIndexes1764800000000,

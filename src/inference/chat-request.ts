@@ -39,12 +39,7 @@ export const MODEL_NAME_DOC =
 
 export const ChatCompletionRequestDto = z
   .object({
-    model: z
-      .string()
-      .min(1)
-      .max(300)
-      .describe(MODEL_NAME_DOC)
-      .meta({ example: 'job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
+    model: z.string().min(1).max(300).describe(MODEL_NAME_DOC).meta({ example: 'job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
     messages: z.array(ChatMessageDto).min(1).max(1024).describe('Rendered with the checkpoint’s chat template'),
     stream: z.boolean().nullable().optional().describe('Server-Sent Events of `chat.completion.chunk`, ended by `data: [DONE]`').meta({ default: false }),
     stream_options: z

@@ -181,7 +181,8 @@ export class ChatService {
     const listed = served.id.startsWith('hf:') ? (await this.hubModels.list()).find((m) => m.id === served.id) : undefined;
     if (listed) return { id: listed.id, object: 'model', created: listed.created, owned_by: listed.owner, repo: listed.repo, commit: listed.commit, revisions: listed.revisions };
     const checkpoint = parseModelName(served.id);
-    if (!checkpoint || checkpoint.by !== 'id' || checkpoint.step === null) throw new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(name)} not found`, { field: 'id' });
+    if (!checkpoint || checkpoint.by !== 'id' || checkpoint.step === null)
+      throw new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(name)} not found`, { field: 'id' });
     const job = await this.jobs.get(caller, checkpoint.ref);
     return { id: served.id, object: 'model', created: Math.floor(job.createdAt / 1000), owned_by: caller.name, job_id: job.id, job_name: job.name, step: checkpoint.step };
   }

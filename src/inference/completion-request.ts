@@ -14,7 +14,16 @@ import type { CompletionPrompt, CompletionRequest } from './text-completion';
 const MAX_PROMPTS = 32;
 const MAX_CHOICES = 64;
 
-const tokenIds = z.array(z.number().int().min(0).max(2 ** 31 - 1)).min(1).max(1_000_000);
+const tokenIds = z
+  .array(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1),
+  )
+  .min(1)
+  .max(1_000_000);
 
 const zeroOnly = (what: string) =>
   z
@@ -28,12 +37,7 @@ export const CompletionRequestDto = z
   .object({
     model: z.string().min(1).max(300).describe(MODEL_NAME_DOC).meta({ example: 'job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
     prompt: z
-      .union([
-        z.string().max(4_000_000),
-        z.array(z.string().max(4_000_000)).min(1).max(MAX_PROMPTS),
-        tokenIds,
-        z.array(tokenIds).min(1).max(MAX_PROMPTS),
-      ])
+      .union([z.string().max(4_000_000), z.array(z.string().max(4_000_000)).min(1).max(MAX_PROMPTS), tokenIds, z.array(tokenIds).min(1).max(MAX_PROMPTS)])
       .describe(
         `Text (tokenized with the model's tokenizer, its special tokens added as Hugging Face's tokenizers add them), token ids, or a list of either (at most ${MAX_PROMPTS}); used as it is, without a chat template`,
       ),
@@ -43,10 +47,26 @@ export const CompletionRequestDto = z
       .strict()
       .nullable()
       .optional(),
-    max_tokens: z.number().int().min(0).max(1_000_000).nullable().optional().describe('New tokens per choice; 0 samples nothing (with echo: scores the prompt)').meta({ default: 16 }),
+    max_tokens: z
+      .number()
+      .int()
+      .min(0)
+      .max(1_000_000)
+      .nullable()
+      .optional()
+      .describe('New tokens per choice; 0 samples nothing (with echo: scores the prompt)')
+      .meta({ default: 16 }),
     temperature: z.number().min(0).max(2).nullable().optional().describe('0 = greedy').meta({ default: 1 }),
     top_p: z.number().gt(0).max(1).nullable().optional().meta({ default: 1 }),
-    n: z.number().int().min(1).max(8).nullable().optional().describe(`Choices per prompt (choice index = prompt index · n + j; at most ${MAX_CHOICES} in all)`).meta({ default: 1 }),
+    n: z
+      .number()
+      .int()
+      .min(1)
+      .max(8)
+      .nullable()
+      .optional()
+      .describe(`Choices per prompt (choice index = prompt index · n + j; at most ${MAX_CHOICES} in all)`)
+      .meta({ default: 1 }),
     best_of: z.number().int().min(1).max(8).nullable().optional().describe('Only equal to n (no choice is picked among more)'),
     stop: z
       .union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).max(16)])
@@ -68,7 +88,9 @@ export const CompletionRequestDto = z
       .max(5)
       .nullable()
       .optional()
-      .describe("Per-token log-probs (under the model at temperature 1) and this many most likely tokens at each place (OpenAI's limit, 5); the sampled token's is always in top_logprobs, so it may hold one more"),
+      .describe(
+        "Per-token log-probs (under the model at temperature 1) and this many most likely tokens at each place (OpenAI's limit, 5); the sampled token's is always in top_logprobs, so it may hold one more",
+      ),
     echo: z.boolean().nullable().optional().describe('Put the prompt before each choice’s text (and its tokens’ log-probs before the sampled ones)').meta({ default: false }),
     suffix: z
       .string()

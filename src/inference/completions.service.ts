@@ -71,9 +71,7 @@ export class CompletionsService {
     const result = await this.pool.generate(p.model.dir, p.parsed.request, (index, text) => {
       if (text.length > 0) emit(chunk([{ index, text, logprobs: null, finish_reason: null }]));
     });
-    result.choices.forEach((c, index) =>
-      emit(chunk([{ index, text: '', logprobs: p.parsed.logprobs === null ? null : legacyLogprobs(c), finish_reason: c.finishReason }])),
-    );
+    result.choices.forEach((c, index) => emit(chunk([{ index, text: '', logprobs: p.parsed.logprobs === null ? null : legacyLogprobs(c), finish_reason: c.finishReason }])));
     if (p.parsed.includeUsage) emit(chunk([], usageOf(result)));
   }
 }

@@ -49,7 +49,9 @@ export class ModelChecker {
       child.once('exit', (code, signal) =>
         settle(() => {
           if (/heap out of memory|Reached heap limit/.test(stderr) || signal === 'SIGABRT') {
-            reject(new AppError(ErrorCode.MODEL_INVALID, `Model folder refused: reading its config and tokenizer needs more than ${memoryMb} MiB (setting dataset_parse_memory_mb)`));
+            reject(
+              new AppError(ErrorCode.MODEL_INVALID, `Model folder refused: reading its config and tokenizer needs more than ${memoryMb} MiB (setting dataset_parse_memory_mb)`),
+            );
           } else reject(new AppError(ErrorCode.INTERNAL, `The model check stopped (${signal ?? `code ${code}`})`));
         }),
       );

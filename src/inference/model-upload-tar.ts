@@ -48,7 +48,11 @@ export function modelTarEntryName(header: Pick<Headers, 'name' | 'type'>, state:
 /** All entries sit under the same top folder, or none does. */
 function claimRoot(root: string | null, state: { root: string | null | undefined }, raw: string): void {
   if (state.root === undefined) state.root = root;
-  else if (state.root !== root) throw refused(`entry ${JSON.stringify(raw.slice(0, 200))} is outside ${state.root === null ? 'the top of the tar' : `the folder ${state.root}/`} where the other entries are`, raw);
+  else if (state.root !== root)
+    throw refused(
+      `entry ${JSON.stringify(raw.slice(0, 200))} is outside ${state.root === null ? 'the top of the tar' : `the folder ${state.root}/`} where the other entries are`,
+      raw,
+    );
 }
 
 /**
@@ -80,10 +84,13 @@ export async function receiveModelTar(body: Readable, dir: string, limit: number
       });
       await pipeline(stream, hashing, createWriteStream(join(dir, name), { flags: 'wx', mode: 0o644 }));
       files.push({ path: name, size, sha256: hash.digest('hex') });
-    })().then(() => done(), (error: unknown) => {
-      stream.resume();
-      done(error);
-    });
+    })().then(
+      () => done(),
+      (error: unknown) => {
+        stream.resume();
+        done(error);
+      },
+    );
   });
   const onError = (error: Error) => limiter.destroy(error);
   const onClose = () => {

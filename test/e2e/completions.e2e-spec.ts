@@ -54,7 +54,14 @@ describe('completions, GET /v1/models/{id} and top_logprobs (e2e)', () => {
     expect(ids.body.usage).toEqual({ prompt_tokens: 4, completion_tokens: ids.body.usage.completion_tokens, total_tokens: 4 + ids.body.usage.completion_tokens });
     const many = await complete({ prompt: ['a', 'bb'], max_tokens: 2, temperature: 0, n: 2 });
     expect(many.body.choices.map((c: { index: number }) => c.index)).toEqual([0, 1, 2, 3]);
-    const lists = await complete({ prompt: [[256, 97], [256, 98, 98]], max_tokens: 2, temperature: 0 });
+    const lists = await complete({
+      prompt: [
+        [256, 97],
+        [256, 98, 98],
+      ],
+      max_tokens: 2,
+      temperature: 0,
+    });
     expect(lists.body.choices.map((c: { text: string }) => c.text)).toEqual(many.body.choices.filter((_: unknown, i: number) => i % 2 === 0).map((c: { text: string }) => c.text));
   });
 

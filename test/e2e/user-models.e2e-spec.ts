@@ -96,7 +96,12 @@ describe('uploaded models: model:<id> (e2e)', () => {
       }
       const session = await t.request('POST', '/v1/jobs', {
         key: alice,
-        body: { kind: 'session', environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 4 } }, model: { path: model.id }, rollout: { max_new_tokens: 3 } },
+        body: {
+          kind: 'session',
+          environment: { id: 'math', config: { style: 'equation', difficulty: 1, test_size: 4 } },
+          model: { path: model.id },
+          rollout: { max_new_tokens: 3 },
+        },
       });
       expect(session.status).toBe(201);
       const sample = await t.request('POST', `/v1/jobs/${session.body.id}/calls?wait_seconds=60`, {

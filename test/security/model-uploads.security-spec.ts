@@ -40,7 +40,14 @@ describe('security: uploaded model folders', () => {
 
     const hostile: Array<[string, TarEntry[], RegExp]> = [
       ['a symbolic link', [{ name: 'config.json', type: 'symlink', linkname: '/etc/passwd' }], /is a symlink; only regular files/],
-      ['a hard link', [{ name: 'config.json', body: config }, { name: 'tokenizer.json', type: 'link', linkname: 'config.json' }], /is a link; only regular files/],
+      [
+        'a hard link',
+        [
+          { name: 'config.json', body: config },
+          { name: 'tokenizer.json', type: 'link', linkname: 'config.json' },
+        ],
+        /is a link; only regular files/,
+      ],
       ['a link to a file outside', [{ name: 'model.safetensors', type: 'link', linkname: '../../../opentinker.db' }], /is a link/],
       ['a device', [{ name: 'model.safetensors', type: 'character-device' }], /is a character-device/],
       ['a fifo', [{ name: 'model.safetensors', type: 'fifo' }], /is a fifo/],
@@ -48,12 +55,48 @@ describe('security: uploaded model folders', () => {
       ['a .. path under a folder', [{ name: 'my-model/../../config.json', body: config }], /leaves the folder/],
       ['an absolute path', [{ name: '/tmp/config.json', body: config }], /absolute path/],
       ['a subfolder', [{ name: 'my-model/onnx/model.safetensors', body: 'x' }], /not a file at the model folder's top/],
-      ['code', [{ name: 'config.json', body: config }, { name: 'modeling_evil.py', body: 'import os' }], /"modeling_evil.py" is not a file a model folder needs/],
-      ['pickled weights', [{ name: 'config.json', body: config }, { name: 'pytorch_model.bin', body: 'x' }], /"pytorch_model.bin" is not a file/],
-      ['a file twice', [{ name: 'config.json', body: config }, { name: 'config.json', body: '{}' }], /appears twice/],
-      ['two top folders', [{ name: 'a/config.json', body: config }, { name: 'b/model.safetensors', body: 'x' }], /outside the folder a\//],
+      [
+        'code',
+        [
+          { name: 'config.json', body: config },
+          { name: 'modeling_evil.py', body: 'import os' },
+        ],
+        /"modeling_evil.py" is not a file a model folder needs/,
+      ],
+      [
+        'pickled weights',
+        [
+          { name: 'config.json', body: config },
+          { name: 'pytorch_model.bin', body: 'x' },
+        ],
+        /"pytorch_model.bin" is not a file/,
+      ],
+      [
+        'a file twice',
+        [
+          { name: 'config.json', body: config },
+          { name: 'config.json', body: '{}' },
+        ],
+        /appears twice/,
+      ],
+      [
+        'two top folders',
+        [
+          { name: 'a/config.json', body: config },
+          { name: 'b/model.safetensors', body: 'x' },
+        ],
+        /outside the folder a\//,
+      ],
       ['no weights', [{ name: 'config.json', body: config }], /no \*\.safetensors/],
-      ['weights that are not safetensors', [{ name: 'config.json', body: config }, { name: 'tokenizer.json', body: '{}' }, { name: 'model.safetensors', body: 'not safetensors' }], /Model folder refused/],
+      [
+        'weights that are not safetensors',
+        [
+          { name: 'config.json', body: config },
+          { name: 'tokenizer.json', body: '{}' },
+          { name: 'model.safetensors', body: 'not safetensors' },
+        ],
+        /Model folder refused/,
+      ],
     ];
     it.each(hostile)('refuses %s, keeping nothing', async (_, entries, why) => {
       const res = await upload(s.t, s.alice, await tarOf(entries));
@@ -75,7 +118,10 @@ describe('security: uploaded model folders', () => {
   it('refuses an upload over model_upload_max_bytes (413 naming the setting), declared or streamed', async () => {
     const s = await startTenants({ config: { model_upload_max_bytes: 64 * 1024 } });
     try {
-      const big = await tarOf([{ name: 'config.json', body: config }, { name: 'model.safetensors', body: Buffer.alloc(200 * 1024) }]);
+      const big = await tarOf([
+        { name: 'config.json', body: config },
+        { name: 'model.safetensors', body: Buffer.alloc(200 * 1024) },
+      ]);
       const res = await upload(s.t, s.alice, big);
       const body = JSON.parse(res.body);
       expect([res.statusCode, body.code]).toEqual([413, 'OT_ERR_MODEL_TOO_LARGE']);

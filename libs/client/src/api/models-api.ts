@@ -41,7 +41,14 @@ export class ModelsApi {
   async upload(source: ModelTarSource, options: { name: string } & RequestOptions): Promise<UploadedModel> {
     const query = { name: options.name };
     if (isNode() && !(source instanceof Uint8Array) && !(typeof Blob !== 'undefined' && source instanceof Blob)) {
-      return uploadFromNode<UploadedModel>(this.t, '/v1/models', query, 'application/x-tar', source as string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, options.signal);
+      return uploadFromNode<UploadedModel>(
+        this.t,
+        '/v1/models',
+        query,
+        'application/x-tar',
+        source as string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+        options.signal,
+      );
     }
     if (typeof source === 'string' || !(source instanceof Uint8Array || source instanceof Blob || source instanceof ReadableStream)) {
       throw new OpenTinkerError('OT_ERR_VALIDATION', 'In a browser, give the tar as a Blob, a ReadableStream or bytes', 0, { field: 'source' });

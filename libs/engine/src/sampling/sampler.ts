@@ -67,7 +67,8 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
   if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${topP}`, 'topP');
   if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${topK}`, 'topK');
   if (o.vocabLimit !== undefined && !(Number.isInteger(o.vocabLimit) && o.vocabLimit >= 1)) bad(`vocabLimit must be a positive integer, got ${o.vocabLimit}`, 'vocabLimit');
-  if (o.topLogprobs !== undefined && !(Number.isInteger(o.topLogprobs) && o.topLogprobs >= 0)) bad(`topLogprobs must be a non-negative integer, got ${o.topLogprobs}`, 'topLogprobs');
+  if (o.topLogprobs !== undefined && !(Number.isInteger(o.topLogprobs) && o.topLogprobs >= 0))
+    bad(`topLogprobs must be a non-negative integer, got ${o.topLogprobs}`, 'topLogprobs');
   if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
   const vocab = model.config.vocab_size;
   prompts.forEach((p, i) => {
