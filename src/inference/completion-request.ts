@@ -1,13 +1,13 @@
-import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, ErrorCode } from '../core/app-error';
-import { MODEL_NAME_DOC } from './chat-request';
+import { samplerSeed, SHARED_FIELDS, stopList } from './chat-request';
 import type { CompletionPrompt, CompletionRequest } from './text-completion';
 
 /**
  * The body of `POST /v1/completions`, OpenAI's legacy completions API (what vLLM-style clients call):
- * the prompt as text or token ids, one or several. Keys OpenAI clients send with neutral values
- * (`presence_penalty: 0`, `best_of` equal to `n`, an empty `logit_bias`, `user`) are accepted; anything
+ * the prompt as text or token ids, one or several; the fields it shares with chat are chat's
+ * ({@link SHARED_FIELDS}). Keys OpenAI clients send with neutral values (`presence_penalty: 0`,
+ * `best_of` equal to `n`, an empty `logit_bias`, `user`) are accepted; anything
  * else unknown is refused with its name. Defaults shown in the OpenAPI document are applied by
  * {@link completionParams}.
  */
@@ -25,28 +25,15 @@ const tokenIds = z
   .min(1)
   .max(1_000_000);
 
-const zeroOnly = (what: string) =>
-  z
-    .number()
-    .nullable()
-    .optional()
-    .refine((v) => v == null || v === 0, { message: `${what} is not supported (only 0)` })
-    .describe('Only 0');
-
 export const CompletionRequestDto = z
   .object({
-    model: z.string().min(1).max(300).describe(MODEL_NAME_DOC).meta({ example: 'job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
+    ...SHARED_FIELDS,
     prompt: z
       .union([z.string().max(4_000_000), z.array(z.string().max(4_000_000)).min(1).max(MAX_PROMPTS), tokenIds, z.array(tokenIds).min(1).max(MAX_PROMPTS)])
       .describe(
         `Text (tokenized with the model's tokenizer, its special tokens added as Hugging Face's tokenizers add them), token ids, or a list of either (at most ${MAX_PROMPTS}); used as it is, without a chat template`,
       ),
     stream: z.boolean().nullable().optional().describe('Server-Sent Events of `text_completion` chunks, ended by `data: [DONE]`').meta({ default: false }),
-    stream_options: z
-      .object({ include_usage: z.boolean().optional().describe('Send a last chunk with `usage` (and `usage: null` on the others)') })
-      .strict()
-      .nullable()
-      .optional(),
     max_tokens: z
       .number()
       .int()
@@ -56,8 +43,6 @@ export const CompletionRequestDto = z
       .optional()
       .describe('New tokens per choice; 0 samples nothing (with echo: scores the prompt)')
       .meta({ default: 16 }),
-    temperature: z.number().min(0).max(2).nullable().optional().describe('0 = greedy').meta({ default: 1 }),
-    top_p: z.number().gt(0).max(1).nullable().optional().meta({ default: 1 }),
     n: z
       .number()
       .int()
@@ -68,19 +53,6 @@ export const CompletionRequestDto = z
       .describe(`Choices per prompt (choice index = prompt index · n + j; at most ${MAX_CHOICES} in all)`)
       .meta({ default: 1 }),
     best_of: z.number().int().min(1).max(8).nullable().optional().describe('Only equal to n (no choice is picked among more)'),
-    stop: z
-      .union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).max(16)])
-      .nullable()
-      .optional()
-      .describe('Stop strings (not included in the answer)'),
-    seed: z
-      .number()
-      .int()
-      .min(-(2 ** 31))
-      .max(2 ** 32 - 1)
-      .nullable()
-      .optional()
-      .describe('Same seed, same request, same model: same answer'),
     logprobs: z
       .number()
       .int()
@@ -104,9 +76,6 @@ export const CompletionRequestDto = z
       .optional()
       .refine((v) => v == null || Object.keys(v).length === 0, { message: 'logit_bias is not supported (only empty)' })
       .describe('Not supported: only null or empty'),
-    presence_penalty: zeroOnly('presence_penalty'),
-    frequency_penalty: zeroOnly('frequency_penalty'),
-    user: z.string().max(256).optional().describe('Accepted and ignored'),
   })
   .strict()
   .meta({ id: 'CompletionRequestDto' });
@@ -154,9 +123,8 @@ export function completionParams(r: CompletionRequestBody): ParsedCompletion {
       temperature: r.temperature ?? 1,
       topP: r.top_p ?? 1,
       maxTokens: r.max_tokens ?? 16,
-      stop: r.stop == null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
-      // Without a seed the draws differ per request, as with OpenAI's API; with one they repeat.
-      seed: r.seed == null ? randomInt(0, 2 ** 31) : r.seed >>> 0,
+      stop: stopList(r.stop),
+      seed: samplerSeed(r.seed),
       logprobs: logprobs !== null,
       topLogprobs: logprobs ?? 0,
       echo: r.echo === true,

@@ -3,7 +3,7 @@ import { modelTarEntryName } from './model-upload-tar';
 describe('the entries an uploaded model tar may hold', () => {
   const names = (...entries: Array<{ name: string; type?: 'file' | 'directory' | 'symlink' | 'link' }>) => {
     const state: { root: string | null | undefined } = { root: undefined };
-    return entries.map((e) => modelTarEntryName(e, state));
+    return entries.map((e) => modelTarEntryName({ name: e.name, type: e.type ?? 'file' }, state));
   };
   const refusal = (...entries: Array<{ name: string; type?: 'file' | 'directory' | 'symlink' | 'link' }>) => {
     try {

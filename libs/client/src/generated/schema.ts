@@ -778,7 +778,7 @@ export interface components {
             n?: number | null;
             /** @description Only 0 */
             presence_penalty?: number;
-            /** @description Same seed, same request, same checkpoint: same answer */
+            /** @description Same seed, same request, same model: same answer */
             seed?: number | null;
             /** @description Stop strings (not included in the answer) */
             stop?: (string | string[]) | null;
@@ -940,7 +940,7 @@ export interface components {
              */
             echo?: boolean | null;
             /** @description Only 0 */
-            frequency_penalty?: number | null;
+            frequency_penalty?: number;
             /** @description Not supported: only null or empty */
             logit_bias?: {
                 [key: string]: number;
@@ -963,7 +963,7 @@ export interface components {
              */
             n?: number | null;
             /** @description Only 0 */
-            presence_penalty?: number | null;
+            presence_penalty?: number;
             /** @description Text (tokenized with the model's tokenizer, its special tokens added as Hugging Face's tokenizers add them), token ids, or a list of either (at most 32); used as it is, without a chat template */
             prompt: string | string[] | number[] | number[][];
             /** @description Same seed, same request, same model: same answer */
@@ -975,10 +975,7 @@ export interface components {
              * @default false
              */
             stream?: boolean | null;
-            stream_options?: {
-                /** @description Send a last chunk with `usage` (and `usage: null` on the others) */
-                include_usage?: boolean;
-            } | null;
+            stream_options?: components["schemas"]["StreamOptionsDto"] | null;
             /** @description Not supported: only null or empty */
             suffix?: string | null;
             /**
