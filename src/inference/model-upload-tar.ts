@@ -5,7 +5,7 @@ import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { extract, type Header as Headers } from 'tar-stream';
 import { AppError, ErrorCode } from '../core/app-error';
-import { byteLimit } from '../core/byte-limit';
+import { limitedBody } from '../core/byte-limit';
 import { isModelFile } from '../hub/hub-cache';
 import type { UserModelFile } from '../models/user-model.entity';
 
@@ -64,7 +64,7 @@ function claimRoot(root: string | null, state: { root: string | null | undefined
 export async function receiveModelTar(body: Readable, dir: string, limit: number, refusal: () => AppError): Promise<UserModelFile[]> {
   const files: UserModelFile[] = [];
   const state: { root: string | null | undefined } = { root: undefined };
-  const limiter = byteLimit(limit, refusal);
+  const { stream: limiter, release } = limitedBody(body, limit, refusal);
   const tar = extract();
   tar.on('entry', (header, stream, next) => {
     const done = (error?: unknown) => (error === undefined ? next() : next(error as Error));
@@ -92,13 +92,6 @@ export async function receiveModelTar(body: Readable, dir: string, limit: number
       },
     );
   });
-  const onError = (error: Error) => limiter.destroy(error);
-  const onClose = () => {
-    if (!body.readableEnded) limiter.destroy(new Error('the client closed the connection'));
-  };
-  body.once('error', onError);
-  body.once('close', onClose);
-  body.pipe(limiter);
   try {
     // tar-stream's extract is a streamx stream, whose destruction Node's pipeline() does not notice: settle on its own events.
     await new Promise<void>((resolve, reject) => {
@@ -115,9 +108,7 @@ export async function receiveModelTar(body: Readable, dir: string, limit: number
     if (error instanceof AppError || (error as NodeJS.ErrnoException)?.syscall) throw error;
     throw refused(`not a readable tar stream, or it stopped before its end (${(error as Error)?.message ?? error})`);
   } finally {
-    body.off('error', onError);
-    body.off('close', onClose);
-    body.unpipe(limiter);
+    release();
     limiter.destroy();
   }
   if (!files.some((f) => f.path === 'config.json')) throw refused('no config.json');

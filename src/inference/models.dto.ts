@@ -1,15 +1,10 @@
 import { z } from 'zod';
+import { UploadName } from '../datasets/datasets.dto';
 
 /** `POST /v1/models`: the body is the tar stream; the query names it. */
 export const UploadModelQuery = z
   .object({
-    name: z
-      .string()
-      .min(1)
-      .max(128)
-      .regex(/^[^\u0000-\u001f\u007f]+$/, { message: 'name must not contain control characters' })
-      .describe('A name for you to recognise it by')
-      .meta({ example: 'my-qwen' }),
+    name: UploadName.meta({ example: 'my-qwen' }),
   })
   .strict();
 export type UploadModelQuery = z.output<typeof UploadModelQuery>;
