@@ -49,7 +49,7 @@ export function generateCompletion(policy: Policy, req: CompletionRequest, onDel
     if (ids.length === 0) throw new GenerationError('invalid', `${field} has no tokens`, field);
     const bad = ids.findIndex((id) => !Number.isInteger(id) || id < 0 || id >= vocab);
     if (bad !== -1) throw new GenerationError('invalid', `${field}: token ${bad} = ${ids[bad]} is outside this model's vocabulary [0, ${vocab})`, field);
-    if (ids.length + req.maxTokens > policy.contextLength || ids.length >= policy.contextLength) {
+    if (ids.length + req.maxTokens > policy.contextLength) {
       throw new GenerationError(
         'context_length',
         `This model's maximum context length is ${policy.contextLength} tokens, however you requested ${ids.length + req.maxTokens} tokens ` +
