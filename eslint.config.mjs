@@ -18,6 +18,8 @@ export default tseslint.config(
       '.gpu-check/**',
       // The Python readers of the metrics tests (test/metrics/setup-readers.sh).
       '.venv-metrics/**',
+      // The client SDKs of the client tests (test/clients/setup-clients.sh).
+      '.venv-clients/**',
       '.opentinker/**',
       'plugins/**',
       // Generated from openapi.json.
