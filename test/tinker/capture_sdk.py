@@ -35,10 +35,16 @@ from fake_tinker_server import FakeTinker, serve  # noqa: E402
 SCENARIO = json.loads((HERE.parent / "fixtures" / "tinker" / "scenario.json").read_text())
 VERSION = tinker.__version__
 PLAIN_KEY = "tml-wire-test-plain-key"
+# Without these, SDKs 0.22.3 to 0.24.1 send forward_backward as JSON and forward to /api/v1/forward.
+LEGACY_PROTOBUF_FLAGS = {"proto_write_fwdbwd": True, "fwd_via_fwdbwd": True}
 CHUNKED_KEY = "tml-wire-test-chunked-key"
 
 observed: dict[str, Any] = {}
 skipped: list[str] = []
+
+
+def version_tuple() -> tuple[int, ...]:
+    return tuple(int(x) for x in VERSION.split(".")[:3])
 
 
 def check(cond: bool, what: str) -> None:
@@ -101,10 +107,9 @@ def run(app: FakeTinker, base_url: str) -> None:
     except tinker.BadRequestError as e:
         observed["bad_request"] = {"exception": type(e).__name__, "status": e.status_code, "seconds_under_5": time.monotonic() - started < 5}
 
-    app.step = "forward_backward cross_entropy"
+    app.step = "forward_backward cross_entropy and optim_step, submitted back to back"
     ce = [dense_datum(d) for d in s["cross_entropy"]]
     fb = tc.forward_backward(ce, "cross_entropy")
-    app.step = "optim_step"
     opt = tc.optim_step(types.AdamParams(**s["adam"]))
     fb_result = fb.result()
     opt_result = opt.result()
@@ -123,7 +128,7 @@ def run(app: FakeTinker, base_url: str) -> None:
     app.step = "forward_backward ppo with loss_fn_config"
     tc.forward_backward(isd, "ppo", s["ppo_config"]).result()
 
-    if tuple(int(x) for x in VERSION.split(".")[:2]) >= (0, 27):
+    if version_tuple() >= (0, 27):
         app.step = "forward_backward cispo with a text-valued loss_fn_config"
         tc.forward_backward(isd, "cispo", s["text_config"]).result()
     else:
@@ -222,7 +227,7 @@ def run(app: FakeTinker, base_url: str) -> None:
     sampler3 = resolve(sampler3)
     sampler3.sample(prompt=types.ModelInput.from_ints([1, 2]), num_samples=1, sampling_params=types.SamplingParams(max_tokens=1)).result()
 
-    app.step = "create_training_client_from_state"
+    app.step = "create_training_client_from_state, then forward_backward on it"
     tc2 = sc.create_training_client_from_state(saved.path)
     tc2 = resolve(tc2)
     observed["from_state_model_id"] = tc2.get_info().model_id
@@ -295,10 +300,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", default=str(HERE.parent / "fixtures" / "tinker" / f"sdk-{VERSION}.json"))
-    parser.add_argument("--client-config", default="{}", help="JSON merged into every client config answer (e.g. the flags that make SDKs before 0.25 speak protobuf)")
+    parser.add_argument("--client-config", help="JSON merged into every client config answer (default: the flags SDKs before 0.25 need to speak protobuf, for those)")
     args = parser.parse_args()
     out = Path(args.out)
-    extra = json.loads(args.client_config)
+    extra = json.loads(args.client_config) if args.client_config is not None else (LEGACY_PROTOBUF_FLAGS if version_tuple() < (0, 25) else {})
     app = FakeTinker(configs={PLAIN_KEY: extra, CHUNKED_KEY: {**SCENARIO["chunked"]["client_config"], **extra}})
     app.step = "start"
     original_handle = app.handle

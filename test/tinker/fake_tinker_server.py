@@ -77,9 +77,10 @@ def _i64(values: list[int]) -> bytes:
 class Future:
     def __init__(self, request_type: str, result: Any, *, try_again: list[Any] | None = None):
         self.request_type = request_type
-        # JSON dict, protobuf message, or ("error", message, category)
+        # JSON dict, protobuf message, protobuf bytes, or ("error", message, category)
         self.result = result
-        # Answers given before the result, one per poll: ("try_again", queue_state) or ("http408",).
+        # Answers given before the result, one per poll: ("try_again", queue_state), ("http408",),
+        # or ("json", status, body) as given.
         self.pending = list(try_again or [])
 
 
@@ -99,13 +100,24 @@ class FakeTinker:
         self.checkpoints: dict[str, list[dict[str, Any]]] = {}
         self.deleted: list[str] = []
         self.finished: dict[str, Any] = {}
+        # Answers to use instead of the fake's own, consumed in order: "forward_backward" and "asample"
+        # take protobuf result bytes, "optim_step" a JSON result, "pending" a JSON answer to the first
+        # poll of the next future (check_wire.py feeds libs/tinker-wire's encodings through these).
+        self.overrides: dict[str, list[Any]] = {}
 
     # ---- ids -------------------------------------------------------------------------------
     def _next(self, kind: str) -> int:
         self.counters[kind] = self.counters.get(kind, 0) + 1
         return self.counters[kind]
 
+    def _override(self, kind: str) -> Any:
+        queue = self.overrides.get(kind)
+        return queue.pop(0) if queue else None
+
     def _future(self, fut: Future, **extra: Any) -> dict[str, Any]:
+        pending = self._override("pending")
+        if pending is not None:
+            fut.pending = [("json", 200, pending)]
         request_id = f"req-{self._next('request')}"
         self.futures[request_id] = fut
         return {"request_id": request_id, **extra}
@@ -324,7 +336,8 @@ class FakeTinker:
         outputs.metrics["datums:sum"] = float(len(msg.data))
         kind = "Forward" if msg.forward_only else "ForwardBackward"
         pending = [("http408",)] if msg.forward_only else [("try_again", "active")]
-        return 200, self._future(Future(kind, outputs, try_again=pending), model_id=msg.model_id), None
+        result = self._override("forward_backward") or outputs
+        return 200, self._future(Future(kind, result, try_again=pending), model_id=msg.model_id), None
 
     def optim_step(self, body: dict[str, Any]):
         params = body.get("adam_params") or body.get("optim_params") or {}
@@ -332,6 +345,9 @@ class FakeTinker:
             fut = Future("OptimStep", ("error", f"learning_rate must be non-negative, got {params['learning_rate']}", "user"))
         else:
             fut = Future("OptimStep", {"metrics": {"grad_norm:mean": 0.5, "learning_rate:mean": params.get("learning_rate", 0)}})
+        override = self._override("optim_step")
+        if override is not None:
+            fut.result = override
         return 200, self._future(fut, model_id=body["model_id"]), None
 
     def _checkpoint(self, model_id: str, kind: str, name: str, path: str):
@@ -399,7 +415,8 @@ class FakeTinker:
             else:
                 tensor.dense = values
         sequence_ids = [f"{body['sampling_session_id']}:seq:{body['seq_id']}:{i}" for i in range(n)]
-        return 200, self._future(Future("Sample", resp, try_again=[("try_again", "paused_rate_limit")]), sample_sequence_ids=sequence_ids), None
+        result = self._override("asample") or resp
+        return 200, self._future(Future("Sample", result, try_again=[("try_again", "paused_rate_limit")]), sample_sequence_ids=sequence_ids), None
 
     # ---- futures ---------------------------------------------------------------------------
     def retrieve_future(self, body: dict[str, Any], headers: dict[str, str]):
@@ -410,12 +427,16 @@ class FakeTinker:
             step = fut.pending.pop(0)
             if step[0] == "http408":
                 return 408, {"type": "try_again", "request_id": body["request_id"], "queue_state": "active"}, None
+            if step[0] == "json":
+                return step[1], step[2], None
             return 200, {"type": "try_again", "request_id": body["request_id"], "queue_state": step[1]}, None
         result = fut.result
         if isinstance(result, tuple) and result[0] == "error":
             return 200, {"error": result[1], "category": result[2]}, None
         if isinstance(result, dict):
             return 200, result, None
+        if isinstance(result, (bytes, bytearray)):
+            return 200, bytes(result), "application/x-protobuf"
         return 200, result.SerializeToString(), "application/x-protobuf"
 
 

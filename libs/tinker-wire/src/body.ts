@@ -69,13 +69,36 @@ export function decodeBody(body: Uint8Array, contentEncoding?: string | null, li
  * ```
  */
 export function decompressZstd(data: Uint8Array, maxBytes: number): Uint8Array {
-  const declared = walkFrames(data);
+  const frames = walkFrames(data);
+  const declared = frames.every((f) => f.size !== undefined) ? frames.reduce((n, f) => n + f.size!, 0) : undefined;
   if (declared !== undefined && declared > maxBytes) {
     throw new TinkerWireError('TINKER_WIRE_TOO_LARGE', `the zstd body declares ${declared} bytes, over the limit of ${maxBytes}`, 'body');
   }
+  // Node's one-shot decoder stops after the first frame: decode them one by one.
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (const frame of frames) {
+    const out = decompressFrame(data.subarray(frame.start, frame.end), maxBytes - total);
+    if (frame.size !== undefined && out.byteLength !== frame.size) {
+      throw new TinkerWireError('TINKER_WIRE_BAD_ENCODING', `a zstd frame decompressed to ${out.byteLength} bytes, not the ${frame.size} it declares`, 'body');
+    }
+    parts.push(out);
+    total += out.byteLength;
+  }
+  if (parts.length === 1) return parts[0];
+  const joined = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    joined.set(p, at);
+    at += p.byteLength;
+  }
+  return joined;
+}
+
+function decompressFrame(frame: Uint8Array, maxBytes: number): Uint8Array {
   let out: Buffer;
   try {
-    out = zstdDecompress(data, Math.max(1, maxBytes), ZSTD_WINDOW_LOG_MAX);
+    out = zstdDecompress(frame, Math.max(1, maxBytes), ZSTD_WINDOW_LOG_MAX);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ERR_BUFFER_TOO_LARGE') {
@@ -86,26 +109,24 @@ export function decompressZstd(data: Uint8Array, maxBytes: number): Uint8Array {
     }
     throw new TinkerWireError('TINKER_WIRE_BAD_ENCODING', `the zstd body is damaged: ${err.message}`, 'body');
   }
-  if (declared !== undefined && out.byteLength !== declared) {
-    throw new TinkerWireError('TINKER_WIRE_BAD_ENCODING', `the zstd body decompressed to ${out.byteLength} bytes, not the ${declared} it declares`, 'body');
-  }
   return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
 }
 
 /**
- * Walks the frames' headers and block headers (RFC 8878 §3.1.1) without decoding. Returns the sum of
- * the frames' declared content sizes, or undefined when a frame does not declare one. Refuses skippable
- * and unknown frames, reserved bits and block types, and a body that ends inside a frame.
+ * Walks the frames' headers and block headers (RFC 8878 §3.1.1) without decoding, and returns where
+ * each frame lies and the content size it declares, if any. Refuses skippable and unknown frames,
+ * reserved bits and block types, and a body that ends inside a frame.
  */
-function walkFrames(data: Uint8Array): number | undefined {
+function walkFrames(data: Uint8Array): Array<{ start: number; end: number; size?: number }> {
   const bad = (why: string): never => {
     throw new TinkerWireError('TINKER_WIRE_BAD_ENCODING', `not a complete zstd body: ${why}`, 'body');
   };
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const frames: Array<{ start: number; end: number; size?: number }> = [];
   let pos = 0;
-  let total: number | undefined = 0;
   if (data.byteLength === 0) bad('it is empty');
   while (pos < data.byteLength) {
+    const start = pos;
     if (pos + 5 > data.byteLength) bad(`it ends inside a frame header at byte ${pos}`);
     if (view.getUint32(pos, true) !== ZSTD_MAGIC) bad(`no zstd frame starts at byte ${pos}`);
     const descriptor = data[pos + 4];
@@ -125,7 +146,6 @@ function walkFrames(data: Uint8Array): number | undefined {
     else if (sizeBytes === 4) size = view.getUint32(pos, true);
     else if (sizeBytes === 8) size = Number(view.getBigUint64(pos, true));
     pos += sizeBytes;
-    total = size === undefined || total === undefined ? undefined : total + size;
     for (;;) {
       if (pos + 3 > data.byteLength) bad('it ends inside a block header');
       const header = data[pos] | (data[pos + 1] << 8) | (data[pos + 2] << 16);
@@ -140,6 +160,7 @@ function walkFrames(data: Uint8Array): number | undefined {
     }
     pos += checksum ? 4 : 0;
     if (pos > data.byteLength) bad('it ends inside a frame checksum');
+    frames.push(size === undefined ? { start, end: pos } : { start, end: pos, size });
   }
-  return total;
+  return frames;
 }
