@@ -213,6 +213,9 @@ class FakeTinker:
                 "type": "get_info",
             }, None
         if method == "POST" and p == "forward_backward":
+            if not isinstance(body, pb.ForwardBackwardRequest):
+                # SDKs before 0.25 send JSON unless the client config asks for protobuf: a 4xx stops them at once.
+                return 415, {"detail": "forward_backward takes protobuf; answer client/config with proto_write_fwdbwd and fwd_via_fwdbwd"}, None
             return self.forward_backward(body)
         if method == "POST" and p == "optim_step":
             return self.optim_step(body)

@@ -41,17 +41,27 @@ function normalize(value: OutputTensorInput): Normalized {
   return { dtype: value.dtype, data: value.data, trailingShape: value.trailingShape ?? [] };
 }
 
+/** Choices for {@link encodeForwardBackwardOutput}. */
+export interface ForwardBackwardEncodeOptions {
+  /**
+   * Let an output's dtype or trailing shape differ between datums (ragged outputs). Each change starts
+   * a new ArrayRecord, which SDK 0.24.1 and later read per record; earlier SDKs apply the first
+   * record's layout to all and misread the rest, so the default refuses such a result.
+   */
+  mixedLayouts?: boolean;
+}
+
 /**
  * A result as protobuf bytes, for `retrieve_future` with `Content-Type: application/x-protobuf`. Datums
- * whose outputs share dtype and trailing shape go in one ArrayRecord; a change starts the next one (the
- * SDK concatenates records in order).
+ * whose outputs share dtype and trailing shape go in one ArrayRecord; with `mixedLayouts`, a change
+ * starts the next one (the SDK concatenates records in order).
  *
  * @example
  * ```ts
  * const bytes = encodeForwardBackwardOutput({ lossFnOutputs: [{ logprobs: new Float32Array([-0.5, -1.25]) }], metrics: { 'loss:sum': 1.75 } });
  * ```
  */
-export function encodeForwardBackwardOutput(result: ForwardBackwardResult): Uint8Array {
+export function encodeForwardBackwardOutput(result: ForwardBackwardResult, options: ForwardBackwardEncodeOptions = {}): Uint8Array {
   for (const key of Object.keys(result.metrics)) {
     if (!METRIC_KEY.test(key)) {
       throw new TinkerWireError('TINKER_WIRE_CANNOT_ENCODE', `metric key ${JSON.stringify(key)} is not name:reduction with a reduction of ${METRIC_REDUCTIONS.join(', ')}`, 'metrics');
@@ -69,6 +79,13 @@ export function encodeForwardBackwardOutput(result: ForwardBackwardResult): Uint
         throw new TinkerWireError('TINKER_WIRE_CANNOT_ENCODE', `datum ${i} has outputs [${these.join(', ')}], datum 0 has [${names.join(', ')}]`, `loss_fn_outputs[${i}]`);
       }
       if (sameLayout(outputs[i - 1], outputs[i])) continue;
+      if (!options.mixedLayouts) {
+        throw new TinkerWireError(
+          'TINKER_WIRE_CANNOT_ENCODE',
+          `datum ${i} has another dtype or trailing shape than datum ${i - 1} for some output; SDKs before 0.24.1 misread that (pass mixedLayouts for newer ones)`,
+          `loss_fn_outputs[${i}]`,
+        );
+      }
     }
     records.push(buildRecord(outputs.slice(start, i), names, start, type));
     start = i;

@@ -22,7 +22,7 @@ export type {
   ProvenanceSpanPlain,
 } from './forward-backward-request';
 export { encodeForwardBackwardOutput, decodeForwardBackwardOutput, METRIC_REDUCTIONS } from './forward-backward-output';
-export type { ForwardBackwardResult, ForwardBackwardOutputPlain, OutputTensorInput } from './forward-backward-output';
+export type { ForwardBackwardResult, ForwardBackwardOutputPlain, ForwardBackwardEncodeOptions, OutputTensorInput } from './forward-backward-output';
 export { encodeSampleResponse, decodeSampleResponse } from './sample-response';
 export type { SampleResult, SampledSequenceInput, SampleResponsePlain, TopkInput, TopkPlain } from './sample-response';
 export { decodeMessage } from './message';

@@ -34,15 +34,18 @@ describe('forward/backward results: plain outputs in, protobuf out', () => {
     expect(out.lossFnOutputs[1].elementwise_loss.shape).toEqual([1]);
   });
 
-  test('dtypes and trailing shapes: a change starts a new record, bfloat16 rounds to nearest even', () => {
-    const bytes = encodeForwardBackwardOutput({
+  test('dtypes and trailing shapes: with mixedLayouts a change starts a new record; bfloat16 rounds to nearest even', () => {
+    const result = {
       lossFnOutputs: [
         { topk: { dtype: 'int32', data: [1, 2, 3, 4], trailingShape: [2] }, lp: { dtype: 'bfloat16', data: [1.00390625, -3] } },
         { topk: { dtype: 'int32', data: [5, 6], trailingShape: [2] }, lp: { dtype: 'bfloat16', data: [1.01171875] } },
         { topk: { dtype: 'int64', data: [7, 8, 9], trailingShape: [3] }, lp: { dtype: 'bfloat16', data: [0.5] } },
       ],
       metrics: {},
-    });
+    } as const;
+    // SDKs before 0.24.1 read every record with the first one's layout: refused unless asked for.
+    expect(codeOf(() => encodeForwardBackwardOutput(result))).toBe('TINKER_WIRE_CANNOT_ENCODE');
+    const bytes = encodeForwardBackwardOutput(result, { mixedLayouts: true });
     expect(decodeMessage(ForwardBackwardOutputSchema, bytes).lossFnOutputs.map((r) => Number(r.numDatums))).toEqual([2, 1]);
     const out = decodeForwardBackwardOutput(bytes);
     expect(out.lossFnOutputs.map((d) => d.topk.shape)).toEqual([
