@@ -6,6 +6,7 @@ import {
   encodeSampleResponse,
   JSON_FUTURE_RESULTS,
   matchTinkerRoute,
+  proto,
   RECOMMENDED_CLIENT_CONFIG,
   RequestFailedResponse,
   SampleRequest,
@@ -78,11 +79,37 @@ function plainDatum(d: ForwardBackwardRequestPlain['data'][number]) {
 
 const base64 = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
 
+/** What test/tinker/dump_descriptor.py prints: per message, fields by name. */
+type SdkField = { number: number; type?: number; repeated?: boolean; type_name?: string; map?: [number, number, string] };
+type SdkDescriptor = { messages: Record<string, Record<string, SdkField>>; enums: Record<string, Record<string, number>> };
+
+/** Our generated descriptor in the same form. */
+function ourDescriptor(): SdkDescriptor {
+  const short = (n: string) => n.slice(n.lastIndexOf('.') + 1);
+  const messages: SdkDescriptor['messages'] = {};
+  for (const m of proto.file_tinker.proto.messageType) {
+    const entries = new Map(m.nestedType.filter((n) => n.options?.mapEntry).map((n) => [n.name, n]));
+    messages[m.name] = {};
+    for (const f of m.field) {
+      const entry = f.type === 11 ? entries.get(short(f.typeName)) : undefined;
+      messages[m.name][f.name] = entry
+        ? { number: f.number, map: [entry.field[0].type, entry.field[1].type, entry.field[1].typeName ? short(entry.field[1].typeName) : ''] }
+        : { number: f.number, type: f.type, repeated: f.label === 3, type_name: f.typeName ? short(f.typeName) : '' };
+    }
+  }
+  const enums = Object.fromEntries(proto.file_tinker.proto.enumType.map((e) => [e.name, Object.fromEntries(e.value.map((v) => [v.name, v.number]))]));
+  return { messages, enums };
+}
+
 /** The chunk length the chunked session's client config asked for; SDKs before 0.25 have a fixed 1,024. */
 const chunkLength = (version: string) => (versionAtLeast(version, '0.25.0') ? SCENARIO.chunked.client_config.fwdbwd_max_chunk_len : 1024);
 
 /** What each forward_backward step of the scenario put in. */
-function scenarioFor(version: string, exchange: CapturedExchange, plain: ForwardBackwardRequestPlain): { lossFn: string; forwardOnly: boolean; datums: ScenarioDatum[]; config: Record<string, unknown> } | 'sparse' {
+function scenarioFor(
+  version: string,
+  exchange: CapturedExchange,
+  plain: ForwardBackwardRequestPlain,
+): { lossFn: string; forwardOnly: boolean; datums: ScenarioDatum[]; config: Record<string, unknown> } | 'sparse' {
   const ce = SCENARIO.cross_entropy as ScenarioDatum[];
   const is = SCENARIO.importance_sampling as ScenarioDatum[];
   switch (exchange.step) {
@@ -175,9 +202,17 @@ describe.each(SDK_VERSIONS)('tinker %s: what the SDK sent (recorded)', (version)
     expect(bodies.filter((e) => e.headers['content-encoding'] === 'zstd')).toHaveLength(chunks);
     for (const e of bodies) {
       const plain = decodeForwardBackwardRequest(base64(e.body_base64!), { contentEncoding: e.headers['content-encoding'] });
-      const proto = e.body_proto as { model_id: string; seq_id?: number; loss_fn: string; forward_only?: boolean; data: Array<{ model_input: Array<{ encoded_text: { tokens: string } }> }> };
+      const proto = e.body_proto as {
+        model_id: string;
+        seq_id?: number;
+        loss_fn: string;
+        forward_only?: boolean;
+        data: Array<{ model_input: Array<{ encoded_text: { tokens: string } }> }>;
+      };
       expect([plain.modelId, plain.seqId, plain.lossFn, plain.forwardOnly]).toEqual([proto.model_id, proto.seq_id ?? 0, proto.loss_fn, proto.forward_only ?? false]);
-      expect(plain.data.map((d) => Array.from(d.tokens))).toEqual(proto.data.map((d) => d.model_input.flatMap((c) => Array.from(new Int32Array(base64(c.encoded_text.tokens).slice().buffer)))));
+      expect(plain.data.map((d) => Array.from(d.tokens))).toEqual(
+        proto.data.map((d) => d.model_input.flatMap((c) => Array.from(new Int32Array(base64(c.encoded_text.tokens).slice().buffer)))),
+      );
       const expected = scenarioFor(version, e, plain);
       if (expected === 'sparse') {
         const sp = SCENARIO.cross_entropy_sparse;
@@ -199,7 +234,8 @@ describe.each(SDK_VERSIONS)('tinker %s: what the SDK sent (recorded)', (version)
       // Text-valued entries exist since 0.27; older SDKs cannot send them (the script skips that step).
       expect({ ...plain.lossFnConfig }).toEqual(expected.config);
       if (e.step === 'forward_backward with provenance spans') {
-        const spans = (items: Array<{ kind: string; sequence_id: string; offset: number; length: number }>) => items.map((s) => ({ kind: s.kind, sequenceId: s.sequence_id, offset: s.offset, length: s.length }));
+        const spans = (items: Array<{ kind: string; sequence_id: string; offset: number; length: number }>) =>
+          items.map((s) => ({ kind: s.kind, sequenceId: s.sequence_id, offset: s.offset, length: s.length }));
         expect(plain.data[0].modelInputSpans).toEqual(spans(SCENARIO.provenance.model_input));
         expect(plain.data[0].lossFnInputSpans).toEqual(spans(SCENARIO.provenance.loss_fn_inputs));
       }
@@ -239,6 +275,33 @@ describe.each(SDK_VERSIONS)('tinker %s reads what this package writes', (version
   const run = missing ? test.skip : test;
   if (missing) test(`(skipped: ${missing})`, () => undefined);
 
+  run('proto/tinker.proto agrees with the schema embedded in the SDK: same numbers and types for every field both have', async () => {
+    const sdk = JSON.parse(await runWithSdk(version, 'dump_descriptor.py', [])) as SdkDescriptor;
+    const ours = ourDescriptor();
+    // Messages in the SDK's descriptor that no request or result carries (sampling parameters travel as JSON).
+    const unused = ['SamplingParams', 'StopStrings', 'StopTokens'];
+    // Before 0.28 the SDK called TopkLogprobs TopkPromptLogprobs (and its field 4 prompt_length).
+    const ourName = (sdkName: string) => (sdkName === 'TopkPromptLogprobs' ? 'TopkLogprobs' : sdkName);
+    const normalized = (f: SdkField): SdkField => (f.map ? { number: f.number, map: [f.map[0], f.map[1], ourName(f.map[2])] } : { ...f, type_name: ourName(f.type_name ?? '') });
+    for (const [name, fields] of Object.entries(sdk.messages)) {
+      if (unused.includes(name)) continue;
+      const mine = ours.messages[ourName(name)];
+      expect([name, mine !== undefined]).toEqual([name, true]);
+      const byNumber = new Map(Object.values(mine).map((f) => [f.number, f]));
+      for (const [fieldName, f] of Object.entries(fields)) {
+        const other = byNumber.get(f.number);
+        expect([name, fieldName, other && normalized(other)]).toEqual([name, fieldName, normalized(f)]);
+      }
+    }
+    for (const [name, values] of Object.entries(sdk.enums)) expect([name, ours.enums[name]]).toEqual([name, values]);
+    if (version === SDK_VERSIONS[0]) {
+      // The newest release: nothing of ours is missing from it, names included.
+      const sdkFields = Object.entries(sdk.messages).filter(([n]) => !unused.includes(n));
+      expect(Object.keys(ours.messages).sort()).toEqual(sdkFields.map(([n]) => n).sort());
+      for (const [name, fields] of sdkFields) expect([name, Object.keys(ours.messages[name]).sort()]).toEqual([name, Object.keys(fields).sort()]);
+    }
+  });
+
   run(
     'forward/backward and sample results, chunked results, and JSON answers: directly and through the SDK’s HTTP path',
     async () => {
@@ -271,7 +334,10 @@ describe.each(SDK_VERSIONS)('tinker %s reads what this package writes', (version
           },
           { mixedLayouts: true },
         );
-        const datumFb = (lp: number[], loss: number[]) => ({ logprobs: { dtype: 'float32', shape: [lp.length], data: lp }, elementwise_loss: { dtype: 'float32', shape: [loss.length], data: loss } });
+        const datumFb = (lp: number[], loss: number[]) => ({
+          logprobs: { dtype: 'float32', shape: [lp.length], data: lp },
+          elementwise_loss: { dtype: 'float32', shape: [loss.length], data: loss },
+        });
         const sampleBytes = encodeSampleResponse({
           sequences: [
             { stopReason: 'stop', tokens: [5, 151645], logprobs: [-0.25, -0.5] },
@@ -307,7 +373,11 @@ describe.each(SDK_VERSIONS)('tinker %s reads what this package writes', (version
             {
               name: 'two chunks merged by metric suffix',
               chunks_base64: [b64(fbChunk1), b64(fbChunk2)],
-              expect: { loss_fn_output_type: 'ArrayRecord', outputs: [datumFb([-0.5, -1.25], [0.5, 1.25]), datumFb([-2], [2]), datumFb([-0.25], [0.25])], metrics: { 'loss:sum': 4, 'tokens:mean': 4 / 3 } },
+              expect: {
+                loss_fn_output_type: 'ArrayRecord',
+                outputs: [datumFb([-0.5, -1.25], [0.5, 1.25]), datumFb([-2], [2]), datumFb([-0.25], [0.25])],
+                metrics: { 'loss:sum': 4, 'tokens:mean': 4 / 3 },
+              },
             },
             {
               name: 'int32 and bfloat16 outputs with a trailing shape',
@@ -366,7 +436,11 @@ describe.each(SDK_VERSIONS)('tinker %s reads what this package writes', (version
             },
           ],
           json: [
-            { name: 'try_again', type: 'TryAgainResponse', body: TryAgainResponse.parse({ type: 'try_again', request_id: 'r', queue_state: 'paused_capacity', queue_state_reason: 'busy' }) },
+            {
+              name: 'try_again',
+              type: 'TryAgainResponse',
+              body: TryAgainResponse.parse({ type: 'try_again', request_id: 'r', queue_state: 'paused_capacity', queue_state_reason: 'busy' }),
+            },
             { name: 'failed', type: 'RequestFailedResponse', body: RequestFailedResponse.parse({ error: 'learning_rate must be non-negative', category: 'user' }) },
             { name: 'optim metrics', type: 'OptimStepResponse', body: JSON_FUTURE_RESULTS.OptimStep.parse({ metrics: { 'grad_norm:mean': 0.5 } }) },
             { name: 'create_model', type: 'CreateModelResponse', body: JSON_FUTURE_RESULTS.CreateModel.parse({ model_id: 's:train:0', type: 'create_model' }) },
@@ -384,8 +458,15 @@ describe.each(SDK_VERSIONS)('tinker %s reads what this package writes', (version
               TryAgainResponse.parse({ type: 'try_again', request_id: 'r', queue_state: 'active' }),
             ],
             forward_backward_base64: [b64(fbChunk1)],
-            forward_backward_expect: { loss_fn_output_type: 'ArrayRecord', outputs: [datumFb([-0.5, -1.25], [0.5, 1.25]), datumFb([-2], [2])], metrics: { 'loss:sum': 3.75, 'tokens:mean': 1.5 } },
-            optim_step_results: [RequestFailedResponse.parse({ error: 'learning_rate must be non-negative', category: 'user' }), JSON_FUTURE_RESULTS.OptimStep.parse({ metrics: { 'grad_norm:mean': 0.5 } })],
+            forward_backward_expect: {
+              loss_fn_output_type: 'ArrayRecord',
+              outputs: [datumFb([-0.5, -1.25], [0.5, 1.25]), datumFb([-2], [2])],
+              metrics: { 'loss:sum': 3.75, 'tokens:mean': 1.5 },
+            },
+            optim_step_results: [
+              RequestFailedResponse.parse({ error: 'learning_rate must be non-negative', category: 'user' }),
+              JSON_FUTURE_RESULTS.OptimStep.parse({ metrics: { 'grad_norm:mean': 0.5 } }),
+            ],
             optim_step_category: 'user',
             optim_step_metrics: { 'grad_norm:mean': 0.5 },
             asample_base64: [b64(sampleBytes)],

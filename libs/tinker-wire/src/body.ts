@@ -56,7 +56,8 @@ export function decodeBody(body: Uint8Array, contentEncoding?: string | null, li
     }
     return body;
   }
-  if (encoding !== 'zstd') throw new TinkerWireError('TINKER_WIRE_BAD_ENCODING', `Content-Encoding ${JSON.stringify(encoding)} is not supported (zstd or none)`, 'content-encoding');
+  if (encoding !== 'zstd')
+    throw new TinkerWireError('TINKER_WIRE_BAD_ENCODING', `Content-Encoding ${JSON.stringify(encoding)} is not supported (zstd or none)`, 'content-encoding');
   return decompressZstd(body, maxDecodedBytes);
 }
 

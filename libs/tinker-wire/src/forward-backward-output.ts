@@ -64,7 +64,11 @@ export interface ForwardBackwardEncodeOptions {
 export function encodeForwardBackwardOutput(result: ForwardBackwardResult, options: ForwardBackwardEncodeOptions = {}): Uint8Array {
   for (const key of Object.keys(result.metrics)) {
     if (!METRIC_KEY.test(key)) {
-      throw new TinkerWireError('TINKER_WIRE_CANNOT_ENCODE', `metric key ${JSON.stringify(key)} is not name:reduction with a reduction of ${METRIC_REDUCTIONS.join(', ')}`, 'metrics');
+      throw new TinkerWireError(
+        'TINKER_WIRE_CANNOT_ENCODE',
+        `metric key ${JSON.stringify(key)} is not name:reduction with a reduction of ${METRIC_REDUCTIONS.join(', ')}`,
+        'metrics',
+      );
     }
   }
   const outputs = result.lossFnOutputs.map((datum) => Object.entries(datum).map(([name, value]) => [name, normalize(value)] as const));
@@ -110,7 +114,8 @@ function buildRecord(datums: DatumOutputs[], names: string[], first: number, typ
       const t = new Map(d).get(name)!;
       const per = t.trailingShape.reduce((p, n) => p * n, 1);
       const field = `loss_fn_outputs[${first + k}].${name}`;
-      if (t.trailingShape.some((n) => !Number.isInteger(n) || n < 0)) throw new TinkerWireError('TINKER_WIRE_CANNOT_ENCODE', `trailing shape [${t.trailingShape.join(', ')}] is not a shape`, field);
+      if (t.trailingShape.some((n) => !Number.isInteger(n) || n < 0))
+        throw new TinkerWireError('TINKER_WIRE_CANNOT_ENCODE', `trailing shape [${t.trailingShape.join(', ')}] is not a shape`, field);
       if (per === 0 ? t.data.length !== 0 : t.data.length % per !== 0) {
         throw new TinkerWireError('TINKER_WIRE_CANNOT_ENCODE', `${t.data.length} values are not a whole number of positions of shape [${t.trailingShape.join(', ')}]`, field);
       }

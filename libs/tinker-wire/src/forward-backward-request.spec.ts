@@ -51,10 +51,14 @@ function bodyWith(tensor: Tensor, extra: Partial<{ datums: number }> = {}): Uint
     modelInput: [create(ChunkSchema, { chunk: { case: 'encodedText', value: { $typeName: 'tinker_public.EncodedTextChunk', tokens: new Uint8Array(4) } } })],
     lossFnInputs: { weights: tensor },
   });
-  return toBinary(ForwardBackwardRequestSchema, create(ForwardBackwardRequestSchema, { modelId: 'm', seqId: 1, lossFn: 'cross_entropy', data: Array.from({ length: extra.datums ?? 1 }, () => datum) }));
+  return toBinary(
+    ForwardBackwardRequestSchema,
+    create(ForwardBackwardRequestSchema, { modelId: 'm', seqId: 1, lossFn: 'cross_entropy', data: Array.from({ length: extra.datums ?? 1 }, () => datum) }),
+  );
 }
 
-const dense = (bytes: number[], shape: number[], dtype = DType.DTYPE_FLOAT32) => create(TensorSchema, { dtype, shape: shape.map(BigInt), encoding: { case: 'dense', value: new Uint8Array(bytes) } });
+const dense = (bytes: number[], shape: number[], dtype = DType.DTYPE_FLOAT32) =>
+  create(TensorSchema, { dtype, shape: shape.map(BigInt), encoding: { case: 'dense', value: new Uint8Array(bytes) } });
 
 describe('forward_backward request: protobuf in, plain arrays out', () => {
   test.each([false, true])('round trip, zstd %s: tokens, loss inputs (dense and CSR), spans, config', (compress) => {
@@ -93,7 +97,11 @@ describe('forward_backward request: protobuf in, plain arrays out', () => {
     const body = encodeForwardBackwardRequest(request);
     for (const cut of [1, 2, 5, 17]) expect([cut, codeOf(() => decodeForwardBackwardRequest(body.subarray(0, body.length - cut)))]).toEqual([cut, 'TINKER_WIRE_BAD_PROTOBUF']);
     // field 3 (data) declaring 2^31 - 1 bytes, holding 3
-    const huge = new BinaryWriter().tag(3, WireType.LengthDelimited).uint32(0x7fffffff).raw(new Uint8Array([1, 2, 3])).finish();
+    const huge = new BinaryWriter()
+      .tag(3, WireType.LengthDelimited)
+      .uint32(0x7fffffff)
+      .raw(new Uint8Array([1, 2, 3]))
+      .finish();
     expect(codeOf(() => decodeForwardBackwardRequest(huge))).toBe('TINKER_WIRE_BAD_PROTOBUF');
     // a varint that never ends
     expect(codeOf(() => decodeForwardBackwardRequest(new Uint8Array([0x10, ...new Array(12).fill(0xff)])))).toBe('TINKER_WIRE_BAD_PROTOBUF');
@@ -104,7 +112,16 @@ describe('forward_backward request: protobuf in, plain arrays out', () => {
     for (let i = 0; i < 200_000; i++) groups.tag(99, WireType.StartGroup);
     expect(codeOf(() => decodeForwardBackwardRequest(groups.finish()))).toBe('TINKER_WIRE_BAD_PROTOBUF');
     // invalid UTF-8 in model_id
-    expect(codeOf(() => decodeForwardBackwardRequest(new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(new Uint8Array([0xc3, 0x28])).finish()))).toBe('TINKER_WIRE_BAD_PROTOBUF');
+    expect(
+      codeOf(() =>
+        decodeForwardBackwardRequest(
+          new BinaryWriter()
+            .tag(1, WireType.LengthDelimited)
+            .bytes(new Uint8Array([0xc3, 0x28]))
+            .finish(),
+        ),
+      ),
+    ).toBe('TINKER_WIRE_BAD_PROTOBUF');
   });
 
   test('tensor bytes that cannot be what they claim fail with TINKER_WIRE_INVALID, naming the field', () => {
@@ -118,9 +135,11 @@ describe('forward_backward request: protobuf in, plain arrays out', () => {
     expect(err?.code).toBe('TINKER_WIRE_INVALID');
     expect(err?.field).toBe('data[0].loss_fn_inputs.weights.dense');
     expect(codeOf(() => decodeForwardBackwardRequest(bodyWith(dense([0, 0, 128, 63], [2]))))).toBe('TINKER_WIRE_INVALID');
-    expect(codeOf(() => decodeForwardBackwardRequest(bodyWith(create(TensorSchema, { dtype: DType.DTYPE_FLOAT32, shape: [-1n], encoding: { case: 'dense', value: new Uint8Array(0) } }))))).toBe(
-      'TINKER_WIRE_INVALID',
-    );
+    expect(
+      codeOf(() =>
+        decodeForwardBackwardRequest(bodyWith(create(TensorSchema, { dtype: DType.DTYPE_FLOAT32, shape: [-1n], encoding: { case: 'dense', value: new Uint8Array(0) } }))),
+      ),
+    ).toBe('TINKER_WIRE_INVALID');
     const csr = (crow: number[], col: number[], values: number[], shape: number[]) =>
       create(TensorSchema, {
         dtype: DType.DTYPE_FLOAT32,
@@ -136,12 +155,32 @@ describe('forward_backward request: protobuf in, plain arrays out', () => {
       });
     expect(decodeForwardBackwardRequest(bodyWith(csr([0, 1, 2], [1, 0], [5, 6], [2, 2]))).data[0].lossFnInputs.weights.data).toEqual(new Float32Array([0, 5, 6, 0]));
     for (const [crow, col, values, shape] of [
-      [[1, 1, 2], [1, 0], [5, 6], [2, 2]], // does not start at 0
-      [[0, 2, 1], [1, 0], [5, 6], [2, 2]], // decreases
-      [[0, 1, 2], [2, 0], [5, 6], [2, 2]], // column out of range
+      [
+        [1, 1, 2],
+        [1, 0],
+        [5, 6],
+        [2, 2],
+      ], // does not start at 0
+      [
+        [0, 2, 1],
+        [1, 0],
+        [5, 6],
+        [2, 2],
+      ], // decreases
+      [
+        [0, 1, 2],
+        [2, 0],
+        [5, 6],
+        [2, 2],
+      ], // column out of range
       [[0, 1], [0], [5], [1, 2, 1]], // not 2-D
       [[0, 1, 2], [0], [5, 6], [2, 2]], // one column for two values
-      [[0, 1, 2, 2], [0, 0], [5, 6], [2, 2]], // too many row pointers
+      [
+        [0, 1, 2, 2],
+        [0, 0],
+        [5, 6],
+        [2, 2],
+      ], // too many row pointers
     ] as const) {
       expect([crow, codeOf(() => decodeForwardBackwardRequest(bodyWith(csr([...crow], [...col], [...values], [...shape]))))]).toEqual([crow, 'TINKER_WIRE_INVALID']);
     }
@@ -166,11 +205,20 @@ describe('forward_backward request: protobuf in, plain arrays out', () => {
       ForwardBackwardRequestSchema,
       create(ForwardBackwardRequestSchema, {
         modelId: 'm',
-        data: [create(DatumSchema, { modelInput: [create(ChunkSchema, { chunk: { case: 'image', value: create(ImageChunkSchema, { data: new Uint8Array([137, 80]), format: 'png', expectedTokens: 4 }) } })] })],
+        data: [
+          create(DatumSchema, {
+            modelInput: [create(ChunkSchema, { chunk: { case: 'image', value: create(ImageChunkSchema, { data: new Uint8Array([137, 80]), format: 'png', expectedTokens: 4 }) } })],
+          }),
+        ],
       }),
     );
     expect(codeOf(() => decodeForwardBackwardRequest(withImage))).toBe('TINKER_WIRE_UNSUPPORTED');
-    expect(decodeForwardBackwardRequest(withImage, { textOnly: false }).data[0].modelInput[0]).toEqual({ type: 'image', data: new Uint8Array([137, 80]), format: 'png', expectedTokens: 4 });
+    expect(decodeForwardBackwardRequest(withImage, { textOnly: false }).data[0].modelInput[0]).toEqual({
+      type: 'image',
+      data: new Uint8Array([137, 80]),
+      format: 'png',
+      expectedTokens: 4,
+    });
   });
 
   test('a loss input named __proto__ stays an ordinary entry: nothing is polluted', () => {

@@ -146,7 +146,9 @@ function chunkToPlain(chunk: ChunkOneof, field: string, textOnly: boolean, budge
         data: chunk.value.data,
         format: chunk.value.format,
         ...(chunk.value.expectedTokens === undefined ? {} : { expectedTokens: chunk.value.expectedTokens }),
-        ...(chunk.value.overrideDimensions === undefined ? {} : { overrideDimensions: { width: chunk.value.overrideDimensions.width, height: chunk.value.overrideDimensions.height } }),
+        ...(chunk.value.overrideDimensions === undefined
+          ? {}
+          : { overrideDimensions: { width: chunk.value.overrideDimensions.width, height: chunk.value.overrideDimensions.height } }),
       };
     default:
       throw new TinkerWireError('TINKER_WIRE_INVALID', 'a chunk holds nothing', field);
@@ -264,6 +266,9 @@ function chunkToProto(chunk: Exclude<DatumInput['modelInput'], ArrayLike<number>
 function spanToProto(span: ProvenanceSpanPlain): ProvenanceSpan {
   const value = { sequenceId: span.sequenceId, offset: BigInt(span.offset), length: BigInt(span.length) };
   return create(ProvenanceSpanSchema, {
-    span: span.kind === 'prompt' ? { case: 'promptTokens', value: create(PromptProvenanceSpanSchema, value) } : { case: 'sampledTokens', value: create(SampledProvenanceSpanSchema, value) },
+    span:
+      span.kind === 'prompt'
+        ? { case: 'promptTokens', value: create(PromptProvenanceSpanSchema, value) }
+        : { case: 'sampledTokens', value: create(SampledProvenanceSpanSchema, value) },
   });
 }

@@ -75,7 +75,9 @@ describe('forward/backward results: plain outputs in, protobuf out', () => {
       expect(codeOf(() => encodeForwardBackwardOutput({ lossFnOutputs: [], metrics: { [key]: 1 } }))).toBeUndefined();
     }
     expect(codeOf(() => encodeForwardBackwardOutput({ lossFnOutputs: [{ logprobs: [1] }, { elementwise_loss: [1] }], metrics: {} }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
-    expect(codeOf(() => encodeForwardBackwardOutput({ lossFnOutputs: [{ x: { dtype: 'float32', data: [1, 2, 3], trailingShape: [2] } }], metrics: {} }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
+    expect(codeOf(() => encodeForwardBackwardOutput({ lossFnOutputs: [{ x: { dtype: 'float32', data: [1, 2, 3], trailingShape: [2] } }], metrics: {} }))).toBe(
+      'TINKER_WIRE_CANNOT_ENCODE',
+    );
     expect(codeOf(() => encodeForwardBackwardOutput({ lossFnOutputs: [{ x: { dtype: 'int32', data: [1.5] } }], metrics: {} }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
   });
 
@@ -121,7 +123,9 @@ describe('sample results: plain sequences in, protobuf out', () => {
   test('logprobs that do not match the tokens, non-integer tokens and ragged top-k are refused', () => {
     expect(codeOf(() => encodeSampleResponse({ sequences: [{ stopReason: 'stop', tokens: [1, 2], logprobs: [-1] }] }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
     expect(codeOf(() => encodeSampleResponse({ sequences: [{ stopReason: 'stop', tokens: [1.5] }] }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
-    expect(codeOf(() => encodeSampleResponse({ sequences: [{ stopReason: 'stop', tokens: [1], topkLogprobs: { k: 2, tokenIds: [1, 2, 3], logprobs: [1, 2, 3] } }] }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
+    expect(codeOf(() => encodeSampleResponse({ sequences: [{ stopReason: 'stop', tokens: [1], topkLogprobs: { k: 2, tokenIds: [1, 2, 3], logprobs: [1, 2, 3] } }] }))).toBe(
+      'TINKER_WIRE_CANNOT_ENCODE',
+    );
     expect(codeOf(() => encodeSampleResponse({ sequences: [], topkPromptLogprobs: { k: 0, tokenIds: [], logprobs: [] } }))).toBe('TINKER_WIRE_CANNOT_ENCODE');
   });
 });

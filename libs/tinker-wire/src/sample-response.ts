@@ -147,7 +147,10 @@ export function decodeSampleResponse(bytes: Uint8Array): SampleResponsePlain {
       if (s.stopReason !== StopReason.STOP && s.stopReason !== StopReason.LENGTH) {
         throw new TinkerWireError('TINKER_WIRE_INVALID', `unknown stop reason ${s.stopReason}`, `sequences[${i}].stop_reason`);
       }
-      const seq: SampleResponsePlain['sequences'][number] = { stopReason: s.stopReason === StopReason.STOP ? 'stop' : 'length', tokens: readInt32(s.tokens, `sequences[${i}].tokens`) };
+      const seq: SampleResponsePlain['sequences'][number] = {
+        stopReason: s.stopReason === StopReason.STOP ? 'stop' : 'length',
+        tokens: readInt32(s.tokens, `sequences[${i}].tokens`),
+      };
       if (s.logprobs !== undefined && s.logprobs.byteLength > 0) seq.logprobs = readFloat32(s.logprobs, `sequences[${i}].logprobs`);
       const t = topk(s.topkSampledLogprobs, `sequences[${i}].topk_sampled_logprobs`);
       if (t) seq.topkLogprobs = t;

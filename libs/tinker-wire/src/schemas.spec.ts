@@ -15,7 +15,11 @@ describe('JSON bodies: zod schemas named after the SDK types', () => {
     expect(model.optimizer_config).toEqual({ type: 'adamw' });
     expect(model.lora_config).toEqual({ rank: 8, train_unembed: true, train_mlp: true, train_attn: true });
     expect('from_a_newer_sdk' in model).toBe(false);
-    expect(SampleRequest.parse({ prompt: { chunks: [] }, sampling_params: {} })).toMatchObject({ num_samples: 1, topk_prompt_logprobs: 0, sampling_params: { temperature: 1, top_k: -1, top_p: 1 } });
+    expect(SampleRequest.parse({ prompt: { chunks: [] }, sampling_params: {} })).toMatchObject({
+      num_samples: 1,
+      topk_prompt_logprobs: 0,
+      sampling_params: { temperature: 1, top_k: -1, top_p: 1 },
+    });
     expect(FutureRetrieveRequest.parse({ request_id: 'r' }).allow_metadata_only).toBe(false);
   });
 
@@ -40,8 +44,10 @@ describe('JSON bodies: zod schemas named after the SDK types', () => {
   });
 
   test('tinker paths and checkpoint names follow the SDK parser: three parts, a known kind, no "/" in a name', () => {
-    for (const ok of ['tinker://s:train:0/weights/ckpt-1', 'tinker://run/sampler_weights/000020', 'tinker://run/external_weights/final']) expect(TinkerPath.safeParse(ok).success).toBe(true);
-    for (const bad of ['tinker://run/weights', 'tinker://run/weights/a/b', 'tinker://run/checkpoints/a', 'file:///etc/passwd', 'tinker:///weights/a']) expect([bad, TinkerPath.safeParse(bad).success]).toEqual([bad, false]);
+    for (const ok of ['tinker://s:train:0/weights/ckpt-1', 'tinker://run/sampler_weights/000020', 'tinker://run/external_weights/final'])
+      expect(TinkerPath.safeParse(ok).success).toBe(true);
+    for (const bad of ['tinker://run/weights', 'tinker://run/weights/a/b', 'tinker://run/checkpoints/a', 'file:///etc/passwd', 'tinker:///weights/a'])
+      expect([bad, TinkerPath.safeParse(bad).success]).toEqual([bad, false]);
     expect(CheckpointName.safeParse('step 10').success).toBe(true);
     expect(CheckpointName.safeParse('a\nb').success).toBe(false);
   });
@@ -59,7 +65,10 @@ describe('JSON bodies: zod schemas named after the SDK types', () => {
 
 describe('route table', () => {
   test('matches paths with ids holding ":" and checkpoint ids holding "/"', () => {
-    expect(matchTinkerRoute('DELETE', '/api/v1/training_runs/s:train:0/checkpoints/sampler_weights/final')?.params).toEqual({ training_run_id: 's:train:0', checkpoint: 'sampler_weights/final' });
+    expect(matchTinkerRoute('DELETE', '/api/v1/training_runs/s:train:0/checkpoints/sampler_weights/final')?.params).toEqual({
+      training_run_id: 's:train:0',
+      checkpoint: 'sampler_weights/final',
+    });
     expect(matchTinkerRoute('GET', '/api/v1/samplers/s%3Asample%3A1')?.params.sampler_id).toBe('s:sample:1');
     expect(matchTinkerRoute('POST', '/api/v1/sessions/abc/finish')?.route.request).toBe(ClientSessionFinishRequest);
     expect(matchTinkerRoute('GET', '/api/v1/training_runs/x/checkpoints/other/a')).toBeUndefined();

@@ -126,9 +126,12 @@ export function tensorFromProto(tensor: Tensor, field: string, budget: ElementBu
     const values = readValues(encoding.value.values, dtype, `${field}.sparse_csr.values`);
     const crow = readInt64AsNumbers(encoding.value.crowIndices, `${field}.sparse_csr.crow_indices`, 0, values.length);
     const col = readInt64AsNumbers(encoding.value.colIndices, `${field}.sparse_csr.col_indices`, 0, cols - 1);
-    if (crow.length !== rows + 1) throw new TinkerWireError('TINKER_WIRE_INVALID', `${crow.length} row pointers for ${rows} rows (need ${rows + 1})`, `${field}.sparse_csr.crow_indices`);
-    if (col.length !== values.length) throw new TinkerWireError('TINKER_WIRE_INVALID', `${col.length} column indices for ${values.length} values`, `${field}.sparse_csr.col_indices`);
-    if (crow[0] !== 0 || crow[rows] !== values.length) throw new TinkerWireError('TINKER_WIRE_INVALID', `row pointers must run from 0 to ${values.length}`, `${field}.sparse_csr.crow_indices`);
+    if (crow.length !== rows + 1)
+      throw new TinkerWireError('TINKER_WIRE_INVALID', `${crow.length} row pointers for ${rows} rows (need ${rows + 1})`, `${field}.sparse_csr.crow_indices`);
+    if (col.length !== values.length)
+      throw new TinkerWireError('TINKER_WIRE_INVALID', `${col.length} column indices for ${values.length} values`, `${field}.sparse_csr.col_indices`);
+    if (crow[0] !== 0 || crow[rows] !== values.length)
+      throw new TinkerWireError('TINKER_WIRE_INVALID', `row pointers must run from 0 to ${values.length}`, `${field}.sparse_csr.crow_indices`);
     const data = newValues(dtype, size);
     const cells = data as unknown as { [index: number]: number | bigint };
     for (let r = 0; r < rows; r++) {

@@ -48,7 +48,10 @@ export const TensorData = z
     sparse_crow_indices: z.array(Count).nullish(),
     sparse_col_indices: z.array(Count).nullish(),
   })
-  .refine((t) => (t.sparse_crow_indices == null) === (t.sparse_col_indices == null), { message: 'sparse_crow_indices and sparse_col_indices come together', path: ['sparse_col_indices'] });
+  .refine((t) => (t.sparse_crow_indices == null) === (t.sparse_col_indices == null), {
+    message: 'sparse_crow_indices and sparse_col_indices come together',
+    path: ['sparse_col_indices'],
+  });
 export type TensorData = z.output<typeof TensorData>;
 
 export const EncodedTextChunk = z.object({ type: z.literal('encoded_text'), tokens: z.array(TokenId) });

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { Count, Id } from './common.schemas';
-import { LoadWeightsResponse, CreateModelResponse, OptimStepResponse, SaveWeightsExternalResponse, SaveWeightsForSamplerResponseInternal, SaveWeightsResponse } from './training.schemas';
+import {
+  LoadWeightsResponse,
+  CreateModelResponse,
+  OptimStepResponse,
+  SaveWeightsExternalResponse,
+  SaveWeightsForSamplerResponseInternal,
+  SaveWeightsResponse,
+} from './training.schemas';
 
 /**
  * Futures. A submission answers {@link UntypedAPIFuture} at once; the SDK then polls

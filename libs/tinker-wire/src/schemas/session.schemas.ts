@@ -95,7 +95,10 @@ export type SessionHeartbeatResponse = z.output<typeof SessionHeartbeatResponse>
 /** `POST /api/v1/sessions/{session_id}/finish` (SDK 0.28+, `ServiceClient.close`); any 2xx, body ignored. */
 export const ClientSessionFinishRequest = z.object({
   reason: z.object({ type: z.enum(['success', 'errored', 'interrupted']) }),
-  detail: z.string().max(64 * 1024).nullish(),
+  detail: z
+    .string()
+    .max(64 * 1024)
+    .nullish(),
 });
 export type ClientSessionFinishRequest = z.output<typeof ClientSessionFinishRequest>;
 

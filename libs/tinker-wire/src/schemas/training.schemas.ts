@@ -149,7 +149,10 @@ export const LoadWeightsRequest = z
     base_model: z.string().max(MAX_ID_CHARS).nullish(),
     user_metadata: UserMetadata.nullish(),
     optimizer_config: OptimizerConfig.nullish(),
-    weights_access_token: z.string().max(4 * MAX_ID_CHARS).nullish(),
+    weights_access_token: z
+      .string()
+      .max(4 * MAX_ID_CHARS)
+      .nullish(),
     type: z.literal('load_weights').optional(),
   })
   .refine((r) => (r.model_id != null) !== (r.session_id != null && r.model_seq_id != null), {
