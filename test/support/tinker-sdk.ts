@@ -57,11 +57,11 @@ export function loadCapture(version: string): Capture {
 
 export const SCENARIO = JSON.parse(readFileSync(join(TINKER_FIXTURES, 'scenario.json'), 'utf8'));
 
-/** Why Python with this SDK release cannot run here, or undefined when it can. */
+/** Why Python with this SDK release cannot run here, or undefined when it can (setup-sdk.sh lists what it installed in .venv-tinker/ready). */
 export function sdkMissing(version: string): string | undefined {
-  if (!existsSync(join(VENV, 'bin', 'python'))) return 'no .venv-tinker (run sh test/tinker/setup-sdk.sh)';
-  const newest = SDK_VERSIONS[0];
-  if (version !== newest && !existsSync(join(VENV, 'sdk', version, 'tinker'))) return `no .venv-tinker/sdk/${version} (run sh test/tinker/setup-sdk.sh)`;
+  const ready = join(VENV, 'ready');
+  if (!existsSync(ready)) return 'no .venv-tinker (run sh test/tinker/setup-sdk.sh)';
+  if (!readFileSync(ready, 'utf8').split('\n').includes(version)) return `tinker ${version} is not in .venv-tinker (run sh test/tinker/setup-sdk.sh)`;
   return undefined;
 }
 

@@ -14,7 +14,7 @@ export type ClientConfigRequest = z.output<typeof ClientConfigRequest>;
  * The client config answer: feature flags, each optional (an SDK ignores flags it does not know). The
  * three legacy flags matter to SDKs before 0.25: `proto_write_fwdbwd` and `fwd_via_fwdbwd` make 0.22.3
  * to 0.24.1 send forward_backward and forward as protobuf; `create_model_via_load_weights` makes SDKs
- * before 0.38 create a training client from a checkpoint with one `load_weights` (as 0.38 always does).
+ * 0.24.1 to 0.36 create a training client from a checkpoint with one `load_weights` (as 0.38 always does).
  * See {@link RECOMMENDED_CLIENT_CONFIG}.
  */
 export const ClientConfigResponse = z.object({
@@ -43,7 +43,7 @@ export type ClientConfigResponse = z.output<typeof ClientConfigResponse>;
 
 /**
  * What a server that speaks only this package's wire answers to `client/config`: protobuf for every
- * SDK from 0.22.3 on, create-via-load for every SDK, no JWT exchange, and none of the opt-in endpoints
+ * SDK from 0.22.3 on, create-via-load from 0.24.1 on, no JWT exchange, and none of the opt-in endpoints
  * (`retrieve_futures`, `create_custom_loss`, `join_sampling_session`).
  */
 export const RECOMMENDED_CLIENT_CONFIG: ClientConfigResponse = Object.freeze({

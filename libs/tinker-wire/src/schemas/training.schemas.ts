@@ -132,11 +132,11 @@ export const SaveWeightsForSamplerResponseInternal = z.object({
 export type SaveWeightsForSamplerResponseInternal = z.output<typeof SaveWeightsForSamplerResponseInternal>;
 
 /**
- * `POST /api/v1/load_weights`, two forms. Create-via-load (`create_training_client_from_state*`, 0.38 or
- * `create_model_via_load_weights` in the client config): `session_id` + `model_seq_id` name a new model
- * `{session_id}:train:{model_seq_id}`, its LoRA config taken from the checkpoint. Legacy
- * (`TrainingClient.load_state*`, and create_training_client_from_state before 0.38 without the flag,
- * after a `create_model`): `model_id` + `seq_id` load into an existing model.
+ * `POST /api/v1/load_weights`, two forms. Create-via-load (`create_training_client_from_state*`: 0.38,
+ * or 0.24.1+ with `create_model_via_load_weights` in the client config): `session_id` + `model_seq_id`
+ * name a new model `{session_id}:train:{model_seq_id}`, its LoRA config taken from the checkpoint.
+ * Legacy (`TrainingClient.load_state*`, and create_training_client_from_state otherwise, after a
+ * `create_model`): `model_id` + `seq_id` load into an existing model.
  */
 export const LoadWeightsRequest = z
   .object({
