@@ -1,15 +1,7 @@
 import { createZstdCompress, zstdCompressSync } from 'node:zlib';
 import { decodeBody, decompressZstd } from './body';
 import { isTinkerWireError } from './errors';
-
-const codeOf = (fn: () => unknown): string | undefined => {
-  try {
-    fn();
-  } catch (e) {
-    return isTinkerWireError(e) ? e.code : `not a TinkerWireError: ${String(e)}`;
-  }
-  return undefined;
-};
+import { codeOf } from './testing';
 
 /** A zstd frame written by Node's streaming compressor, which does not know the size up front. */
 async function streamedFrame(data: Uint8Array): Promise<Uint8Array> {

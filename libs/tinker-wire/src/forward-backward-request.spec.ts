@@ -1,19 +1,10 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { isTinkerWireError } from './errors';
+import { codeOf } from './testing';
 import { decodeForwardBackwardRequest, encodeForwardBackwardRequest, type ForwardBackwardRequestInput } from './forward-backward-request';
 import { decodeMessage } from './message';
 import { ChunkSchema, DatumSchema, DType, ForwardBackwardRequestSchema, ImageChunkSchema, SparseCsrSchema, TensorSchema, type Tensor } from './generated/tinker_pb';
 import { tensorAsFloat32, tensorAsInt32 } from './tensor';
-
-const codeOf = (fn: () => unknown): string | undefined => {
-  try {
-    fn();
-  } catch (e) {
-    return isTinkerWireError(e) ? e.code : `not a TinkerWireError: ${String(e)}`;
-  }
-  return undefined;
-};
 
 const request: ForwardBackwardRequestInput = {
   modelId: 'session-1:train:0',

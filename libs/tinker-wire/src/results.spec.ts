@@ -1,18 +1,9 @@
 import { toBinary } from '@bufbuild/protobuf';
-import { isTinkerWireError } from './errors';
+import { codeOf } from './testing';
 import { decodeForwardBackwardOutput, encodeForwardBackwardOutput } from './forward-backward-output';
 import { ForwardBackwardOutputSchema, SampleResponseSchema } from './generated/tinker_pb';
 import { decodeMessage } from './message';
 import { decodeSampleResponse, encodeSampleResponse } from './sample-response';
-
-const codeOf = (fn: () => unknown): string | undefined => {
-  try {
-    fn();
-  } catch (e) {
-    return isTinkerWireError(e) ? e.code : `not a TinkerWireError: ${String(e)}`;
-  }
-  return undefined;
-};
 
 describe('forward/backward results: plain outputs in, protobuf out', () => {
   test('per-datum outputs travel batched with byte offsets and read back per datum', () => {

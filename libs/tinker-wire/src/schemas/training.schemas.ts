@@ -88,14 +88,19 @@ export type OptimStepRequest = z.output<typeof OptimStepRequest>;
 export const OptimStepResponse = z.object({ metrics: z.record(z.string(), z.number()).nullish() });
 export type OptimStepResponse = z.output<typeof OptimStepResponse>;
 
-/** `POST /api/v1/save_weights` (`TrainingClient.save_state`): LoRA weights and optimizer state under `path` (a name). */
-export const SaveWeightsRequest = z.object({
+/** What every save request carries: the model, its turn, how long to keep the checkpoint (the SDK's docs say an hour to ten years; none = forever), its metadata. */
+const SAVE_FIELDS = {
   model_id: Id,
-  path: CheckpointName.nullish(),
   seq_id: Count.nullish(),
   ttl_seconds: z.number().int().min(1).nullish(),
-  overwrite: z.boolean().default(false),
   user_metadata: z.record(z.string(), z.string()).nullish(),
+};
+
+/** `POST /api/v1/save_weights` (`TrainingClient.save_state`): LoRA weights and optimizer state under `path` (a name). */
+export const SaveWeightsRequest = z.object({
+  ...SAVE_FIELDS,
+  path: CheckpointName.nullish(),
+  overwrite: z.boolean().default(false),
   type: z.literal('save_weights').optional(),
 });
 export type SaveWeightsRequest = z.output<typeof SaveWeightsRequest>;
@@ -111,13 +116,10 @@ export type SaveWeightsResponse = z.output<typeof SaveWeightsResponse>;
  */
 export const SaveWeightsForSamplerRequest = z
   .object({
-    model_id: Id,
+    ...SAVE_FIELDS,
     path: CheckpointName.nullish(),
     sampling_session_seq_id: Count.nullish(),
     kind: z.enum(['snapshot', 'inflight']).default('snapshot'),
-    seq_id: Count.nullish(),
-    ttl_seconds: z.number().int().min(1).nullish(),
-    user_metadata: z.record(z.string(), z.string()).nullish(),
     type: z.literal('save_weights_for_sampler').optional(),
   })
   .refine((r) => (r.path == null) !== (r.sampling_session_seq_id == null), { message: 'exactly one of path and sampling_session_seq_id', path: ['path'] });
@@ -166,10 +168,8 @@ export type LoadWeightsResponse = z.output<typeof LoadWeightsResponse>;
 
 /** `POST /api/v1/save_weights_external` (SDK 0.28+): a Hugging Face-format export under a name. */
 export const SaveWeightsExternalRequest = z.object({
-  model_id: Id,
+  ...SAVE_FIELDS,
   path: CheckpointName,
-  seq_id: Count.nullish(),
-  ttl_seconds: z.number().int().min(1).nullish(),
   age_encryption_recipients: z.array(z.string()).nullish(),
   type: z.literal('save_weights_external').optional(),
 });
