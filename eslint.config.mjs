@@ -20,10 +20,14 @@ export default tseslint.config(
       '.venv-metrics/**',
       // The client SDKs of the client tests (test/clients/setup-clients.sh).
       '.venv-clients/**',
+      // The official Tinker SDKs the Tinker wire tests run (test/tinker/setup-sdk.sh).
+      '.venv-tinker/**',
       '.opentinker/**',
       'plugins/**',
       // Generated from openapi.json.
       'libs/client/src/generated/**',
+      // Generated from libs/tinker-wire/proto/tinker.proto.
+      'libs/tinker-wire/src/generated/**',
     ],
   },
   js.configs.recommended,
