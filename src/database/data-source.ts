@@ -25,6 +25,11 @@ import { FairDispatch1765710000000 } from './1765710000000-fair-dispatch.migrati
 import { JobSecretEntity } from '../jobs/job-secret.entity';
 import { UserModelEntity } from '../models/user-model.entity';
 import { UserModels1765730000000 } from './1765730000000-user-models.migration';
+import { TinkerModelEntity } from '../tinker/tinker-model.entity';
+import { TinkerRunnerEntity } from '../tinker/tinker-runner.entity';
+import { TinkerSamplerEntity } from '../tinker/tinker-sampler.entity';
+import { TinkerSessionEntity } from '../tinker/tinker-session.entity';
+import { Tinker1765750000000 } from './1765750000000-tinker.migration';
 
 export const ENTITIES = [
   UserEntity,
@@ -38,6 +43,10 @@ export const ENTITIES = [
   DatasetEntity,
   JobSecretEntity,
   UserModelEntity,
+  TinkerSessionEntity,
+  TinkerRunnerEntity,
+  TinkerModelEntity,
+  TinkerSamplerEntity,
 ];
 export const MIGRATIONS = [
   Initial1764700000000,
@@ -51,6 +60,7 @@ export const MIGRATIONS = [
   JobVersion1765600000000,
   FairDispatch1765710000000,
   UserModels1765730000000,
+  Tinker1765750000000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {

@@ -1,0 +1,43 @@
+import { join } from 'node:path';
+import type { CheckpointKind, CheckpointRef } from './tinker-ops';
+
+/*
+ * Where a tinker job keeps its checkpoints: `<jobs>/<job id>/work/checkpoints/tinker/<train-n>/<weights|
+ * sampler_weights>/<name>/`, under the job's `checkpoints` folder so the storage quota counts them. Each
+ * is a PEFT adapter folder (`adapter_config.json`, `adapter_model.safetensors`) with `tinker.json` (the
+ * base model, LoRA config, when, TTL) and, for `weights`, `optimizer.safetensors` (Adam's moments).
+ * Written as `<name>.tmp` and renamed, so a folder without the suffix is complete. Plain paths only: the
+ * API lists and deletes them, the runner writes and reads them.
+ */
+
+export const TINKER_META_FILE = 'tinker.json';
+export const OPTIMIZER_FILE = 'optimizer.safetensors';
+
+/** A tinker job's checkpoints folder. */
+export function tinkerCheckpointsDir(jobsDir: string, jobId: string): string {
+  return join(jobsDir, jobId, 'work', 'checkpoints', 'tinker');
+}
+
+/** The folder of a training client's checkpoints of one kind. */
+export function tinkerKindDir(jobsDir: string, jobId: string, model: string, kind: CheckpointKind): string {
+  return join(tinkerCheckpointsDir(jobsDir, jobId), model, kind);
+}
+
+/** The folder of one checkpoint. */
+export function tinkerCheckpointDir(jobsDir: string, ref: CheckpointRef): string {
+  return join(tinkerKindDir(jobsDir, ref.job_id, ref.model, ref.kind), ref.name);
+}
+
+/** What `tinker.json` records beside the adapter. */
+export interface TinkerCheckpointMeta {
+  model_id: string;
+  base_model: string;
+  kind: CheckpointKind;
+  name: string;
+  lora: { rank: number; seed: number | null; train_attn: boolean; train_mlp: boolean; train_unembed: boolean };
+  /** Optimizer steps the training client had taken. */
+  steps: number;
+  created_at: string;
+  expires_at: string | null;
+  user_metadata: Record<string, string> | null;
+}

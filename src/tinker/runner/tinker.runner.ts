@@ -1,0 +1,531 @@
+/**
+ * The `tinker` job kind's runner: one Tinker SDK session on one base model. It loads the base once
+ * (frozen) and answers the requests the `/api/v1` routes record, which the worker hands over as they
+ * come: each training client's in `seq_id` order, different clients and samplers in turns. It runs
+ * until the session finishes or expires (a `close` request) or the job is cancelled.
+ */
+import { isEngineError, loadLoraAdapter, padBatch, saveLoraAdapter, StopStringScanner } from '@opentinker/engine';
+import { randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { OPTIMIZER_FILE, TINKER_META_FILE, tinkerCheckpointDir, type TinkerCheckpointMeta } from '../../jobs/kinds/tinker/tinker-files';
+import type { TinkerSpec } from '../../jobs/kinds/tinker/tinker.kind';
+import {
+  isTinkerLoss,
+  TINKER_LOSSES,
+  TURN_OPS,
+  USER_ERROR_PREFIX,
+  userError,
+  type CheckpointRef,
+  type TinkerLoss,
+  type TinkerOp,
+  type TinkerOpArgs,
+  type TinkerResults,
+} from '../../jobs/kinds/tinker/tinker-ops';
+import type { CallMessage, RunContext } from '../../runner/runner-protocol';
+import { readOptimizer, writeOptimizer } from '../../training/checkpoints';
+import { loadPolicy, type Policy } from '../../training/policy';
+import { AdapterHost, type AdapterSpec, type Snapshot } from './adapter-host';
+import { RequestLane } from './request-lanes';
+import { tokenLoss } from './tinker-losses';
+
+export async function runTinker(ctx: RunContext<TinkerSpec>): Promise<void> {
+  const policy = await loadPolicy(ctx.spec.model, ctx, { trainable: false });
+  const host = new AdapterHost(policy.model);
+  try {
+    await new TinkerRunner(ctx, policy, host).serve();
+  } finally {
+    host.dispose();
+    policy.dispose();
+  }
+}
+
+/** A request waiting for its turn. */
+interface Pending {
+  seq: number;
+  call: CallMessage;
+}
+
+interface Client {
+  modelId: string;
+  lane: RequestLane<Pending>;
+  /** Why the client does not exist, when its creation failed. */
+  failed: string | null;
+  /** The sampler snapshots taken of it, oldest first. */
+  snapshots: string[];
+}
+
+interface Sampler {
+  snapshot: Snapshot | null;
+  /** The training client it was taken of (unnamed snapshots). */
+  model: string | null;
+}
+
+/** How long the runner waits for a request when it has nothing to do (it wakes for each one anyway). */
+const IDLE_MS = 60_000;
+/** Progress lines at most this often. */
+const PROGRESS_MS = 1_000;
+
+class TinkerRunner {
+  private readonly clients = new Map<string, Client>();
+  private readonly samplers = new Map<string, Sampler>();
+  /** Samplers whose snapshot was let go, and why (a later sample on one says so). */
+  private readonly released = new Map<string, string>();
+  /** Creations first, then the training clients' turns and the samples, in rotation. */
+  private readonly setup: CallMessage[] = [];
+  private readonly samples: CallMessage[] = [];
+  private rotation = 0;
+  private answered = 0;
+  private lastProgress = 0;
+  private readonly baseName: string;
+
+  constructor(
+    private readonly ctx: RunContext<TinkerSpec>,
+    private readonly policy: Policy,
+    private readonly host: AdapterHost,
+  ) {
+    this.baseName = peftBaseName(ctx.spec);
+  }
+
+  async serve(): Promise<void> {
+    const { ctx } = this;
+    ctx.log(`tinker session ${ctx.spec.session_id} on ${ctx.spec.base_model}: ready`);
+    ctx.progress(0, null, 'ready');
+    for (;;) {
+      if (ctx.signal.aborted) return;
+      // Everything that has arrived joins its queue before the next piece of work is chosen.
+      for (let call = await ctx.calls.next(0); call; call = await ctx.calls.next(0)) if (this.accept(call)) return;
+      const work = this.nextWork(Date.now());
+      if (work) {
+        await this.answer(work);
+        continue;
+      }
+      const call = await ctx.calls.next(this.idleWait(Date.now()));
+      if (call && this.accept(call)) return;
+    }
+  }
+
+  /** Queues a request; true when it is the session's end (everything left has been failed). */
+  private accept(call: CallMessage): boolean {
+    const op = call.op as TinkerOp;
+    if (op === 'close') {
+      const reason = (call.args as TinkerOpArgs<'close'>).reason;
+      this.failAll(`The Tinker session ended (${reason}) before this request ran`);
+      this.ctx.calls.reply(call.id, { result: {} });
+      this.ctx.log(`session ended: ${reason}`);
+      return true;
+    }
+    if (op === 'create_model' || op === 'create_from_checkpoint') this.setup.push(call);
+    else if (op === 'sample') this.samples.push(call);
+    else if (TURN_OPS.includes(op)) {
+      const args = call.args as { model: string; seq_id: number };
+      const client = this.client(args.model);
+      const added = client.lane.add({ seq: args.seq_id, call }, Date.now());
+      if (added === 'late') this.fail(call, userError(`seq_id ${args.seq_id} arrived after this training client's later requests ran (it waited ${this.ctx.spec.limits.seq_gap_seconds} s for it)`));
+      else if (added === 'repeat') this.fail(call, userError(`seq_id ${args.seq_id} was already submitted`));
+    } else this.fail(call, new Error(`unknown request ${call.op}`));
+    return false;
+  }
+
+  private client(key: string): Client {
+    let c = this.clients.get(key);
+    if (!c) this.clients.set(key, (c = { modelId: key, lane: new RequestLane(), failed: null, snapshots: [] }));
+    return c;
+  }
+
+  /** The next request to run: creations first, then one turn each of the training clients and the samples. */
+  private nextWork(now: number): CallMessage | null {
+    const setup = this.setup.shift();
+    if (setup) return setup;
+    const lanes = [...this.clients.entries()];
+    const gapMs = this.ctx.spec.limits.seq_gap_seconds * 1000;
+    const sources = lanes.length + 1;
+    for (let i = 0; i < sources; i++) {
+      const at = (this.rotation + i) % sources;
+      if (at === lanes.length) {
+        const call = this.samples.shift();
+        if (!call) continue;
+        this.rotation = at + 1;
+        return call;
+      }
+      const [key, client] = lanes[at];
+      const next = client.lane.take(now, gapMs);
+      if (!next) continue;
+      if (next.skipped.length > 0) this.ctx.log(`${key}: seq_id ${next.skipped.join(', ')} never arrived; went on with ${next.item.seq}`);
+      this.rotation = at + 1;
+      return next.item.call;
+    }
+    return null;
+  }
+
+  /** How long to wait for the next request: until a stalled lane gives up on its gap, else a while. */
+  private idleWait(now: number): number {
+    const gapMs = this.ctx.spec.limits.seq_gap_seconds * 1000;
+    let until = now + IDLE_MS;
+    for (const c of this.clients.values()) {
+      const deadline = c.lane.gapDeadline(gapMs);
+      if (deadline !== null) until = Math.min(until, deadline);
+    }
+    return Math.max(0, until - now);
+  }
+
+  private async answer(call: CallMessage): Promise<void> {
+    try {
+      const result = await this.run(call.op as TinkerOp, call.args);
+      this.ctx.calls.reply(call.id, { result });
+    } catch (error) {
+      this.fail(call, error);
+    }
+    this.answered += 1;
+    const now = Date.now();
+    if (now - this.lastProgress >= PROGRESS_MS) {
+      this.lastProgress = now;
+      this.ctx.progress(this.answered, null, `${this.host.size} training client(s), ${this.samplers.size} sampler(s), ${this.answered} request(s) answered`);
+    }
+  }
+
+  private fail(call: CallMessage, error: unknown): void {
+    this.ctx.calls.reply(call.id, { error: errorText(error) });
+  }
+
+  private failAll(reason: string): void {
+    for (const call of [...this.setup.splice(0), ...this.samples.splice(0)]) this.fail(call, new Error(reason));
+    for (const c of this.clients.values()) for (const p of c.lane.drain()) this.fail(p.call, new Error(reason));
+  }
+
+  private async run(op: TinkerOp, args: unknown): Promise<unknown> {
+    switch (op) {
+      case 'create_model':
+        return this.createModel(args as TinkerOpArgs<'create_model'>);
+      case 'create_from_checkpoint':
+        return this.createFromCheckpoint(args as TinkerOpArgs<'create_from_checkpoint'>);
+      case 'load_weights':
+        return this.loadWeights(args as TinkerOpArgs<'load_weights'>);
+      case 'forward_backward':
+        return this.forwardBackward(args as TinkerOpArgs<'forward_backward'>);
+      case 'optim_step':
+        return this.optimStep(args as TinkerOpArgs<'optim_step'>);
+      case 'save':
+        return this.save(args as TinkerOpArgs<'save'>);
+      case 'snapshot':
+        return this.snapshot(args as TinkerOpArgs<'snapshot'>);
+      case 'skip':
+        throw userError((args as TinkerOpArgs<'skip'>).error);
+      case 'sample':
+        return this.sample(args as TinkerOpArgs<'sample'>);
+      default:
+        throw new Error(`unknown request ${op}`);
+    }
+  }
+
+  // --- training clients -------------------------------------------------------------------------
+
+  private checkRoom(extraBytes: number, what: string): void {
+    const limit = this.ctx.spec.limits.adapter_memory_mb * 1024 * 1024;
+    const used = this.host.adapterBytes + this.snapshotBytes();
+    if (used + extraBytes > limit) {
+      throw userError(
+        `${what} needs ${mb(extraBytes)} and this runner already holds ${mb(used)} of adapters, optimizer states and sampler snapshots, over its ${mb(limit)} (operator setting tinker_adapter_memory_mb); release samplers or finish training clients`,
+      );
+    }
+  }
+
+  private checkAdapterCount(): void {
+    const max = this.ctx.spec.limits.max_adapters;
+    if (this.host.size >= max) throw userError(`this runner already holds ${max} training clients on ${this.ctx.spec.base_model}, the most it may (operator setting tinker_max_adapters_per_base)`);
+  }
+
+  private createModel(a: TinkerOpArgs<'create_model'>): TinkerResults['create_model'] {
+    const client = this.client(a.model);
+    client.modelId = a.model_id;
+    try {
+      this.checkAdapterCount();
+      const spec: AdapterSpec = { rank: a.lora.rank, seed: a.lora.seed ?? randomInt(2 ** 31), trainAttn: a.lora.train_attn, trainMlp: a.lora.train_mlp, trainUnembed: a.lora.train_unembed };
+      this.checkRoom(this.host.trainingBytes(spec), `a rank-${spec.rank} LoRA adapter with its optimizer state`);
+      this.host.create(a.model, spec);
+      this.ctx.log(`${a.model}: LoRA rank ${spec.rank} (${describeParts(spec)}), seed ${spec.seed}`);
+      return { lora_rank: spec.rank };
+    } catch (error) {
+      client.failed = errorText(error).replace(USER_ERROR_PREFIX, '');
+      throw error;
+    }
+  }
+
+  private async createFromCheckpoint(a: TinkerOpArgs<'create_from_checkpoint'>): Promise<TinkerResults['create_from_checkpoint']> {
+    const client = this.client(a.model);
+    client.modelId = a.model_id;
+    try {
+      this.checkAdapterCount();
+      const { adapter, meta, optimizer } = await this.readCheckpoint(a.checkpoint, a.optimizer);
+      const spec = adapterSpecOf(meta);
+      this.checkRoom(this.host.trainingBytes(spec), `the checkpoint's rank-${spec.rank} adapter with its optimizer state`);
+      this.host.load(a.model, adapter, spec, optimizer);
+      this.ctx.log(`${a.model}: loaded ${a.checkpoint.kind}/${a.checkpoint.name} of ${meta.model_id}${optimizer ? ' with its optimizer state' : ''}`);
+      return { lora_rank: spec.rank };
+    } catch (error) {
+      client.failed = errorText(error).replace(USER_ERROR_PREFIX, '');
+      throw error;
+    }
+  }
+
+  private async loadWeights(a: TinkerOpArgs<'load_weights'>): Promise<TinkerResults['load_weights']> {
+    this.requireClient(a.model);
+    const { adapter, optimizer } = await this.readCheckpoint(a.checkpoint, a.optimizer);
+    this.host.replace(a.model, adapter, optimizer);
+    this.ctx.log(`${a.model}: loaded ${a.checkpoint.kind}/${a.checkpoint.name}${optimizer ? ' with its optimizer state' : ''}`);
+    return {};
+  }
+
+  private requireClient(key: string): void {
+    if (this.host.has(key)) return;
+    const failed = this.clients.get(key)?.failed;
+    throw userError(failed ? `this training client was not created: ${failed}` : `no training client ${key} in this session's runner`);
+  }
+
+  private forwardBackward(a: TinkerOpArgs<'forward_backward'>): TinkerResults['forward_backward'] {
+    this.requireClient(a.model);
+    if (!isTinkerLoss(a.loss_fn)) throw userError(`loss_fn ${a.loss_fn} is not available here (use ${TINKER_LOSSES.join(', ')})`);
+    const lossFn: TinkerLoss = a.loss_fn;
+    const context = this.host.config.max_position_embeddings;
+    const seqs = a.data.map((d, i) => {
+      const targets = d.inputs.target_tokens;
+      if (d.tokens.length + 1 > context) throw userError(`data[${i}]: ${d.tokens.length} input tokens, over this model's context of ${context - 1} (plus the last target)`);
+      return [...d.tokens, targets[targets.length - 1]];
+    });
+    const losses = a.data.map((d) => tokenLoss(lossFn, a.loss_fn_config, d.inputs));
+    const outputs: TinkerResults['forward_backward']['outputs'] = new Array(a.data.length);
+    let lossSum = 0;
+    const maxLen = Math.max(...seqs.map((s) => s.length));
+    const rows = a.forward_only ? a.data.length : Math.max(1, this.host.microBatchRows(a.model, maxLen, a.data.length));
+    for (let start = 0; start < seqs.length; start += rows) {
+      const end = Math.min(seqs.length, start + rows);
+      const batch = padBatch(seqs.slice(start, end));
+      const t = batch.seqLen;
+      // Datum position i predicts token i + 1: its log-prob is token-aligned at i + 1 of its row.
+      const perDatum = (tokenLogprobs: Float32Array) => {
+        const coef = new Float32Array(batch.batchSize * t);
+        for (let b = 0; b < end - start; b++) {
+          const n = seqs[start + b].length - 1;
+          const pi = tokenLogprobs.slice(b * t + 1, b * t + 1 + n);
+          const { coef: c, loss } = losses[start + b](pi);
+          coef.set(c, b * t + 1);
+          let sum = 0;
+          for (const v of loss) sum += v;
+          lossSum += sum;
+          outputs[start + b] = { logprobs: Array.from(pi), elementwise_loss: Array.from(loss) };
+        }
+        return coef;
+      };
+      if (a.forward_only) perDatum(this.host.score(a.model, batch));
+      else this.host.accumulate(a.model, batch, ({ logProbs }) => ({ logProbCoef: perDatum(logProbs) }));
+    }
+    return { outputs, metrics: { 'loss:sum': lossSum } };
+  }
+
+  private optimStep(a: TinkerOpArgs<'optim_step'>): TinkerResults['optim_step'] {
+    this.requireClient(a.model);
+    const p = a.adam;
+    const outcome = this.host.step(a.model, { lr: p.learning_rate, beta1: p.beta1, beta2: p.beta2, eps: p.eps, weightDecay: p.weight_decay, gradClipNorm: p.grad_clip_norm });
+    if (!outcome) return { metrics: {} };
+    const steps = this.host.steps(a.model);
+    this.ctx.metrics(steps, { [`${a.model}/grad_norm`]: outcome.gradNorm, [`${a.model}/learning_rate`]: outcome.lr });
+    return { metrics: { grad_norm: outcome.gradNorm, learning_rate: outcome.lr, ...(outcome.skipped ? { skipped: 1 } : {}) } };
+  }
+
+  private async save(a: TinkerOpArgs<'save'>): Promise<TinkerResults['save']> {
+    this.requireClient(a.model);
+    const ref: CheckpointRef = { job_id: this.ctx.jobId, model: a.model, kind: a.kind, name: a.name };
+    const dir = tinkerCheckpointDir(this.ctx.paths.jobsDir, ref);
+    if (existsSync(dir) && !a.overwrite) throw userError(`checkpoint ${a.kind}/${a.name} of ${a.model_id} already exists (save with overwrite to replace it)`);
+    const tmp = `${dir}.tmp`;
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp, { recursive: true });
+    await saveLoraAdapter(tmp, this.host.exportAdapter(a.model, this.baseName), { modelConfig: this.host.config });
+    if (a.kind === 'weights') await writeOptimizer(join(tmp, OPTIMIZER_FILE), this.host.optimizerState(a.model));
+    const spec = this.host.spec(a.model);
+    const now = new Date();
+    const meta: TinkerCheckpointMeta = {
+      model_id: a.model_id,
+      base_model: this.ctx.spec.base_model,
+      kind: a.kind,
+      name: a.name,
+      lora: { rank: spec.rank, seed: spec.seed, train_attn: spec.trainAttn, train_mlp: spec.trainMlp, train_unembed: spec.trainUnembed },
+      steps: this.host.steps(a.model),
+      created_at: now.toISOString(),
+      expires_at: a.ttl_seconds === null ? null : new Date(now.getTime() + a.ttl_seconds * 1000).toISOString(),
+      user_metadata: a.user_metadata,
+    };
+    await writeFile(join(tmp, TINKER_META_FILE), JSON.stringify(meta, null, 2) + '\n');
+    await rm(dir, { recursive: true, force: true });
+    await rename(tmp, dir);
+    this.ctx.log(`${a.model}: saved ${a.kind}/${a.name}`);
+    return { bytes: 0 };
+  }
+
+  private async readCheckpoint(ref: CheckpointRef, withOptimizer: boolean) {
+    const dir = tinkerCheckpointDir(this.ctx.paths.jobsDir, ref);
+    const name = `${ref.kind}/${ref.name}`;
+    let meta: TinkerCheckpointMeta;
+    try {
+      meta = JSON.parse(await readFile(join(dir, TINKER_META_FILE), 'utf8')) as TinkerCheckpointMeta;
+    } catch {
+      throw userError(`checkpoint ${name} is not there (deleted?)`);
+    }
+    if (withOptimizer && ref.kind !== 'weights') throw userError(`${name} is a sampler checkpoint, which holds no optimizer state: load a checkpoint saved with save_state`);
+    const adapter = await loadLoraAdapter(dir, { modelConfig: this.host.config });
+    const optimizer = withOptimizer ? await readOptimizer(join(dir, OPTIMIZER_FILE)) : null;
+    return { adapter, meta, optimizer };
+  }
+
+  // --- samplers ----------------------------------------------------------------------------------
+
+  private snapshotBytes(): number {
+    let n = 0;
+    for (const s of this.samplers.values()) n += s.snapshot?.bytes ?? 0;
+    return n;
+  }
+
+  private snapshot(a: TinkerOpArgs<'snapshot'>): TinkerResults['snapshot'] {
+    this.requireClient(a.model);
+    const snapshot = this.host.snapshot(a.model);
+    try {
+      this.checkRoom(snapshot.bytes, 'a sampler snapshot');
+    } catch (error) {
+      snapshot.release();
+      throw error;
+    }
+    this.samplers.set(a.sampler, { snapshot, model: a.model });
+    const client = this.client(a.model);
+    client.snapshots.push(a.sampler);
+    const keep = this.ctx.spec.limits.samplers_per_model;
+    while (client.snapshots.length > keep) {
+      const old = client.snapshots.shift()!;
+      this.samplers.get(old)?.snapshot?.release();
+      this.samplers.delete(old);
+      this.released.set(
+        old,
+        `sampler ${old} was released: a training client keeps its ${keep} newest unnamed sampler snapshots (operator setting tinker_samplers_per_model); save_weights_for_sampler with a name keeps one`,
+      );
+    }
+    return {};
+  }
+
+  private async samplerOf(a: TinkerOpArgs<'sample'>): Promise<Sampler> {
+    const known = this.samplers.get(a.sampler);
+    if (known) return known;
+    const released = this.released.get(a.sampler);
+    if (released) throw userError(released);
+    if (a.source.type === 'snapshot') throw userError(`sampler ${a.sampler} has no snapshot in this runner`);
+    let sampler: Sampler = { snapshot: null, model: null };
+    if (a.source.type === 'checkpoint') {
+      const { adapter } = await this.readCheckpoint(a.source.checkpoint, false);
+      const snapshot = this.host.snapshotOf(adapter);
+      try {
+        this.checkRoom(snapshot.bytes, "the checkpoint's adapter");
+      } catch (error) {
+        snapshot.release();
+        throw error;
+      }
+      sampler = { snapshot, model: null };
+    }
+    this.samplers.set(a.sampler, sampler);
+    return sampler;
+  }
+
+  private async sample(a: TinkerOpArgs<'sample'>): Promise<TinkerResults['sample']> {
+    const sampler = await this.samplerOf(a);
+    const { tokenizer, contextLength } = this.policy;
+    const room = contextLength - a.prompt.length;
+    if (a.prompt.length === 0) throw userError('the prompt is empty');
+    if (room < 1) throw userError(`the prompt (${a.prompt.length} tokens) fills this model's context of ${contextLength} tokens`);
+    const cap = this.ctx.spec.limits.max_sample_tokens;
+    if (a.max_tokens !== null && a.max_tokens > Math.min(room, cap)) {
+      throw userError(
+        a.max_tokens > room
+          ? `max_tokens ${a.max_tokens} + ${a.prompt.length} prompt tokens exceed this model's context of ${contextLength}`
+          : `max_tokens ${a.max_tokens} is over this server's limit of ${cap} (operator setting tinker_max_sample_tokens)`,
+      );
+    }
+    const maxNewTokens = a.max_tokens ?? Math.min(room, cap);
+    const scanners = Array.from({ length: a.num_samples }, () => new StopStringScanner(tokenizer, a.stop_strings));
+    const scanned = new Array<number>(a.num_samples).fill(0);
+    const prompts = Array.from({ length: a.num_samples }, () => a.prompt);
+    const seqs = this.host.sample(sampler.snapshot, prompts, {
+      maxNewTokens,
+      temperature: a.temperature,
+      topP: a.top_p,
+      topK: a.top_k < 0 ? 0 : a.top_k,
+      seed: a.seed ?? randomInt(2 ** 31),
+      stopTokenIds: [...(a.stop_tokens ?? this.policy.stopTokenIds), ...a.extra_stop_tokens],
+      vocabLimit: Math.min(tokenizer.vocabSize, this.host.config.vocab_size),
+      ...(a.stop_strings.length > 0
+        ? {
+            stopCheck: (row: number, generated: readonly number[]) => {
+              let match = null;
+              while (scanned[row] < generated.length) match = scanners[row].push(generated[scanned[row]++]);
+              return match !== null;
+            },
+          }
+        : {}),
+    });
+    const sequences = seqs.map((seq, row) => {
+      const match = scanners[row].match;
+      const kept = match ? match.tokenCount : seq.tokens.length;
+      return { tokens: seq.tokens.slice(0, kept), logprobs: seq.logProbs.slice(0, kept), stop_reason: match || seq.finishReason === 'stop' ? ('stop' as const) : ('length' as const) };
+    });
+    const result: TinkerResults['sample'] = { sequences };
+    if (a.prompt_logprobs || a.topk_prompt_logprobs > 0) {
+      const scored = this.host.promptLogprobs(sampler.snapshot, a.prompt, a.topk_prompt_logprobs, Math.min(tokenizer.vocabSize, this.host.config.vocab_size));
+      if (a.prompt_logprobs) result.prompt_logprobs = scored.logProbs;
+      if (a.topk_prompt_logprobs > 0) {
+        const k = a.topk_prompt_logprobs;
+        const ids: number[] = [];
+        const lps: number[] = [];
+        for (const row of scored.top) {
+          for (let j = 0; j < k; j++) {
+            const alt = row?.[j];
+            ids.push(alt ? alt.id : 0);
+            lps.push(alt ? alt.logProb : -99999);
+          }
+        }
+        result.topk_prompt_logprobs = { k, token_ids: ids, logprobs: lps };
+      }
+    }
+    return result;
+  }
+}
+
+/** `base_model_name_or_path` of the adapters this runner saves: the Hub id, the folder, or the preset. */
+function peftBaseName(spec: TinkerSpec): string {
+  const m = spec.model;
+  if (m.preset !== undefined) return m.preset;
+  return m.path!.startsWith('hf:') ? m.path!.slice(3).split('@')[0] : m.path!;
+}
+
+function adapterSpecOf(meta: TinkerCheckpointMeta): AdapterSpec {
+  const l = meta.lora;
+  return { rank: l.rank, seed: l.seed ?? 0, trainAttn: l.train_attn, trainMlp: l.train_mlp, trainUnembed: l.train_unembed };
+}
+
+function describeParts(spec: AdapterSpec): string {
+  return (
+    [spec.trainAttn ? 'attention' : '', spec.trainMlp ? 'MLP' : '', spec.trainUnembed ? 'unembedding' : '']
+      .filter(Boolean)
+      .join(', ')
+  );
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+/** A failure as the call's error: the engine's refusals of the request's values are the caller's mistakes. */
+function errorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (message.startsWith(USER_ERROR_PREFIX)) return message;
+  if (isEngineError(error) && (error.code === 'ENGINE_INVALID_INPUT' || error.code === 'ENGINE_INVALID_OPTIONS' || error.code === 'ENGINE_OUT_OF_MEMORY')) {
+    return USER_ERROR_PREFIX + message;
+  }
+  return message;
+}
