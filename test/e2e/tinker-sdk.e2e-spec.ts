@@ -1,0 +1,103 @@
+import { createApi, ensureAdmin } from '../../src/app';
+import { loadConfig } from '../../src/config/app-config';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { FAST } from '../support/test-app';
+import { writeTinkerTestBase } from '../support/tinker-test-base';
+import { runWithSdk, SDK_VERSIONS, sdkMissing } from '../support/tinker-sdk';
+
+const SLOW = 600_000;
+
+interface CheckLine {
+  check: string;
+  ok: boolean;
+  error?: string;
+  trace?: string;
+  [seen: string]: unknown;
+}
+
+/** The oldest and the newest supported release: what CI runs the whole program with. */
+const ENDS = process.env.TINKER_SDK ? [process.env.TINKER_SDK] : [SDK_VERSIONS[SDK_VERSIONS.length - 1], SDK_VERSIONS[0]];
+
+/**
+ * The official Tinker Python SDK, unmodified, against a real server (test/tinker/sdk_server_checks.py):
+ * SFT whose loss falls, importance-sampling RL whose reward rises, sampling log-probs equal to forward
+ * log-probs, save_state into a new client that continues, two training clients on one base in one
+ * runner, bad requests raised within seconds, another user's 404s. At the oldest and the newest
+ * supported SDK; each skips, saying so, without that release in .venv-tinker.
+ */
+describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
+  const missing = sdkMissing(version);
+  let app: NestFastifyApplication;
+  let home: string;
+  let lines: CheckLine[] = [];
+  const keys: Record<string, string> = {};
+
+  beforeAll(async () => {
+    if (missing) {
+      console.log(`tinker ${version}: skipping: ${missing}`);
+      return;
+    }
+    home = mkdtempSync(join(tmpdir(), 'opentinker-tinker-'));
+    const roots = join(home, 'models-root');
+    const base = join(roots, 'tiny-base');
+    await writeTinkerTestBase(base);
+    const adminKey = 'otk_test_admin_key_0123456789abcdef';
+    const config = loadConfig({}, { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, log_level: 'error', tinker_seq_gap_seconds: 5, model_roots: roots });
+    app = await createApi({ config, worker: true });
+    await ensureAdmin(app);
+    const fastify = app.getHttpAdapter().getInstance();
+    fastify.addHook('onRequest', async (request) => {
+      const key = request.headers['x-api-key'];
+      if (typeof key === 'string' && key.startsWith('tml-') && !request.headers.authorization) request.headers.authorization = `Bearer ${key.slice(4)}`;
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    for (const name of ['alice', 'bob']) {
+      const res = await app.inject({ method: 'POST', url: '/v1/users', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, payload: JSON.stringify({ name }) });
+      keys[name] = JSON.parse(res.body).api_key.key;
+    }
+    const out = await runWithSdk(version, 'sdk_server_checks.py', ['--base-url', url, '--api-key', `tml-${keys.alice}`, '--other-key', `tml-${keys.bob}`, '--base-model', base], SLOW).catch((error: Error) => {
+      const stdout = (error as { stdout?: string }).stdout;
+      if (!stdout) throw error;
+      return stdout;
+    });
+    lines = out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as CheckLine);
+    if (process.env.TINKER_SDK_VERBOSE) console.log(lines.map((l) => JSON.stringify(l)).join('\n'));
+  }, SLOW);
+
+  afterAll(async () => {
+    await app?.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  const result = (name: string) => {
+    const line = lines.find((l) => l.check === name);
+    expect(line).toBeDefined();
+    if (!line!.ok) throw new Error(`${name}: ${line!.error}\n${line!.trace}`);
+    return line!;
+  };
+
+  const it_ = missing ? it.skip : it;
+  for (const name of [
+    'capabilities',
+    'sft_loss_falls',
+    'sampling_logprobs_match_forward',
+    'stop_token_and_string',
+    'save_state_then_new_client_continues',
+    'two_clients_one_base',
+    'rl_reward_rises',
+    'bad_request_raises_quickly',
+    'rest_client_checkpoints',
+    'another_user_gets_404',
+  ]) {
+    it_(name, () => {
+      result(name);
+    });
+  }
+});
