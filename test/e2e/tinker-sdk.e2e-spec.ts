@@ -56,10 +56,20 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     for (const name of ['alice', 'bob']) {
-      const res = await app.inject({ method: 'POST', url: '/v1/users', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, payload: JSON.stringify({ name }) });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/users',
+        headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ name }),
+      });
       keys[name] = JSON.parse(res.body).api_key.key;
     }
-    const out = await runWithSdk(version, 'sdk_server_checks.py', ['--base-url', url, '--api-key', `tml-${keys.alice}`, '--other-key', `tml-${keys.bob}`, '--base-model', base], SLOW).catch((error: Error) => {
+    const out = await runWithSdk(
+      version,
+      'sdk_server_checks.py',
+      ['--base-url', url, '--api-key', `tml-${keys.alice}`, '--other-key', `tml-${keys.bob}`, '--base-model', base],
+      SLOW,
+    ).catch((error: Error) => {
       const stdout = (error as { stdout?: string }).stdout;
       if (!stdout) throw error;
       return stdout;
@@ -76,6 +86,8 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
+  const it_ = missing ? it.skip : it;
+
   const result = (name: string) => {
     const line = lines.find((l) => l.check === name);
     expect(line).toBeDefined();
@@ -83,7 +95,19 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
     return line!;
   };
 
-  const it_ = missing ? it.skip : it;
+  it_('holds the two training clients of the session in one runner job, which shows their metrics', async () => {
+    const sessionId = result('sft_loss_falls').session_id as string;
+    const auth = { authorization: `Bearer ${keys.alice}` };
+    const listed = JSON.parse((await app.inject({ method: 'GET', url: '/v1/jobs?kind=tinker&limit=100', headers: auth })).body).items as Array<{ id: string }>;
+    const jobs = await Promise.all(listed.map(async (j) => JSON.parse((await app.inject({ method: 'GET', url: `/v1/jobs/${j.id}`, headers: auth })).body)));
+    const runners = jobs.filter((j) => j.spec.session_id === sessionId);
+    expect(runners).toHaveLength(1);
+    const metrics = JSON.parse((await app.inject({ method: 'GET', url: `/v1/jobs/${runners[0].id}/metrics`, headers: auth })).body) as Array<{ name: string }>;
+    const names = new Set(metrics.map((m) => m.name));
+    expect(names).toContain('train-0/grad_norm');
+    expect(names).toContain('train-1/grad_norm');
+  });
+
   for (const name of [
     'capabilities',
     'sft_loss_falls',
