@@ -7,7 +7,10 @@ export async function readBody(body: Readable, limit: number): Promise<Buffer> {
   const { stream, release } = limitedBody(
     body,
     limit,
-    () => new AppError(ErrorCode.BODY_TOO_LARGE, `The body is over ${limit} bytes (operator setting tinker_request_max_bytes)`, { details: { setting: 'tinker_request_max_bytes', limit } }),
+    () =>
+      new AppError(ErrorCode.BODY_TOO_LARGE, `The body is over ${limit} bytes (operator setting tinker_request_max_bytes)`, {
+        details: { setting: 'tinker_request_max_bytes', limit },
+      }),
   );
   const chunks: Buffer[] = [];
   try {

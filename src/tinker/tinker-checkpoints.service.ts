@@ -61,7 +61,9 @@ export class TinkerCheckpoints {
   /** A checkpoint name as a save request gives it: the last part of a Tinker path, a folder here. */
   checkName(name: string, field = 'path'): string {
     if (!CHECKPOINT_NAME.test(name)) {
-      throw new AppError(ErrorCode.VALIDATION, `${field}: checkpoint name ${JSON.stringify(name)} must be 1 to 128 letters, digits, '.', '_' or '-', not starting with '.'`, { field });
+      throw new AppError(ErrorCode.VALIDATION, `${field}: checkpoint name ${JSON.stringify(name)} must be 1 to 128 letters, digits, '.', '_' or '-', not starting with '.'`, {
+        field,
+      });
     }
     return name;
   }
@@ -147,7 +149,8 @@ export class TinkerCheckpoints {
     }
     const ref: CheckpointRef = { job_id: model.jobId, model: modelKey(model), kind: parsed.data, name: this.checkName(name, 'checkpoint_id') };
     const dir = tinkerCheckpointDir(this.jobsDir, ref);
-    if (!existsSync(join(dir, TINKER_META_FILE))) throw new AppError(ErrorCode.CHECKPOINT_NOT_FOUND, `Checkpoint ${tinkerPath(model.id, ref.kind, ref.name)} not found`, { field: 'checkpoint_id' });
+    if (!existsSync(join(dir, TINKER_META_FILE)))
+      throw new AppError(ErrorCode.CHECKPOINT_NOT_FOUND, `Checkpoint ${tinkerPath(model.id, ref.kind, ref.name)} not found`, { field: 'checkpoint_id' });
     await rm(dir, { recursive: true, force: true });
   }
 

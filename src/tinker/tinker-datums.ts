@@ -40,7 +40,8 @@ export function datumsOf(req: ForwardBackwardRequestPlain, lossFn: TinkerLoss): 
     const inputs: Record<string, number[]> = {};
     for (const [name, tensor] of Object.entries(d.lossFnInputs) as Array<[string, PlainTensor]>) {
       const field = `${at}.loss_fn_inputs.${name}`;
-      if (tensor.shape.length !== 1) throw invalid(field, `shape [${tensor.shape.join(', ')}]: this server takes one value per input token (2-D inputs such as top-k targets are not supported)`);
+      if (tensor.shape.length !== 1)
+        throw invalid(field, `shape [${tensor.shape.join(', ')}]: this server takes one value per input token (2-D inputs such as top-k targets are not supported)`);
       if (tensor.shape[0] !== n) throw invalid(field, `${tensor.shape[0]} values for ${n} input tokens`);
       inputs[name] = name === 'target_tokens' ? Array.from(tensorAsInt32(tensor, field)) : finite(tensorAsFloat32(tensor), field);
     }

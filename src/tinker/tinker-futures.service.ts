@@ -44,7 +44,9 @@ export class TinkerFutures {
     const call = m ? await this.calls.findById(Number(m[2])) : null;
     const runner = call && call.jobId === m![1] ? await this.repo.findRunner(call.jobId) : null;
     if (!call || !runner || runner.ownerId !== caller.userId) {
-      throw new AppError(ErrorCode.NOT_FOUND, `Request ${requestId} not found (answered requests are kept ${this.config.values.tinker_result_keep_seconds} s)`, { field: 'request_id' });
+      throw new AppError(ErrorCode.NOT_FOUND, `Request ${requestId} not found (answered requests are kept ${this.config.values.tinker_result_keep_seconds} s)`, {
+        field: 'request_id',
+      });
     }
     return call;
   }
@@ -117,7 +119,9 @@ function answer(op: TinkerOp, rawArgs: unknown, rawResult: unknown): FutureAnswe
         protobuf: encodeSampleResponse({
           sequences: r.sequences.map((s) => ({ stopReason: s.stop_reason, tokens: s.tokens, logprobs: s.logprobs })),
           ...(r.prompt_logprobs ? { promptLogprobs: r.prompt_logprobs } : {}),
-          ...(r.topk_prompt_logprobs ? { topkPromptLogprobs: { k: r.topk_prompt_logprobs.k, tokenIds: r.topk_prompt_logprobs.token_ids, logprobs: r.topk_prompt_logprobs.logprobs } } : {}),
+          ...(r.topk_prompt_logprobs
+            ? { topkPromptLogprobs: { k: r.topk_prompt_logprobs.k, tokenIds: r.topk_prompt_logprobs.token_ids, logprobs: r.topk_prompt_logprobs.logprobs } }
+            : {}),
         }),
       };
     }

@@ -73,7 +73,8 @@ export class TinkerSampling {
   /** `asample`: the future carries one sequence id per sample, in the order of the result's sequences. */
   async sample(caller: Principal, body: unknown, idempotencyKey: string | null): Promise<UntypedAPIFuture> {
     const req = parseOrThrow(SampleRequest, body);
-    if (req.sampling_session_id == null) throw new AppError(ErrorCode.VALIDATION, 'sampling_session_id: required (create_sampling_session first)', { field: 'sampling_session_id' });
+    if (req.sampling_session_id == null)
+      throw new AppError(ErrorCode.VALIDATION, 'sampling_session_id: required (create_sampling_session first)', { field: 'sampling_session_id' });
     const sampler = await this.owned(caller, req.sampling_session_id, 'sampling_session_id');
     await this.sessions.active(caller, sampler.sessionId);
     const unsupported: Array<[boolean, string]> = [
@@ -87,7 +88,8 @@ export class TinkerSampling {
     if (req.num_samples > MAX_SAMPLES) throw new AppError(ErrorCode.VALIDATION, `num_samples ${req.num_samples} is over ${MAX_SAMPLES}`, { field: 'num_samples' });
     const prompt: number[] = [];
     req.prompt.chunks.forEach((chunk, i) => {
-      if (chunk.type !== 'encoded_text') throw new AppError(ErrorCode.VALIDATION, `prompt.chunks[${i}]: ${chunk.type} chunks are not supported here (text tokens only)`, { field: `prompt.chunks[${i}]` });
+      if (chunk.type !== 'encoded_text')
+        throw new AppError(ErrorCode.VALIDATION, `prompt.chunks[${i}]: ${chunk.type} chunks are not supported here (text tokens only)`, { field: `prompt.chunks[${i}]` });
       prompt.push(...chunk.tokens);
     });
     if (prompt.length === 0) throw new AppError(ErrorCode.VALIDATION, 'prompt: no tokens', { field: 'prompt' });

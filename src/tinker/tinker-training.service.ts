@@ -63,10 +63,17 @@ export class TinkerTraining {
       throw new AppError(ErrorCode.VALIDATION, `optimizer_config.type ${req.optimizer_config.type} is not available here (adamw)`, { field: 'optimizer_config.type' });
     }
     const opLora: OpLora = { rank: lora.rank, seed: lora.seed ?? null, train_attn: lora.train_attn, train_mlp: lora.train_mlp, train_unembed: lora.train_unembed };
-    const { model, call } = await this.newClient(caller, session.id, req.model_seq_id, req.base_model, { rank: lora.rank, lora: opLora, loadedFrom: null, userMetadata: req.user_metadata ?? null }, (m) => ({
-      op: 'create_model',
-      args: { model: modelKey(m), model_id: m.id, lora: opLora },
-    }));
+    const { model, call } = await this.newClient(
+      caller,
+      session.id,
+      req.model_seq_id,
+      req.base_model,
+      { rank: lora.rank, lora: opLora, loadedFrom: null, userMetadata: req.user_metadata ?? null },
+      (m) => ({
+        op: 'create_model',
+        args: { model: modelKey(m), model_id: m.id, lora: opLora },
+      }),
+    );
     return { request_id: requestIdOf(call), model_id: model.id };
   }
 
@@ -92,7 +99,10 @@ export class TinkerTraining {
     }
     const v = this.config.values;
     if ((await this.repo.countModels({ sessionId: session.id })) >= v.tinker_max_models_per_session) {
-      throw limit(`This Tinker session already has ${v.tinker_max_models_per_session} training clients, the most a session may (operator setting tinker_max_models_per_session)`, 'tinker_max_models_per_session');
+      throw limit(
+        `This Tinker session already has ${v.tinker_max_models_per_session} training clients, the most a session may (operator setting tinker_max_models_per_session)`,
+        'tinker_max_models_per_session',
+      );
     }
     const runner = await this.runners.runnerFor(caller, session, baseName);
     if ((await this.repo.countModels({ jobId: runner.jobId })) >= v.tinker_max_adapters_per_base) {
@@ -140,11 +150,7 @@ export class TinkerTraining {
    * A request that takes a training client's turn: an identical resubmission (same model and seq_id)
    * gets the first back; a refusal still records the turn as taken.
    */
-  private async turn(
-    caller: Principal,
-    body: unknown,
-    build: (model: TinkerModelEntity, seq: number) => Promise<{ op: TinkerOp; args: unknown }>,
-  ): Promise<UntypedAPIFuture> {
+  private async turn(caller: Principal, body: unknown, build: (model: TinkerModelEntity, seq: number) => Promise<{ op: TinkerOp; args: unknown }>): Promise<UntypedAPIFuture> {
     const b = (typeof body === 'object' && body !== null ? body : {}) as { model_id?: unknown; seq_id?: unknown };
     if (typeof b.model_id !== 'string') throw new AppError(ErrorCode.VALIDATION, 'model_id: required', { field: 'model_id' });
     const model = await this.checkpoints.ownedModel(caller, b.model_id);

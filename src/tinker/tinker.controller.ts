@@ -140,7 +140,10 @@ export class TinkerController {
   async forwardBackward(@CurrentUser() caller: Principal, @Req() req: FastifyRequest): Promise<UntypedAPIFuture> {
     const body = req.body;
     if (!(body instanceof Readable)) {
-      throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `forward_backward takes a protobuf body (${PROTOBUF_CONTENT_TYPE}); SDKs before 0.25 send one when the client config says proto_write_fwdbwd, which this server's does`);
+      throw new AppError(
+        ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+        `forward_backward takes a protobuf body (${PROTOBUF_CONTENT_TYPE}); SDKs before 0.25 send one when the client config says proto_write_fwdbwd, which this server's does`,
+      );
     }
     let bytes: Buffer;
     try {

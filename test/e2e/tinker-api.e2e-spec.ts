@@ -66,7 +66,12 @@ describe('Tinker API over HTTP (e2e)', () => {
   }
 
   async function createModel(sessionId: string, seq: number): Promise<string> {
-    const res = await post('create_model', { session_id: sessionId, model_seq_id: seq, base_model: base, lora_config: { rank: 4, seed: 1, train_attn: true, train_mlp: true, train_unembed: false } });
+    const res = await post('create_model', {
+      session_id: sessionId,
+      model_seq_id: seq,
+      base_model: base,
+      lora_config: { rank: 4, seed: 1, train_attn: true, train_mlp: true, train_unembed: false },
+    });
     expect(res.status).toBe(200);
     expect((await result(res.body.request_id)).json).toEqual({ model_id: `${sessionId}:train:${seq}`, type: 'create_model' });
     return res.body.model_id as string;
@@ -151,7 +156,12 @@ describe('Tinker API over HTTP (e2e)', () => {
     expect(decoded.sequences).toHaveLength(2);
     expect(decoded.promptLogprobs?.length).toBe(2);
     expect(Number.isNaN(decoded.promptLogprobs![0])).toBe(true);
-    const tooLong = await post('asample', { sampling_session_id: samplerId, seq_id: 1, prompt: { chunks: [{ type: 'encoded_text', tokens: [1] }] }, sampling_params: { max_tokens: 10_000 } });
+    const tooLong = await post('asample', {
+      sampling_session_id: samplerId,
+      seq_id: 1,
+      prompt: { chunks: [{ type: 'encoded_text', tokens: [1] }] },
+      sampling_params: { max_tokens: 10_000 },
+    });
     const failed = await result(tooLong.body.request_id);
     expect(failed.json).toEqual({ error: expect.stringMatching(/context/), category: 'user' });
   }, 60_000);
@@ -220,7 +230,9 @@ describe('Tinker API over HTTP (e2e)', () => {
     expect((await t.request('GET', '/api/v1/training_runs', { key: bob })).body.training_runs).toEqual([]);
     expect((await t.request('GET', '/api/v1/checkpoints', { key: bob })).body.checkpoints).toEqual([]);
     // Still there for its owner.
-    expect((await t.request('GET', `/api/v1/training_runs/${model}/checkpoints`, { key: alice })).body.checkpoints.map((c: { tinker_path: string }) => c.tinker_path)).toEqual([path]);
+    expect((await t.request('GET', `/api/v1/training_runs/${model}/checkpoints`, { key: alice })).body.checkpoints.map((c: { tinker_path: string }) => c.tinker_path)).toEqual([
+      path,
+    ]);
   }, 60_000);
 });
 

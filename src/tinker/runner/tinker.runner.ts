@@ -122,7 +122,8 @@ class TinkerRunner {
       const args = call.args as { model: string; seq_id: number };
       const client = this.client(args.model);
       const added = client.lane.add({ seq: args.seq_id, call }, Date.now());
-      if (added === 'late') this.fail(call, userError(`seq_id ${args.seq_id} arrived after this training client's later requests ran (it waited ${this.ctx.spec.limits.seq_gap_seconds} s for it)`));
+      if (added === 'late')
+        this.fail(call, userError(`seq_id ${args.seq_id} arrived after this training client's later requests ran (it waited ${this.ctx.spec.limits.seq_gap_seconds} s for it)`));
       else if (added === 'repeat') this.fail(call, userError(`seq_id ${args.seq_id} was already submitted`));
     } else this.fail(call, new Error(`unknown request ${call.op}`));
     return false;
@@ -233,7 +234,8 @@ class TinkerRunner {
 
   private checkAdapterCount(): void {
     const max = this.ctx.spec.limits.max_adapters;
-    if (this.host.size >= max) throw userError(`this runner already holds ${max} training clients on ${this.ctx.spec.base_model}, the most it may (operator setting tinker_max_adapters_per_base)`);
+    if (this.host.size >= max)
+      throw userError(`this runner already holds ${max} training clients on ${this.ctx.spec.base_model}, the most it may (operator setting tinker_max_adapters_per_base)`);
   }
 
   private createModel(a: TinkerOpArgs<'create_model'>): TinkerResults['create_model'] {
@@ -241,7 +243,13 @@ class TinkerRunner {
     client.modelId = a.model_id;
     try {
       this.checkAdapterCount();
-      const spec: AdapterSpec = { rank: a.lora.rank, seed: a.lora.seed ?? randomInt(2 ** 31), trainAttn: a.lora.train_attn, trainMlp: a.lora.train_mlp, trainUnembed: a.lora.train_unembed };
+      const spec: AdapterSpec = {
+        rank: a.lora.rank,
+        seed: a.lora.seed ?? randomInt(2 ** 31),
+        trainAttn: a.lora.train_attn,
+        trainMlp: a.lora.train_mlp,
+        trainUnembed: a.lora.train_unembed,
+      };
       this.checkRoom(this.host.trainingBytes(spec), `a rank-${spec.rank} LoRA adapter with its optimizer state`);
       this.host.create(a.model, spec);
       this.ctx.log(`${a.model}: LoRA rank ${spec.rank} (${describeParts(spec)}), seed ${spec.seed}`);
@@ -472,7 +480,11 @@ class TinkerRunner {
     const sequences = seqs.map((seq, row) => {
       const match = scanners[row].match;
       const kept = match ? match.tokenCount : seq.tokens.length;
-      return { tokens: seq.tokens.slice(0, kept), logprobs: seq.logProbs.slice(0, kept), stop_reason: match || seq.finishReason === 'stop' ? ('stop' as const) : ('length' as const) };
+      return {
+        tokens: seq.tokens.slice(0, kept),
+        logprobs: seq.logProbs.slice(0, kept),
+        stop_reason: match || seq.finishReason === 'stop' ? ('stop' as const) : ('length' as const),
+      };
     });
     const result: TinkerResults['sample'] = { sequences };
     if (a.prompt_logprobs || a.topk_prompt_logprobs > 0) {
@@ -509,11 +521,7 @@ function adapterSpecOf(meta: TinkerCheckpointMeta): AdapterSpec {
 }
 
 function describeParts(spec: AdapterSpec): string {
-  return (
-    [spec.trainAttn ? 'attention' : '', spec.trainMlp ? 'MLP' : '', spec.trainUnembed ? 'unembedding' : '']
-      .filter(Boolean)
-      .join(', ')
-  );
+  return [spec.trainAttn ? 'attention' : '', spec.trainMlp ? 'MLP' : '', spec.trainUnembed ? 'unembedding' : ''].filter(Boolean).join(', ');
 }
 
 function mb(bytes: number): string {
