@@ -7,6 +7,7 @@ import { JobsModule } from '../jobs/api/jobs.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { UserModelsDataModule } from '../models/user-models-data.module';
 import { DevicePoolModule } from '../scheduler/device-pool.module';
+import { TinkerModule } from '../tinker/tinker.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CheckpointsController } from './checkpoints.controller';
@@ -25,7 +26,7 @@ import { UserModelsService } from './user-models.service';
  * over them and the cached Hub models. API role only.
  */
 @Module({
-  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule],
+  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, TinkerModule],
   controllers: [CheckpointsController, ChatController, CompletionsController, ModelsController],
   providers: [CheckpointsService, ChatService, CompletionsService, HubModelsService, ModelPoolService, UserModelsService, ModelChecker],
 })

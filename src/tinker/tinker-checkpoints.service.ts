@@ -69,7 +69,7 @@ export class TinkerCheckpoints {
   }
 
   /** Parses a `tinker://` path of one of the caller's checkpoints that exists; 404 otherwise. */
-  async resolve(caller: Principal, path: string, field = 'path'): Promise<{ model: TinkerModelEntity; ref: CheckpointRef; meta: TinkerCheckpointMeta }> {
+  async resolve(caller: Principal, path: string, field = 'path'): Promise<{ model: TinkerModelEntity; ref: CheckpointRef; meta: TinkerCheckpointMeta; dir: string }> {
     const m = /^tinker:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(path);
     if (!m) throw new AppError(ErrorCode.VALIDATION, `${field} ${JSON.stringify(path)} is not tinker://<training run>/<weights|sampler_weights>/<name>`, { field });
     const kind = CheckpointKind.safeParse(m[2]);
@@ -78,7 +78,7 @@ export class TinkerCheckpoints {
     const ref: CheckpointRef = { job_id: model.jobId, model: modelKey(model), kind: kind.data, name: this.checkName(m[3], field) };
     const meta = await this.live(ref);
     if (!meta) throw new AppError(ErrorCode.CHECKPOINT_NOT_FOUND, `Checkpoint ${path} not found`, { field });
-    return { model, ref, meta };
+    return { model, ref, meta, dir: tinkerCheckpointDir(this.jobsDir, ref) };
   }
 
   /** A checkpoint's record, or null when it is not there (or was past its TTL, and is deleted now). */

@@ -94,6 +94,11 @@ export class TinkerRunners {
   async record<O extends TinkerOp>(jobId: string, key: string, op: O, args: TinkerOpArgs<O>): Promise<SessionCallEntity> {
     const existing = await this.calls.find(jobId, key);
     if (existing) return existing;
+    const job = await this.jobRows.findById(jobId);
+    if (!job || FINAL_STATES.includes(job.state)) {
+      // Its models and samplers went with it; a new training client or sampler starts a new runner.
+      throw new AppError(ErrorCode.GONE, `The runner that held this (job ${jobId}) has ended${job ? ` (${job.state}${job.error ? `: ${job.error}` : ''})` : ''}`);
+    }
     const max = this.config.values.tinker_max_open_requests;
     if ((await this.calls.countOpen(jobId)) >= max) {
       throw new AppError(ErrorCode.BUSY, `This session's runner already has ${max} requests waiting (operator setting tinker_max_open_requests); send this one again later`, {

@@ -27,6 +27,7 @@ import { TinkerRepository } from './tinker.repository';
   imports: [JobsModule, JobsDataModule, SessionsModule, DatasetsModule, UserModelsDataModule],
   controllers: [TinkerController],
   providers: [TinkerRepository, TinkerBaseModels, TinkerRunners, TinkerSessions, TinkerCheckpoints, TinkerTraining, TinkerSampling, TinkerFutures],
+  exports: [TinkerCheckpoints],
 })
 export class TinkerModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

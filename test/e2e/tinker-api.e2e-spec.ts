@@ -229,6 +229,11 @@ describe('Tinker API over HTTP (e2e)', () => {
     expect(asBob.map((r) => r.status)).toEqual(asBob.map(() => 404));
     expect((await t.request('GET', '/api/v1/training_runs', { key: bob })).body.training_runs).toEqual([]);
     expect((await t.request('GET', '/api/v1/checkpoints', { key: bob })).body.checkpoints).toEqual([]);
+    // Served by the OpenAI-compatible routes as its adapter on its base: to its owner only.
+    const completion = await t.request('POST', '/v1/completions', { key: alice, body: { model: path, prompt: '12+', max_tokens: 3, temperature: 0 } });
+    expect(completion.status).toBe(200);
+    expect(completion.body.model).toBe(path);
+    expect((await t.request('POST', '/v1/completions', { key: bob, body: { model: path, prompt: '12+', max_tokens: 3 } })).status).toBe(404);
     // Still there for its owner.
     expect((await t.request('GET', `/api/v1/training_runs/${model}/checkpoints`, { key: alice })).body.checkpoints.map((c: { tinker_path: string }) => c.tinker_path)).toEqual([
       path,

@@ -356,6 +356,7 @@ class TinkerRunner {
     const meta: TinkerCheckpointMeta = {
       model_id: a.model_id,
       base_model: this.ctx.spec.base_model,
+      base: this.ctx.spec.model.preset !== undefined ? { preset: this.ctx.spec.model.preset } : { path: this.ctx.spec.model.path! },
       kind: a.kind,
       name: a.name,
       lora: { rank: spec.rank, seed: spec.seed, train_attn: spec.trainAttn, train_mlp: spec.trainMlp, train_unembed: spec.trainUnembed },

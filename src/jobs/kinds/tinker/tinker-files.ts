@@ -31,7 +31,10 @@ export function tinkerCheckpointDir(jobsDir: string, ref: CheckpointRef): string
 /** What `tinker.json` records beside the adapter. */
 export interface TinkerCheckpointMeta {
   model_id: string;
+  /** The base as the client named it. */
   base_model: string;
+  /** The base as a job names it (`model.preset` or `model.path`): what a model server loads the adapter on. */
+  base: { preset: string } | { path: string };
   kind: CheckpointKind;
   name: string;
   lora: { rank: number; seed: number | null; train_attn: boolean; train_mlp: boolean; train_unembed: boolean };
