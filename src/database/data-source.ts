@@ -21,6 +21,7 @@ import { JobRowVersion1765300000000 } from './1765300000000-job-row-version.migr
 import { JobSecrets1765400000000 } from './1765400000000-job-secrets.migration';
 import { DropJobRowVersion1765500000000 } from './1765500000000-drop-job-row-version.migration';
 import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
+import { ApiKeyIds1765700000000 } from './1765700000000-api-key-ids.migration';
 import { JobSecretEntity } from '../jobs/job-secret.entity';
 
 export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   JobSecrets1765400000000,
   DropJobRowVersion1765500000000,
   JobVersion1765600000000,
+  ApiKeyIds1765700000000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
