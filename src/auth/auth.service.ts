@@ -112,6 +112,11 @@ export class AuthService {
     this.recognisedRows.add(rowId);
   }
 
+  /** Whether this process has verified the operator key of this row. */
+  recognises(rowId: string): boolean {
+    return this.recognisedRows.has(rowId);
+  }
+
   /** Drops what this process remembers of a key (all keys without one), so a revocation takes effect here at once. */
   forget(key?: ApiKeyEntity): void {
     this.operatorRows = null;

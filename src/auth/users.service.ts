@@ -57,7 +57,18 @@ export class UsersService {
       return { created: true, key: generated?.key };
     }
     if (configured) await this.keepOperatorKey(admin.id, configured);
+    await this.warnOfUnverifiedOperatorKeys();
     return { created: false };
+  }
+
+  /** Operator-chosen keys this process cannot recognise keep a slow check open to bad keys: say so once. */
+  private async warnOfUnverifiedOperatorKeys(): Promise<void> {
+    const others = (await this.repo.findActiveOperatorKeys()).filter((r) => !this.auth.recognises(r.key.id));
+    if (others.length === 0) return;
+    this.logger.warn(
+      `${others.length} operator-chosen API key(s) (${others.map((r) => `"${r.key.name}" ${r.key.id}`).join(', ')}) are not this server's admin_key: ` +
+        'until one is used here, keys that are not found cost a scrypt check (at most auth_key_checks at once). Revoke the ones no longer in use.',
+    );
   }
 
   /**

@@ -94,9 +94,9 @@ export const SETTINGS = {
     doc: 'Failed authentications per client address (IPv6: per /64), and per key id, before `429`; counted before any slow hashing, in a fixed 1 MiB table (a valid key is always accepted).',
   }),
   auth_key_checks: setting({
-    schema: int(1, 64).default(2),
+    schema: int(1, 64).default(1),
     section: 'Server',
-    doc: 'Slow key checks (scrypt, for keys an operator chose that this process has not verified yet) running at once.',
+    doc: 'Slow key checks (scrypt, ~50 ms of one thread each, for keys an operator chose that this process has not verified yet) running at once.',
   }),
   auth_key_check_queue: setting({
     schema: int(0, 100_000).default(256),

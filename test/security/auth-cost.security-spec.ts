@@ -77,7 +77,7 @@ describe('security: a bad key costs no slow hash, and valid keys get through a f
     s = await startTenants({ config: { auth_failures_per_minute: 5 } });
     home = mkdtempSync(join(tmpdir(), 'opentinker-auth-cost-'));
     await (await startTestApp({ worker: false, home })).close();
-    restarted = await startTestApp({ worker: false, home, config: { admin_key: OTHER_ADMIN_KEY, auth_failures_per_minute: 5 } });
+    restarted = await startTestApp({ worker: false, home, config: { admin_key: OTHER_ADMIN_KEY, auth_failures_per_minute: 5, auth_key_check_timeout_seconds: 120 } });
   });
   afterAll(async () => {
     await s.t.close();
