@@ -9,8 +9,8 @@ import { age, dateTime } from './format.mjs';
  * and screen-reader users land on what they must copy now.
  */
 export function secretPanel(heading, key) {
-  const plain = copyRow(heading, key);
-  const tinker = copyRow(`${heading} for the Tinker SDK`, `tml-${key}`);
+  const plain = copyRow(heading, 'Copy the key', key);
+  const tinker = copyRow('The same key for the Tinker SDK', 'Copy the Tinker SDK form', `tml-${key}`);
   const panel = h(
     'div',
     { class: 'secret-panel', tabindex: '-1' },
@@ -27,14 +27,14 @@ export function secretPanel(heading, key) {
   return panel;
 }
 
-function copyRow(label, value) {
+function copyRow(label, copyLabel, value) {
   const input = h('input', { type: 'text', readonly: true, value, class: 'mono secret', 'aria-label': label, spellcheck: 'false' });
   const copied = h('span', { class: 'muted', role: 'status' });
   const copy = h(
     'button',
     {
       type: 'button',
-      'aria-label': `Copy ${label}`,
+      'aria-label': copyLabel,
       onclick: async () => {
         input.select();
         try {
