@@ -43,12 +43,19 @@ describe('API keys', () => {
     expect(legacyKeyId(legacy)).toBe('AbC-_12x');
   });
 
-  it.each(['', 'otk_', 'otk_short', 'sk_' + 'a'.repeat(40), 'otk_' + 'a'.repeat(40) + ' ', 'otk_' + '€'.repeat(30), 'tml-', 'tml-tml-otk_' + 'a'.repeat(30), 'otk_' + 'a'.repeat(201)])(
-    'refuses %j',
-    (k) => {
-      expect(parseApiKey(k)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    'otk_',
+    'otk_short',
+    'sk_' + 'a'.repeat(40),
+    'otk_' + 'a'.repeat(40) + ' ',
+    'otk_' + '€'.repeat(30),
+    'tml-',
+    'tml-tml-otk_' + 'a'.repeat(30),
+    'otk_' + 'a'.repeat(201),
+  ])('refuses %j', (k) => {
+    expect(parseApiKey(k)).toBeNull();
+  });
 });
 
 describe('operator-chosen keys', () => {

@@ -88,7 +88,11 @@ export class AuthService {
     const addr = addressSource(address);
     const key = credential.value === null ? null : parseApiKey(credential.value);
     if (!key) {
-      throw this.fail([addr], `Malformed ${credential.field === 'authorization' ? 'Authorization header (expected: Bearer otk_…)' : 'X-API-Key header (expected: otk_…)'}`, credential.field);
+      throw this.fail(
+        [addr],
+        `Malformed ${credential.field === 'authorization' ? 'Authorization header (expected: Bearer otk_…)' : 'X-API-Key header (expected: otk_…)'}`,
+        credential.field,
+      );
     }
     const sources = [addr, `key:${key.keyId}`];
     const now = Date.now();

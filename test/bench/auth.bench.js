@@ -40,7 +40,20 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 function parseArgs(argv) {
-  const o = { duration: 20, quiet: 5, clients: 50, distinct: 100_000, distinctTimeout: 180, after: 5, root: REPO, before: undefined, rounds: 1, out: undefined, write: true, cpuProf: undefined };
+  const o = {
+    duration: 20,
+    quiet: 5,
+    clients: 50,
+    distinct: 100_000,
+    distinctTimeout: 180,
+    after: 5,
+    root: REPO,
+    before: undefined,
+    rounds: 1,
+    out: undefined,
+    write: true,
+    cpuProf: undefined,
+  };
   for (let i = 2; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => (inline !== undefined ? inline : argv[++i]);
@@ -488,8 +501,16 @@ async function run(build, root, order, o) {
   }
   out.uptime_after = uptime();
   out.checks = [
-    ...['user', 'admin'].map((who) => ({ target: `${who} p99 under the flood < ${TARGETS.p99_ms} ms`, actual: out.flood[who].p99_ms, pass: out.flood[who].p99_ms < TARGETS.p99_ms })),
-    ...['user', 'admin'].map((who) => ({ target: `${who} requests refused under the flood = ${TARGETS.refused}`, actual: out.flood[who].refused, pass: out.flood[who].refused === TARGETS.refused })),
+    ...['user', 'admin'].map((who) => ({
+      target: `${who} p99 under the flood < ${TARGETS.p99_ms} ms`,
+      actual: out.flood[who].p99_ms,
+      pass: out.flood[who].p99_ms < TARGETS.p99_ms,
+    })),
+    ...['user', 'admin'].map((who) => ({
+      target: `${who} requests refused under the flood = ${TARGETS.refused}`,
+      actual: out.flood[who].refused,
+      pass: out.flood[who].refused === TARGETS.refused,
+    })),
   ];
   out.pass = out.checks.every((c) => c.pass);
   return out;

@@ -47,14 +47,9 @@ const b64 = (n: number) => randomBytes(n).toString('base64url').slice(0, n);
 function bogusKeys(n: number): string[] {
   return Array.from({ length: n }, (_, i) => {
     const generated = generateApiKey().key;
-    return [
-      `otk_short${i}`,
-      generated.slice(0, -1) + (generated.endsWith('a') ? 'b' : 'a'),
-      generated,
-      `tml-${generateApiKey().key}`,
-      `otk_${b64(43)}`,
-      `tml-otk_${b64(30)}`,
-    ][i % 6];
+    return [`otk_short${i}`, generated.slice(0, -1) + (generated.endsWith('a') ? 'b' : 'a'), generated, `tml-${generateApiKey().key}`, `otk_${b64(43)}`, `tml-otk_${b64(30)}`][
+      i % 6
+    ];
   });
 }
 
@@ -100,7 +95,7 @@ describe('security: a bad key costs no slow hash, and valid keys get through a f
     const address = '10.5.0.1';
     const first = await Promise.all(bogusKeys(5).map((key) => from(restarted, `otk_${b64(43)}${key.length}`, address)));
     expect(first.map((r) => r.statusCode)).toContain(429);
-    let answers: number[] = [];
+    const answers: number[] = [];
     const count = await scrypts(async () => {
       for (let i = 0; i < 20; i++) answers.push((await from(restarted, `otk_${b64(43)}`, address)).statusCode);
     });

@@ -31,7 +31,12 @@ export function registerAuthCommands(program: Command): void {
         const key = (opts.key ?? (await promptForKey(url)))?.trim();
         if (!key) throw new CliError('No API key given: pass --key, type it when asked, or pipe it in', EXIT.USAGE);
         if (!key.startsWith('otk_') && !key.startsWith('tml-otk_')) {
-          throw new CliError(`"${maskKey(key)}" does not look like an OpenTinker API key (they start with otk_, or tml-otk_ in the Tinker SDK's form)`, EXIT.USAGE, undefined, '--key');
+          throw new CliError(
+            `"${maskKey(key)}" does not look like an OpenTinker API key (they start with otk_, or tml-otk_ in the Tinker SDK's form)`,
+            EXIT.USAGE,
+            undefined,
+            '--key',
+          );
         }
         let user;
         try {
