@@ -20,6 +20,7 @@ const net = require('node:net');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { crc32 } = require('node:zlib');
+const { Conn } = require('./keepalive-client');
 
 const REPO = resolve(__dirname, '..', '..');
 const TARGETS = { p99_ms: 50, refused: 0 };
@@ -175,73 +176,6 @@ function freshAddress() {
 
 // ---------------------------------------------------------------- client
 
-/**
- * One keep-alive HTTP/1.1 connection from a chosen local address, one GET at a time. Hand-rolled so the
- * 52 clients take little of the CPU the server needs; the server answers JSON with Content-Length.
- */
-class Conn {
-  constructor(port, localAddress) {
-    this.port = port;
-    this.localAddress = localAddress;
-    this.socket = null;
-    this.pending = null;
-    this.buf = Buffer.alloc(0);
-  }
-
-  connect() {
-    return new Promise((res, rej) => {
-      const s = net.connect({ host: '127.0.0.1', port: this.port, localAddress: this.localAddress });
-      s.setNoDelay(true);
-      s.once('connect', () => {
-        s.off('error', rej);
-        s.on('error', (e) => this.fail(e));
-        res();
-      });
-      s.once('error', rej);
-      s.on('data', (d) => this.onData(d));
-      s.on('close', () => {
-        this.socket = null;
-        this.fail(new Error('connection closed'));
-      });
-      this.socket = s;
-      this.buf = Buffer.alloc(0);
-    });
-  }
-
-  fail(error) {
-    const p = this.pending;
-    this.pending = null;
-    if (p) p.reject(error);
-  }
-
-  async get(path, key) {
-    if (!this.socket) await this.connect();
-    return new Promise((res, rej) => {
-      this.pending = { resolve: res, reject: rej };
-      this.socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    });
-  }
-
-  onData(chunk) {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    if (!this.pending) return;
-    const end = this.buf.indexOf('\r\n\r\n');
-    if (end < 0) return;
-    const head = this.buf.toString('latin1', 0, end);
-    const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
-    if (this.buf.length < end + 4 + length) return;
-    this.buf = this.buf.subarray(end + 4 + length);
-    const p = this.pending;
-    this.pending = null;
-    p.resolve(Number(head.slice(9, 12)));
-  }
-
-  close() {
-    if (this.socket) this.socket.destroy();
-    this.socket = null;
-  }
-}
-
 // ---------------------------------------------------------------- server
 
 function freePort() {
@@ -351,7 +285,7 @@ function summary(latencies, statuses) {
 
 /** A valid client: one `GET /v1/jobs` at a time, {@link VALID_PAUSE_MS} apart, until `stop()`. */
 function validClient(port, key) {
-  const conn = new Conn(port, '127.0.0.1');
+  const conn = new Conn(port, { localAddress: '127.0.0.1' });
   const latencies = [];
   const statuses = {};
   let running = true;
@@ -360,7 +294,7 @@ function validClient(port, key) {
       const t0 = process.hrtime.bigint();
       let status;
       try {
-        status = await conn.get('/v1/jobs?limit=50', key);
+        status = (await conn.request('GET', '/v1/jobs?limit=50', undefined, `Authorization: Bearer ${key}\r\n`)).status;
       } catch {
         status = 'error';
         conn.close();
@@ -392,14 +326,14 @@ function floodClients(port, clients, amount = Infinity) {
     while (running && sent < amount) {
       if (!conn || used >= REQUESTS_PER_ADDRESS) {
         conn?.close();
-        conn = new Conn(port, freshAddress());
+        conn = new Conn(port, { localAddress: freshAddress() });
         used = 0;
       }
       sent += 1;
       used += 1;
       let status;
       try {
-        status = await conn.get('/v1/jobs?limit=50', bogusKey());
+        status = (await conn.request('GET', '/v1/jobs?limit=50', undefined, `Authorization: Bearer ${bogusKey()}\r\n`)).status;
       } catch {
         status = 'error';
         conn.close();
