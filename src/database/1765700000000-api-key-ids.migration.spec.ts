@@ -1,46 +1,29 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DataSource } from 'typeorm';
+import { testDatabases, withMigrations, type TestDatabase } from '../../test/support/test-databases';
 import { ApiKeyEntity } from '../auth/api-key.entity';
-import { ENTITIES, MIGRATIONS } from './data-source';
+import { MIGRATIONS } from './data-source';
 import { ApiKeyIds1765700000000 } from './1765700000000-api-key-ids.migration';
 
-/** On SQLite; PostgreSQL runs the same migration in the integration tests' database. */
-describe('migration ApiKeyIds1765700000000', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'api-key-ids-migration-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+const BEFORE = MIGRATIONS.filter((m) => m !== ApiKeyIds1765700000000);
 
-  async function withDatabase<T>(migrations: typeof MIGRATIONS, use: (db: DataSource) => Promise<T>): Promise<T> {
-    const db = new DataSource({ type: 'better-sqlite3', database: join(dir, 'db.sqlite'), entities: ENTITIES, migrations, logging: false });
-    await db.initialize();
-    try {
-      await db.runMigrations({ transaction: 'all' });
-      return await use(db);
-    } finally {
-      await db.destroy();
-    }
-  }
+/** On SQLite, and on PostgreSQL when `IT_PG_URL` names a server (the integration run). */
+describe.each(testDatabases('api-key-ids'))('migration ApiKeyIds1765700000000 on %s', (_name, open) => {
+  let database: TestDatabase;
+  beforeEach(async () => {
+    database = await open();
+  });
+  afterEach(() => database.drop());
 
   it('gives keys issued before ids the 8 characters after otk_ their prefix shows, and operator keys stored with scrypt none', async () => {
-    await withDatabase(
-      MIGRATIONS.filter((m) => m !== ApiKeyIds1765700000000),
-      async (db) => {
-        await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1)`);
-        const keys: [string, string, string][] = [
-          ['generated', 'otk_Ab3-_x9Z', 'a'.repeat(64)],
-          ['operator', 'otk_…', 's:0123456789abcdef:' + 'A'.repeat(43) + '='],
-          ['operator-sha256', 'otk_my_admin', 'b'.repeat(64)],
-        ];
-        for (const [id, prefix, hash] of keys) {
-          await db.query(`INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at) VALUES (?, 'u1', ?, ?, ?, 1)`, [id, id, prefix, hash]);
-        }
-      },
-    );
-    const rows = await withDatabase(MIGRATIONS, (db) => db.query('SELECT id, key_id FROM api_keys'));
+    await withMigrations(database, BEFORE, async (db) => {
+      await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1)`);
+      await db.query(
+        `INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at) VALUES
+           ('generated', 'u1', 'a', 'otk_Ab3-_x9Z', '${'a'.repeat(64)}', 1),
+           ('operator', 'u1', 'b', 'otk_…', 's:0123456789abcdef:${'A'.repeat(43)}=', 1),
+           ('operator-sha256', 'u1', 'c', 'otk_my_admin', '${'b'.repeat(64)}', 1)`,
+      );
+    });
+    const rows = await withMigrations(database, MIGRATIONS, (db) => db.query('SELECT id, key_id FROM api_keys'));
     expect(Object.fromEntries(rows.map((r: { id: string; key_id: unknown }) => [r.id, r.key_id]))).toEqual({
       generated: 'Ab3-_x9Z',
       operator: null,
@@ -49,14 +32,22 @@ describe('migration ApiKeyIds1765700000000', () => {
     });
   });
 
-  it('gives the api_keys table every column the entity maps', async () => {
-    const [columns, mapped] = await withDatabase(MIGRATIONS, async (db) => [
-      (await db.query('PRAGMA table_info("api_keys")')).map((c: { name: string }) => c.name).sort(),
-      db
-        .getMetadata(ApiKeyEntity)
-        .columns.map((c) => c.databaseName)
-        .sort(),
-    ]);
+  it('gives the api_keys table every column the entity maps, and goes back down', async () => {
+    const [columns, mapped] = await withMigrations(database, MIGRATIONS, async (db) => {
+      const sql =
+        database.options.type === 'postgres'
+          ? `SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'api_keys'`
+          : `SELECT name FROM pragma_table_info('api_keys')`;
+      const found = (await db.query(sql)).map((c: { name: string }) => c.name).sort();
+      await db.undoLastMigration({ transaction: 'all' });
+      return [
+        found,
+        db
+          .getMetadata(ApiKeyEntity)
+          .columns.map((c) => c.databaseName)
+          .sort(),
+      ];
+    });
     expect(columns).toEqual(mapped);
   });
 });

@@ -60,3 +60,15 @@ export async function jobsFixture(database: TestDatabase): Promise<{ db: DataSou
   await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
   return { db, repo: new JobsRepository(db, { usesPostgres: database.options.type === 'postgres', values: { lease_seconds: 30 } } as AppConfig) };
 }
+
+/** Opens the database, runs these migrations on it, and hands it to `use` (closed afterwards). */
+export async function withMigrations<T>(database: TestDatabase, migrations: typeof MIGRATIONS, use: (db: DataSource) => Promise<T>): Promise<T> {
+  const db = new DataSource({ ...database.options, entities: ENTITIES, migrations, logging: false } as DataSourceOptions);
+  await db.initialize();
+  try {
+    await db.runMigrations({ transaction: 'all' });
+    return await use(db);
+  } finally {
+    await db.destroy();
+  }
+}
