@@ -88,6 +88,13 @@ export const SETTINGS = {
   }),
   open_registration: setting({ schema: booleanish.default(false), section: 'Server', doc: 'Let anyone `POST /v1/users` (creates plain users).' }),
   body_limit_bytes: setting({ schema: int(1024, 1024 ** 3).default(1024 * 1024), section: 'Server', doc: 'Largest request body.' }),
+  json_max_depth: setting({
+    schema: int(8, 10_000).default(64),
+    section: 'Server',
+    doc:
+      'Most objects and arrays one JSON body may nest, on every route (the API and `opentinker env serve`); deeper is `400 OT_ERR_JSON_TOO_DEEP` ' +
+      '(`ENV_BAD_REQUEST` on the environment protocols) naming the field, before anything validates it. A dataset row nested deeper is a bad row.',
+  }),
   auth_failures_per_minute: setting({
     schema: int(1, 1_000_000).default(20),
     section: 'Server',
@@ -167,6 +174,11 @@ export const SETTINGS = {
     doc: 'GPUs a worker offers: `auto` (found with `nvidia-smi`), `none`, or indices such as `0,1`.',
   }),
   max_jobs_per_user: setting({ schema: int(1, 10_000).default(4), section: 'Workers and jobs', doc: 'Starting or running jobs one user may have at once.' }),
+  max_queued_jobs_per_user: setting({
+    schema: int(1, 1_000_000).default(1000),
+    section: 'Workers and jobs',
+    doc: 'Queued jobs one plain user may have at once; a submission past it is refused (`429 OT_ERR_QUEUED_JOBS_LIMIT`). Admins are exempt.',
+  }),
   max_user_priority: setting({
     schema: int(-100, 100).default(0),
     section: 'Workers and jobs',

@@ -7,6 +7,8 @@ import { z } from 'zod';
 export enum ErrorCode {
   VALIDATION = 'OT_ERR_VALIDATION',
   BAD_JSON = 'OT_ERR_BAD_JSON',
+  /** A JSON body nests objects and arrays deeper than the operator's `json_max_depth`. */
+  JSON_TOO_DEEP = 'OT_ERR_JSON_TOO_DEEP',
   BODY_TOO_LARGE = 'OT_ERR_BODY_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE = 'OT_ERR_UNSUPPORTED_MEDIA_TYPE',
   UNAUTHENTICATED = 'OT_ERR_UNAUTHENTICATED',
@@ -46,11 +48,14 @@ export enum ErrorCode {
   URL_NOT_ALLOWED = 'OT_ERR_URL_NOT_ALLOWED',
   /** The user's datasets and checkpoints already fill their storage quota. */
   QUOTA_EXCEEDED = 'OT_ERR_QUOTA_EXCEEDED',
+  /** The user already has as many queued jobs as the operator allows (`max_queued_jobs_per_user`). */
+  QUEUED_JOBS_LIMIT = 'OT_ERR_QUEUED_JOBS_LIMIT',
 }
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.VALIDATION]: 400,
   [ErrorCode.BAD_JSON]: 400,
+  [ErrorCode.JSON_TOO_DEEP]: 400,
   [ErrorCode.BODY_TOO_LARGE]: 413,
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [ErrorCode.UNAUTHENTICATED]: 401,
@@ -84,6 +89,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.UNSCHEDULABLE]: 400,
   [ErrorCode.URL_NOT_ALLOWED]: 400,
   [ErrorCode.QUOTA_EXCEEDED]: 413,
+  [ErrorCode.QUEUED_JOBS_LIMIT]: 429,
 };
 
 export interface AppErrorOptions {

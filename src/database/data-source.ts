@@ -22,6 +22,7 @@ import { JobSecrets1765400000000 } from './1765400000000-job-secrets.migration';
 import { DropJobRowVersion1765500000000 } from './1765500000000-drop-job-row-version.migration';
 import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
 import { ApiKeyIds1765700000000 } from './1765700000000-api-key-ids.migration';
+import { FairDispatch1765710000000 } from './1765710000000-fair-dispatch.migration';
 import { JobSecretEntity } from '../jobs/job-secret.entity';
 
 export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
@@ -36,6 +37,7 @@ export const MIGRATIONS = [
   DropJobRowVersion1765500000000,
   JobVersion1765600000000,
   ApiKeyIds1765700000000,
+  FairDispatch1765710000000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {

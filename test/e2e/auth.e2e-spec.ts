@@ -49,7 +49,7 @@ describe('users and API keys', () => {
   it('takes a key in X-API-Key too, and in the Tinker SDK form tml- + the key, as the same user', async () => {
     const created = (await t.request('POST', '/v1/users', { body: { name: 'tina' } })).body;
     const key: string = created.api_key.key;
-    for (const headers of [{ 'x-api-key': key }, { 'x-api-key': `tml-${key}` }, { authorization: `Bearer tml-${key}` }]) {
+    for (const headers of <Record<string, string>[]>[{ 'x-api-key': key }, { 'x-api-key': `tml-${key}` }, { authorization: `Bearer tml-${key}` }]) {
       const me = await t.request('GET', '/v1/users/me', { key: null, headers });
       expect([Object.keys(headers)[0], me.status, me.body.id]).toEqual([Object.keys(headers)[0], 200, created.user.id]);
     }

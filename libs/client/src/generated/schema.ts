@@ -141,7 +141,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Each live worker's devices and the job holding each */
+        /** Each live worker's devices and what holds each (a job or a model server) */
         get: operations["Devices_list"];
         put?: never;
         post?: never;
@@ -895,8 +895,13 @@ export interface components {
             valid_rows: number;
         };
         DeviceDto: {
-            /** @description Whether a job holds the device */
+            /** @description Whether a job or a model server holds the device */
             busy: boolean;
+            /**
+             * @description What holds the device: a job, or a model server answering chat completions (which model, and for whom, is not shown); null when free
+             * @enum {string|null}
+             */
+            held_by: "job" | "model_server" | null;
             /**
              * @description `gpu:<index>` or `cpu:<slot>`
              * @example gpu:0
@@ -1042,7 +1047,7 @@ export interface components {
             version: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_AUTH_BUSY" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED";
+        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_JSON_TOO_DEEP" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_AUTH_BUSY" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED" | "OT_ERR_QUEUED_JOBS_LIMIT";
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
@@ -1271,7 +1276,7 @@ export interface components {
              */
             num_tasks?: number;
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1609,7 +1614,7 @@ export interface components {
                 weight_decay?: number;
             };
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1716,7 +1721,7 @@ export interface components {
             /** @description A label for listings */
             name?: string;
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1997,7 +2002,7 @@ export interface components {
                 weight_decay?: number;
             };
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -2447,7 +2452,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2505,7 +2510,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2586,7 +2591,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2643,7 +2648,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2708,7 +2713,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2767,7 +2772,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2804,7 +2809,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2841,7 +2846,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2889,7 +2894,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3323,7 +3328,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3375,7 +3380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3434,7 +3439,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3491,7 +3496,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3548,7 +3553,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3615,7 +3620,7 @@ export interface operations {
                     "application/octet-stream": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3674,7 +3679,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3757,7 +3762,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3827,7 +3832,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3893,7 +3898,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3950,7 +3955,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4009,7 +4014,7 @@ export interface operations {
                     "application/x-tar": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4072,7 +4077,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4132,7 +4137,7 @@ export interface operations {
                     "text/plain": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4195,7 +4200,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4262,7 +4267,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4299,7 +4304,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4349,7 +4354,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4406,7 +4411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4443,7 +4448,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4489,7 +4494,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4557,7 +4562,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4594,7 +4599,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
