@@ -24,8 +24,22 @@ import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
 import { ApiKeyIds1765700000000 } from './1765700000000-api-key-ids.migration';
 import { FairDispatch1765710000000 } from './1765710000000-fair-dispatch.migration';
 import { JobSecretEntity } from '../jobs/job-secret.entity';
+import { UserModelEntity } from '../models/user-model.entity';
+import { UserModels1765730000000 } from './1765730000000-user-models.migration';
 
-export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
+export const ENTITIES = [
+  UserEntity,
+  ApiKeyEntity,
+  JobEntity,
+  JobEventEntity,
+  JobMetricEntity,
+  JobArtifactEntity,
+  WorkerEntity,
+  SessionCallEntity,
+  DatasetEntity,
+  JobSecretEntity,
+  UserModelEntity,
+];
 export const MIGRATIONS = [
   Initial1764700000000,
   JobListIndexes1764800000000,
@@ -38,6 +52,7 @@ export const MIGRATIONS = [
   JobVersion1765600000000,
   ApiKeyIds1765700000000,
   FairDispatch1765710000000,
+  UserModels1765730000000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
