@@ -48,11 +48,6 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
     const config = loadConfig({}, { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, log_level: 'error', tinker_seq_gap_seconds: 5, model_roots: roots });
     app = await createApi({ config, worker: true });
     await ensureAdmin(app);
-    const fastify = app.getHttpAdapter().getInstance();
-    fastify.addHook('onRequest', async (request) => {
-      const key = request.headers['x-api-key'];
-      if (typeof key === 'string' && key.startsWith('tml-') && !request.headers.authorization) request.headers.authorization = `Bearer ${key.slice(4)}`;
-    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     for (const name of ['alice', 'bob']) {
