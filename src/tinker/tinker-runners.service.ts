@@ -48,9 +48,10 @@ export class TinkerRunners {
     const previous = this.starting.get(session.id) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(() => this.findOrStart(caller, session, baseName, base));
     this.starting.set(session.id, next);
-    void next.finally(() => {
+    const forget = () => {
       if (this.starting.get(session.id) === next) this.starting.delete(session.id);
-    });
+    };
+    next.then(forget, forget);
     return next;
   }
 
