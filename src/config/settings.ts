@@ -380,7 +380,11 @@ export const SETTINGS = {
     doc: '`retrieve_future` holds a poll this long for the result before answering `try_again` (the SDK gives up on a poll after 45 s).',
   }),
   tinker_result_keep_seconds: setting({
-    schema: z.coerce.number().min(1).max(30 * 86_400).default(3600),
+    schema: z.coerce
+      .number()
+      .min(1)
+      .max(30 * 86_400)
+      .default(3600),
     section: 'Tinker API',
     doc: 'How long an answered request and its result stay retrievable.',
   }),

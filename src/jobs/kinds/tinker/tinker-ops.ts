@@ -37,7 +37,9 @@ export const CheckpointRef = z.object({ job_id: z.uuid(), model: ModelKey, kind:
 export type CheckpointRef = z.output<typeof CheckpointRef>;
 
 /** `LoraConfig` (rank, which parts train, the factors' seed). */
-export const OpLora = z.object({ rank: z.number().int().min(1), seed: z.number().int().nullable(), train_attn: z.boolean(), train_mlp: z.boolean(), train_unembed: z.boolean() }).strict();
+export const OpLora = z
+  .object({ rank: z.number().int().min(1), seed: z.number().int().nullable(), train_attn: z.boolean(), train_mlp: z.boolean(), train_unembed: z.boolean() })
+  .strict();
 export type OpLora = z.output<typeof OpLora>;
 
 /** One datum: the input tokens and each loss input, aligned with them (1-D, one value per input token). */
