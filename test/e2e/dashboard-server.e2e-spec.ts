@@ -95,6 +95,7 @@ describe('dashboard: static files, and the page’s API client against the serve
       train: { results: false, resultsFile: null, checkpoints: true },
       inference: { results: true, resultsFile: 'results.jsonl', checkpoints: false },
       session: { results: false, resultsFile: null, checkpoints: true },
+      tinker: { results: false, resultsFile: null, checkpoints: true },
     });
     // Asked once per signed-in client.
     expect(loadJobKinds(api)).toBe(loadJobKinds(api));
