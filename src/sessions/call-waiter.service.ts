@@ -8,6 +8,8 @@ import { SessionCallsRepository } from './session-calls.repository';
 
 /** Re-reads a waited-on call this often when no local signal comes (the worker may be another process). */
 const WAIT_POLL_MS = 250;
+/** Looks whether the job ended (so nobody will answer) this often while waiting. */
+const JOB_CHECK_MS = 2_000;
 
 /** Whether a call is still waiting for its answer. */
 export function isOpen(call: SessionCallEntity): boolean {
@@ -26,15 +28,23 @@ export class CallWaiter {
     private readonly bus: LocalBus,
   ) {}
 
-  /** The call once answered, or as it is after `waitMs` (still open). */
+  /**
+   * The call once answered, or as it is after `waitMs` (still open). Woken by its own answer (or its job's
+   * end) when the worker is in this process, so many waiting calls of one job do not all read again
+   * whenever one of them is answered.
+   */
   async wait(call: SessionCallEntity, waitMs: number): Promise<SessionCallEntity> {
     const deadline = Date.now() + waitMs;
     let current = call;
+    let jobCheckedAt = 0;
     while (isOpen(current)) {
-      if (await this.failIfJobEnded(current)) current = (await this.calls.findById(call.id)) ?? current;
+      if (Date.now() - jobCheckedAt >= JOB_CHECK_MS) {
+        jobCheckedAt = Date.now();
+        if (await this.failIfJobEnded(current)) current = (await this.calls.findById(call.id)) ?? current;
+      }
       const left = deadline - Date.now();
       if (left <= 0 || !isOpen(current)) return current;
-      await this.nextSignal(call.jobId, Math.min(left, WAIT_POLL_MS));
+      await this.nextSignal(call, Math.min(left, WAIT_POLL_MS));
       current = (await this.calls.findById(call.id)) ?? current;
     }
     return current;
@@ -48,17 +58,20 @@ export class CallWaiter {
     const job = await this.jobRows.findById(call.jobId);
     if (!job || !FINAL_STATES.includes(job.state)) return false;
     await this.calls.failOpen(call.jobId, `The session was ${job.state} before answering this call`);
+    this.bus.jobCallsFailed(call.jobId);
     return true;
   }
 
-  private async nextSignal(jobId: string, ms: number): Promise<void> {
+  private async nextSignal(call: SessionCallEntity, ms: number): Promise<void> {
     const abort = new AbortController();
-    let stop = () => undefined as void;
+    const stops: Array<() => void> = [];
     await Promise.race([
       sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined),
-      new Promise<void>((resolve) => (stop = this.bus.onSessionCallDone(jobId, resolve))),
+      new Promise<void>((resolve) => {
+        stops.push(this.bus.onCallDone(call.id, resolve), this.bus.onJobCallsFailed(call.jobId, resolve));
+      }),
     ]);
-    stop();
+    for (const stop of stops) stop();
     abort.abort();
   }
 }

@@ -74,7 +74,7 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
   private async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
     const entry = this.attached.get(jobId);
     await this.calls.finish(message.id, message.error !== undefined ? { error: message.error } : { result: message.result ?? null });
-    this.bus.sessionCallDone(jobId);
+    this.bus.callDone(message.id);
     entry?.inFlight.delete(message.id);
     void this.pump(jobId);
   }
@@ -87,7 +87,7 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
     entry.stopListening();
     this.attached.delete(jobId);
     await this.calls.failOpen(jobId, reason);
-    this.bus.sessionCallDone(jobId);
+    this.bus.jobCallsFailed(jobId);
   }
 
   onModuleDestroy(): void {

@@ -3,6 +3,7 @@ import { CancelFutureRequest, encodeForwardBackwardOutput, encodeSampleResponse,
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
+import { LocalBus } from '../core/local-bus';
 import { parseOrThrow } from '../core/zod-error';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { USER_ERROR_PREFIX, type TinkerOp, type TinkerOpArgs, type TinkerResults } from '../jobs/kinds/tinker/tinker-ops';
@@ -36,6 +37,7 @@ export class TinkerFutures {
     private readonly calls: SessionCallsRepository,
     private readonly waiter: CallWaiter,
     private readonly jobs: JobsRepository,
+    private readonly bus: LocalBus,
   ) {}
 
   /** The caller's request, or 404 (an id that is not one, someone else's, or one answered too long ago). */
@@ -80,7 +82,9 @@ export class TinkerFutures {
   async cancel(caller: Principal, body: unknown): Promise<void> {
     const req = parseOrThrow(CancelFutureRequest, body);
     const call = await this.owned(caller, req.request_id);
-    if (call.state === 'pending') await this.calls.finish(call.id, { error: `${USER_ERROR_PREFIX}cancelled by the client` });
+    if (call.state !== 'pending') return;
+    await this.calls.finish(call.id, { error: `${USER_ERROR_PREFIX}cancelled by the client` });
+    this.bus.callDone(call.id);
   }
 }
 
