@@ -17,6 +17,7 @@
 
 #include "cuda.h"
 #include "gemm.h"
+#include "machine-limits.h"
 #include "tensors.h"
 #include "token-scores.h"
 
@@ -469,6 +470,25 @@ static napi_value memory_fn(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* machineLimits(bytes, seconds) -> { triadBytesPerS, readBytesPerS, fp32FlopsPerS, bf16FlopsPerS }: measured on the
+ * pool's threads (machine-limits.h); bytes per array of the bandwidth test, seconds per peak loop. */
+static napi_value machine_limits_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[2], result;
+  int64_t bytes;
+  double secs;
+  if (!get_args(env, info, 2, argv) || !get_i64(env, argv[0], &bytes)) return NULL;
+  CHECK(napi_get_value_double(env, argv[1], &secs));
+  if (bytes < (1 << 20) || bytes > ((int64_t)1 << 34) || !(secs > 0 && secs <= 10)) FAIL(range_error, "machineLimits: bytes in [1 MiB, 16 GiB], seconds in (0, 10]");
+  double triad = 0, read = 0;
+  if (ot_memory_bandwidth(bytes, 5, &triad, &read) != 0) FAIL(error, "machineLimits: out of memory for the bandwidth arrays");
+  CHECK(napi_create_object(env, &result));
+  napi_set_named_property(env, result, "triadBytesPerS", make_number(env, triad));
+  napi_set_named_property(env, result, "readBytesPerS", make_number(env, read));
+  napi_set_named_property(env, result, "fp32FlopsPerS", make_number(env, ot_peak_flops(0, secs)));
+  napi_set_named_property(env, result, "bf16FlopsPerS", make_number(env, ot_peak_flops(1, secs)));
+  return result;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL},
@@ -482,6 +502,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"gatherRows", NULL, gather_rows_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScores", NULL, token_scores_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScoresGrad", NULL, token_scores_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"machineLimits", NULL, machine_limits_fn, NULL, NULL, NULL, napi_default, NULL},
       {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},
       {"cudaOpen", NULL, cuda_open_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tensorToDevice", NULL, tensor_to_device_fn, NULL, NULL, NULL, napi_default, NULL},

@@ -70,6 +70,7 @@ export interface EngineAddon {
     dw: Float32Array | null,
   ): void;
   memory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number };
+  machineLimits(bytes: number, seconds: number): MachineLimits;
   cudaOpen(device: number): CudaStatus;
   tensorToDevice(t: TensorHandle): void;
   /** The smallest product (multiply-adds) sent to the GPU; the GPU check lowers it so tiny models use it too. */
@@ -84,6 +85,18 @@ export interface CudaStatus {
   freeBytes?: number;
   totalBytes?: number;
   error?: string;
+}
+
+/** The machine's limits measured on the addon's threads (native/machine-limits.c). */
+export interface MachineLimits {
+  /** STREAM-style triad `a = b + s·c`, counted as three arrays moved, bytes/s. */
+  triadBytesPerS: number;
+  /** A plain read (sum) of an array far larger than the caches, bytes/s: what a decode pass streams weights at. */
+  readBytesPerS: number;
+  /** Peak fp32 FMA FLOP/s (0 without AVX-512). */
+  fp32FlopsPerS: number;
+  /** Peak AVX-512 BF16 dot-product FLOP/s (0 where the CPU lacks it). */
+  bf16FlopsPerS: number;
 }
 
 /** What {@link loadEngineAddon} found. */
@@ -164,6 +177,15 @@ export function setNativeThreads(threads: number): void {
 /** Bytes the addon holds: copied tensors, mapped files, and device copies on the GPU. */
 export function nativeMemory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number } {
   return addon ? addon.memory() : { allocatedBytes: 0, mappedBytes: 0, deviceBytes: 0 };
+}
+
+/**
+ * Measures the machine's memory bandwidth and peak multiply-add rate on the addon's threads (a few
+ * seconds; for benchmarks). `arrayBytes` per array of the bandwidth test should be several times the
+ * last-level cache. Undefined without the addon.
+ */
+export function measureMachineLimits(arrayBytes = 1 << 30, seconds = 0.5): MachineLimits | undefined {
+  return addon?.machineLimits(arrayBytes, seconds);
 }
 
 let cuda: CudaStatus | undefined;
