@@ -11,7 +11,10 @@
  * against the read bandwidth, FLOPs per trained token against the peak.
  *
  *   bash libs/engine/bench/install-peer.sh && npm run build
- *   node libs/engine/bench/vs-peer.bench.js [--rounds 2] [--only lora-0.5b-4x256,...] [--out FILE]
+ *   node libs/engine/bench/vs-peer.bench.js [--rounds 2] [--only lora-0.5b-4x256,...] [--out FILE] [--baseline DIR]
+ *
+ * --baseline DIR adds a third side, the engine of another checkout (DIR/libs/engine built, with its
+ * node_modules), so a change is measured against the code before it in the same run.
  *
  * Writes bench/results/vs-peer-<date>.json (or --out) and prints a table.
  */
@@ -26,10 +29,24 @@ const PEER_PYTHON = path.join(HERE, '.venv-peer', 'bin', 'python');
 
 /** The issue's cases, with their targets against the peer (ratio) or the bandwidth limit (share). */
 const CASES = [
-  { id: 'lora-0.5b-4x256', shape: 'qwen2.5-0.5b', mode: 'lora', args: ['--batch', '4', '--seq', '256', '--steps', '2', '--warmup', '1'], peerArgs: ['--micro', '1'], target: { ratio: 1.2, rss: true } },
+  {
+    id: 'lora-0.5b-4x256',
+    shape: 'qwen2.5-0.5b',
+    mode: 'lora',
+    args: ['--batch', '4', '--seq', '256', '--steps', '2', '--warmup', '1'],
+    peerArgs: ['--micro', '1'],
+    target: { ratio: 1.2, rss: true },
+  },
   { id: 'sample-0.5b-b32', shape: 'qwen2.5-0.5b', mode: 'sample', args: ['--batch', '32', '--prompt', '64', '--new', '64', '--reps', '2'], target: { ratio: 1.2 } },
   { id: 'sample-0.5b-b1', shape: 'qwen2.5-0.5b', mode: 'sample', args: ['--batch', '1', '--prompt', '64', '--new', '64', '--reps', '3'], target: { bandwidth: 0.7 } },
-  { id: 'lora-1.5b-1x256', shape: 'qwen2.5-1.5b', mode: 'lora', args: ['--batch', '1', '--seq', '256', '--steps', '2', '--warmup', '1'], peerArgs: ['--micro', '1'], target: { ratio: 1.0 } },
+  {
+    id: 'lora-1.5b-1x256',
+    shape: 'qwen2.5-1.5b',
+    mode: 'lora',
+    args: ['--batch', '1', '--seq', '256', '--steps', '2', '--warmup', '1'],
+    peerArgs: ['--micro', '1'],
+    target: { ratio: 1.0 },
+  },
   { id: 'sample-1.5b-b1', shape: 'qwen2.5-1.5b', mode: 'sample', args: ['--batch', '1', '--prompt', '64', '--new', '32', '--reps', '3'], target: { bandwidth: 0.7 } },
 ];
 
@@ -40,6 +57,7 @@ function parseArgs(argv) {
     else if (argv[i] === '--only') o.only = argv[++i].split(',');
     else if (argv[i] === '--out') o.out = argv[++i];
     else if (argv[i] === '--engine-only') o.sides = ['engine'];
+    else if (argv[i] === '--baseline') o.baseline = path.resolve(argv[++i]);
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
@@ -108,16 +126,32 @@ function main() {
   const limitsRun = runSide(process.execPath, [path.join(HERE, 'real-models.engine.cjs'), '--mode', 'limits']);
   const limits = limitsRun.limits;
   const report = {
-    machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, memGiB: Math.round(os.totalmem() / 2 ** 30), loadStart: load(), limits, limitsLoad: [limitsRun.loadBefore, limitsRun.loadAfter] },
+    baseline: o.baseline ?? null,
+    machine: {
+      cpu: os.cpus()[0].model,
+      cores: os.cpus().length,
+      memGiB: Math.round(os.totalmem() / 2 ** 30),
+      loadStart: load(),
+      limits,
+      limitsLoad: [limitsRun.loadBefore, limitsRun.loadAfter],
+    },
     rounds: o.rounds,
     cases: [],
   };
-  process.stderr.write(`limits: read ${(limits.readBytesPerS / 1e9).toFixed(1)} GB/s, triad ${(limits.triadBytesPerS / 1e9).toFixed(1)} GB/s, fp32 ${(limits.fp32FlopsPerS / 1e9).toFixed(0)} GFLOP/s, bf16 ${(limits.bf16FlopsPerS / 1e9).toFixed(0)} GFLOP/s\n`);
+  process.stderr.write(
+    `limits: read ${(limits.readBytesPerS / 1e9).toFixed(1)} GB/s, triad ${(limits.triadBytesPerS / 1e9).toFixed(1)} GB/s, fp32 ${(limits.fp32FlopsPerS / 1e9).toFixed(0)} GFLOP/s, bf16 ${(limits.bf16FlopsPerS / 1e9).toFixed(0)} GFLOP/s\n`,
+  );
   for (const c of cases) {
     const dir = checkpoint(c.shape);
     const sides = [];
-    if (o.sides.includes('engine')) sides.push({ name: 'engine', cmd: process.execPath, args: [path.join(HERE, 'real-models.engine.cjs'), '--model', dir, '--mode', c.mode, ...c.args] });
-    if (o.sides.includes('peer')) sides.push({ name: 'peer', cmd: PEER_PYTHON, args: [path.join(HERE, 'peer_hf.py'), '--model', dir, '--mode', c.mode, ...c.args, ...(c.peerArgs ?? [])] });
+    if (o.sides.includes('engine'))
+      sides.push({ name: 'engine', cmd: process.execPath, args: [path.join(HERE, 'real-models.engine.cjs'), '--model', dir, '--mode', c.mode, ...c.args] });
+    if (o.baseline) {
+      const script = path.join(o.baseline, 'libs', 'engine', 'bench', 'real-models.engine.cjs');
+      sides.push({ name: 'baseline', cmd: process.execPath, args: [script, '--model', dir, '--mode', c.mode, ...c.args] });
+    }
+    if (o.sides.includes('peer'))
+      sides.push({ name: 'peer', cmd: PEER_PYTHON, args: [path.join(HERE, 'peer_hf.py'), '--model', dir, '--mode', c.mode, ...c.args, ...(c.peerArgs ?? [])] });
     const runs = Object.fromEntries(sides.map((s) => [s.name, []]));
     for (let round = 0; round < o.rounds; round++) {
       const order = round % 2 === 0 ? sides : [...sides].reverse();
@@ -159,8 +193,12 @@ function main() {
   fs.writeFileSync(o.out, JSON.stringify(report, null, 2) + '\n');
   for (const c of report.cases) {
     const cell = (n) => (c.summary[n] ? `${n} ${c.summary[n].value?.toFixed(2) ?? `ERR(${String(c.summary[n].error).slice(0, 60)})`} [${c.summary[n].peakRssMib} MiB]` : '');
-    const lim = c.limits.bandwidthTokensPerS ? `bandwidth limit ${c.limits.bandwidthTokensPerS.toFixed(1)}` : `fp32 limit ${c.limits.fp32TokensPerS.toFixed(0)}, bf16 ${c.limits.bf16TokensPerS.toFixed(0)}`;
-    process.stdout.write(`${c.id.padEnd(18)} ${cell('engine')} | ${cell('peer')} | ratio ${c.ratio?.toFixed(2) ?? '-'} | ${lim}\n`);
+    const lim = c.limits.bandwidthTokensPerS
+      ? `bandwidth limit ${c.limits.bandwidthTokensPerS.toFixed(1)}`
+      : `fp32 limit ${c.limits.fp32TokensPerS.toFixed(0)}, bf16 ${c.limits.bf16TokensPerS.toFixed(0)}`;
+    process.stdout.write(
+      `${c.id.padEnd(18)} ${cell('engine')} | ${cell('peer')}${c.summary.baseline ? ` | ${cell('baseline')}` : ''} | ratio ${c.ratio?.toFixed(2) ?? '-'} | ${lim}\n`,
+    );
   }
   process.stdout.write(`wrote ${o.out}\n`);
 }

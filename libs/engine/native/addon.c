@@ -17,6 +17,7 @@
 
 #include "cuda.h"
 #include "gemm.h"
+#include "layer-ops.h"
 #include "machine-limits.h"
 #include "tensors.h"
 #include "token-scores.h"
@@ -489,6 +490,159 @@ static napi_value machine_limits_fn(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* ---------------------------------------------------------------- layer stages (layer-ops.h) */
+
+static int get_f32(napi_env env, napi_value v, float *out) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok) {
+    napi_throw_type_error(env, CODE, "expected a number");
+    return 0;
+  }
+  *out = (float)d;
+  return 1;
+}
+
+/* A Float32Array of at least `need` elements (or null when `optional`). */
+static int sized(napi_env env, napi_value v, uint64_t need, float **out, int optional, const char *what) {
+  size_t len;
+  if (optional && is_null(env, v)) {
+    *out = NULL;
+    return 1;
+  }
+  if (!float_view(env, v, out, &len)) return 0;
+  if (need > len) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s is too short", what);
+    napi_throw_range_error(env, CODE, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static int dims_ok(napi_env env, int64_t a, int64_t b) {
+  if (a < 1 || b < 1 || a >= DIM_LIMIT || b >= DIM_LIMIT || a * b >= DIM_LIMIT) {
+    napi_throw_range_error(env, CODE, "sizes must be >= 1 and within limits");
+    return 0;
+  }
+  return 1;
+}
+
+/* rmsNorm(x, w, n, d, eps, y) */
+static napi_value rms_norm_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t n, d;
+  float eps, *x, *w, *y;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[2], &n) || !get_i64(env, argv[3], &d) || !get_f32(env, argv[4], &eps) || !dims_ok(env, n, d) ||
+      !sized(env, argv[0], n * d, &x, 0, "x") || !sized(env, argv[1], d, &w, 0, "w") || !sized(env, argv[5], n * d, &y, 0, "y")) {
+    return NULL;
+  }
+  ot_rms_norm(x, w, n, d, eps, y);
+  return NULL;
+}
+
+/* rmsNormGrad(x, w, dy, n, d, eps, dx, dw | null) */
+static napi_value rms_norm_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  int64_t n, d;
+  float eps, *x, *w, *dy, *dx, *dw;
+  if (!get_args(env, info, 8, argv) || !get_i64(env, argv[3], &n) || !get_i64(env, argv[4], &d) || !get_f32(env, argv[5], &eps) || !dims_ok(env, n, d) ||
+      !sized(env, argv[0], n * d, &x, 0, "x") || !sized(env, argv[1], d, &w, 0, "w") || !sized(env, argv[2], n * d, &dy, 0, "dy") ||
+      !sized(env, argv[6], n * d, &dx, 0, "dx") || !sized(env, argv[7], d, &dw, 1, "dw")) {
+    return NULL;
+  }
+  if (ot_rms_norm_grad(x, w, dy, n, d, eps, dx, dw) != 0) FAIL(error, "out of native memory in the RMSNorm gradient");
+  return NULL;
+}
+
+/* swiglu(g, u, count, y) */
+static napi_value swiglu_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  int64_t n;
+  float *g, *u, *y;
+  if (!get_args(env, info, 4, argv) || !get_i64(env, argv[2], &n) || !dims_ok(env, n, 1) || !sized(env, argv[0], n, &g, 0, "g") ||
+      !sized(env, argv[1], n, &u, 0, "u") || !sized(env, argv[3], n, &y, 0, "y")) {
+    return NULL;
+  }
+  ot_swiglu(g, u, n, y);
+  return NULL;
+}
+
+/* swigluGrad(g, u, dy, count, dg, du) */
+static napi_value swiglu_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t n;
+  float *g, *u, *dy, *dg, *du;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[3], &n) || !dims_ok(env, n, 1) || !sized(env, argv[0], n, &g, 0, "g") ||
+      !sized(env, argv[1], n, &u, 0, "u") || !sized(env, argv[2], n, &dy, 0, "dy") || !sized(env, argv[4], n, &dg, 0, "dg") ||
+      !sized(env, argv[5], n, &du, 0, "du")) {
+    return NULL;
+  }
+  ot_swiglu_grad(g, u, dy, n, dg, du);
+  return NULL;
+}
+
+/* rope(x, cos, sin, rows, heads, hd, transpose, y) */
+static napi_value rope_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  int64_t rows, heads, hd;
+  bool transpose;
+  float *x, *c, *sn, *y;
+  if (!get_args(env, info, 8, argv) || !get_i64(env, argv[3], &rows) || !get_i64(env, argv[4], &heads) || !get_i64(env, argv[5], &hd)) return NULL;
+  CHECK(napi_get_value_bool(env, argv[6], &transpose));
+  if (!dims_ok(env, rows, heads) || !dims_ok(env, rows * heads, hd)) return NULL;
+  if (hd % 2) FAIL(range_error, "rope: the head dimension must be even");
+  if (!sized(env, argv[0], rows * heads * hd, &x, 0, "x") || !sized(env, argv[1], rows * hd, &c, 0, "cos") || !sized(env, argv[2], rows * hd, &sn, 0, "sin") ||
+      !sized(env, argv[7], rows * heads * hd, &y, 0, "y")) {
+    return NULL;
+  }
+  ot_rope(x, c, sn, rows, heads, hd, transpose, y);
+  return NULL;
+}
+
+/* softmaxRows(x, bias | null, rows, s, group, period): in place, x = softmax(x + bias row (r / group)·period + r % period). */
+static napi_value softmax_rows_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t rows, s, group, period;
+  float *x, *bias;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[2], &rows) || !get_i64(env, argv[3], &s) || !get_i64(env, argv[4], &group) ||
+      !get_i64(env, argv[5], &period) || !dims_ok(env, rows, s)) {
+    return NULL;
+  }
+  if (group < 1 || period < 1 || group % period) FAIL(range_error, "softmaxRows: group must be a multiple of period");
+  /* The last group's rows use bias rows G·period + j % period, j < its row count. */
+  const int64_t last = (rows - 1) / group, in_last = rows - last * group;
+  const int64_t bias_rows = last * period + (in_last < period ? in_last : period);
+  if (!sized(env, argv[0], rows * s, &x, 0, "x") || !sized(env, argv[1], bias_rows * s, &bias, 1, "bias")) return NULL;
+  ot_softmax_rows(x, bias, rows, s, group, period);
+  return NULL;
+}
+
+/* softmaxGrad(y, dy, rows, s, dx) */
+static napi_value softmax_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  int64_t rows, s;
+  float *y, *dy, *dx;
+  if (!get_args(env, info, 5, argv) || !get_i64(env, argv[2], &rows) || !get_i64(env, argv[3], &s) || !dims_ok(env, rows, s) ||
+      !sized(env, argv[0], rows * s, &y, 0, "y") || !sized(env, argv[1], rows * s, &dy, 0, "dy") || !sized(env, argv[4], rows * s, &dx, 0, "dx")) {
+    return NULL;
+  }
+  ot_softmax_grad(y, dy, rows, s, dx);
+  return NULL;
+}
+
+/* adamw(p, m, v, g, gscale, b1, b2, eps, decay, step, sqrtBc2): in place on p, m, v (equal lengths). */
+static napi_value adamw_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[11];
+  float *p, *m, *v, *g, f[7];
+  size_t n;
+  if (!get_args(env, info, 11, argv) || !float_view(env, argv[0], &p, &n)) return NULL;
+  for (int i = 0; i < 7; i++)
+    if (!get_f32(env, argv[4 + i], &f[i])) return NULL;
+  if (!sized(env, argv[1], n, &m, 0, "m") || !sized(env, argv[2], n, &v, 0, "v") || !sized(env, argv[3], n, &g, 0, "g")) return NULL;
+  if (n > 0) ot_adamw(p, m, v, g, (int64_t)n, f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+  return NULL;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL},
@@ -502,6 +656,14 @@ static napi_value init(napi_env env, napi_value exports) {
       {"gatherRows", NULL, gather_rows_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScores", NULL, token_scores_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScoresGrad", NULL, token_scores_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNorm", NULL, rms_norm_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNormGrad", NULL, rms_norm_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"swiglu", NULL, swiglu_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluGrad", NULL, swiglu_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"rope", NULL, rope_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"softmaxRows", NULL, softmax_rows_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"softmaxGrad", NULL, softmax_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"adamw", NULL, adamw_fn, NULL, NULL, NULL, napi_default, NULL},
       {"machineLimits", NULL, machine_limits_fn, NULL, NULL, NULL, napi_default, NULL},
       {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},
       {"cudaOpen", NULL, cuda_open_fn, NULL, NULL, NULL, napi_default, NULL},

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "thread-pool.h"
+#include "vector-math.h"
 
 /* One scratch buffer, grown on demand and kept: the head runs on every pass. */
 static float *scratch = NULL;
@@ -28,44 +29,11 @@ static float *scratch_for(size_t floats) {
  * with GCC vector types and compiled three times: 16 lanes for AVX-512, 8 for AVX2, 4 for any x86-64 or
  * ARM CPU. Sums are kept in float lanes over chunks of CHUNK logits and added up in double, so a row's
  * sum loses nothing a float64 reference would notice (relative error ~1e-7).
- *
- * exp: x = n·ln2 + r with n rounded to nearest and |r| ≤ ln2/2, e^r by a degree-6 polynomial, 2^n by
- * building the float's exponent; about 2 ulp, inputs clamped to the range where e^x is a normal float.
  */
 #define CHUNK 1024
 
 #define ROW_KERNELS(SUFFIX, LANES, TARGET)                                                                        \
-  typedef float vf_##SUFFIX __attribute__((vector_size(LANES * 4), aligned(4)));                                  \
-  typedef int32_t vi_##SUFFIX __attribute__((vector_size(LANES * 4), aligned(4)));                                \
-  /* Lanes of a where mask is set, else of b (C has no ?: on vectors). */                                       \
-  TARGET static inline vf_##SUFFIX vsel_##SUFFIX(vi_##SUFFIX mask, vf_##SUFFIX a, vf_##SUFFIX b) {             \
-    vi_##SUFFIX ai, bi, ri;                                                                                       \
-    memcpy(&ai, &a, sizeof ai);                                                                                   \
-    memcpy(&bi, &b, sizeof bi);                                                                                   \
-    ri = (ai & mask) | (bi & ~mask);                                                                              \
-    vf_##SUFFIX r;                                                                                                \
-    memcpy(&r, &ri, sizeof r);                                                                                    \
-    return r;                                                                                                     \
-  }                                                                                                               \
-  TARGET static inline vf_##SUFFIX vexp_##SUFFIX(vf_##SUFFIX x) {                                                \
-    const vf_##SUFFIX zero = {0}, lo = zero - 87.3f, hi = zero + 88.3f;                                          \
-    x = vsel_##SUFFIX(x < lo, lo, x);                                                                             \
-    x = vsel_##SUFFIX(x > hi, hi, x);                                                                             \
-    vf_##SUFFIX n = x * 1.44269504088896341f + 12582912.0f;                                                      \
-    n = n - 12582912.0f;                                                                                          \
-    vf_##SUFFIX r = x - n * 0.693359375f;                                                                        \
-    r = r - n * -2.12194440e-4f;                                                                                  \
-    vf_##SUFFIX p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                     \
-    p = p * r + 8.3334519073e-3f;                                                                                 \
-    p = p * r + 4.1665795894e-2f;                                                                                 \
-    p = p * r + 1.6666665459e-1f;                                                                                 \
-    p = p * r + 5.0000001201e-1f;                                                                                 \
-    p = p * r * r + r + 1.0f;                                                                                     \
-    vi_##SUFFIX e = (__builtin_convertvector(n, vi_##SUFFIX) + 127) << 23;                                       \
-    vf_##SUFFIX scale;                                                                                            \
-    memcpy(&scale, &e, sizeof scale);                                                                             \
-    return p * scale;                                                                                             \
-  }                                                                                                               \
+  VECTOR_MATH(SUFFIX, LANES, TARGET)                                                                              \
   TARGET static float row_max_##SUFFIX(const float *z, int64_t n) {                                              \
     float m = z[0];                                                                                               \
     int64_t v = 0;                                                                                                \

@@ -71,6 +71,26 @@ export interface EngineAddon {
   ): void;
   memory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number };
   machineLimits(bytes: number, seconds: number): MachineLimits;
+  rmsNorm(x: Float32Array, w: Float32Array, n: number, d: number, eps: number, y: Float32Array): void;
+  rmsNormGrad(x: Float32Array, w: Float32Array, dy: Float32Array, n: number, d: number, eps: number, dx: Float32Array, dw: Float32Array | null): void;
+  swiglu(g: Float32Array, u: Float32Array, count: number, y: Float32Array): void;
+  swigluGrad(g: Float32Array, u: Float32Array, dy: Float32Array, count: number, dg: Float32Array, du: Float32Array): void;
+  rope(x: Float32Array, cos: Float32Array, sin: Float32Array, rows: number, heads: number, hd: number, transpose: boolean, y: Float32Array): void;
+  softmaxRows(x: Float32Array, bias: Float32Array | null, rows: number, s: number, group: number, period: number): void;
+  softmaxGrad(y: Float32Array, dy: Float32Array, rows: number, s: number, dx: Float32Array): void;
+  adamw(
+    p: Float32Array,
+    m: Float32Array,
+    v: Float32Array,
+    g: Float32Array,
+    gscale: number,
+    b1: number,
+    b2: number,
+    eps: number,
+    decay: number,
+    step: number,
+    sqrtBc2: number,
+  ): void;
   cudaOpen(device: number): CudaStatus;
   tensorToDevice(t: TensorHandle): void;
   /** The smallest product (multiply-adds) sent to the GPU; the GPU check lowers it so tiny models use it too. */
