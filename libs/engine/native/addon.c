@@ -142,6 +142,42 @@ static int get_operand(napi_env env, napi_value v, operand *out) {
 
 static const int64_t DIM_LIMIT = (int64_t)1 << 40;
 
+static int get_f32(napi_env env, napi_value v, float *out) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok) {
+    napi_throw_type_error(env, CODE, "expected a number");
+    return 0;
+  }
+  *out = (float)d;
+  return 1;
+}
+
+/* A Float32Array of at least `need` elements (or null when `optional`). */
+static int sized(napi_env env, napi_value v, uint64_t need, float **out, int optional, const char *what) {
+  size_t len;
+  if (optional && is_null(env, v)) {
+    *out = NULL;
+    return 1;
+  }
+  if (!float_view(env, v, out, &len)) return 0;
+  if (need > len) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s is too short", what);
+    napi_throw_range_error(env, CODE, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static int dims_ok(napi_env env, int64_t a, int64_t b) {
+  if (a < 1 || b < 1 || a >= DIM_LIMIT || b >= DIM_LIMIT || a * b >= DIM_LIMIT) {
+    napi_throw_range_error(env, CODE, "sizes must be >= 1 and within limits");
+    return 0;
+  }
+  return 1;
+}
+
+
 /* info() -> { kernel, threads } */
 static napi_value info_fn(napi_env env, napi_callback_info info) {
   (void)info;
@@ -380,16 +416,37 @@ static int row_array(napi_env env, napi_value v, int64_t n, float **out, int opt
   return 1;
 }
 
-/* tokenScores(h, n, d, W, vocab, targets, logp, lse, entropy | null) */
+/* tokenScores(h, n, d, W, vocab, targets, logp, lse, entropy | null, ew | null) */
 static napi_value token_scores_fn(napi_env env, napi_callback_info info) {
-  napi_value argv[9];
+  napi_value argv[10];
   head_args o;
-  float *logp, *lse, *entropy;
-  if (!get_args(env, info, 9, argv) || !get_head(env, argv, &o) || !row_array(env, argv[6], o.n, &logp, 0) || !row_array(env, argv[7], o.n, &lse, 0) ||
-      !row_array(env, argv[8], o.n, &entropy, 1)) {
+  float *logp, *lse, *entropy, *ew;
+  if (!get_args(env, info, 10, argv) || !get_head(env, argv, &o) || !row_array(env, argv[6], o.n, &logp, 0) || !row_array(env, argv[7], o.n, &lse, 0) ||
+      !row_array(env, argv[8], o.n, &entropy, 1) || !row_array(env, argv[9], o.n * o.d, &ew, 1)) {
     return NULL;
   }
-  if (ot_token_scores(o.h, o.n, o.d, o.w.tensor, o.vocab, o.targets, logp, lse, entropy) != 0) FAIL(error, "out of native memory in the token scores");
+  if (ot_token_scores(o.h, o.n, o.d, o.w.tensor, o.vocab, o.targets, logp, lse, entropy, ew) != 0) FAIL(error, "out of native memory in the token scores");
+  return NULL;
+}
+
+/* tokenScoresGradEw(n, d, W, vocab, targets, dlogp, ew, dh): dh = dlogp·(W[target] − ew). */
+static napi_value token_scores_grad_ew_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  int64_t n, d, vocab;
+  operand w;
+  int32_t *targets;
+  size_t lt;
+  float *dlogp, *ew, *dh;
+  if (!get_args(env, info, 8, argv) || !get_i64(env, argv[0], &n) || !get_i64(env, argv[1], &d) || !get_operand(env, argv[2], &w) ||
+      !get_i64(env, argv[3], &vocab) || !dims_ok(env, n, d) || !dims_ok(env, vocab, d)) {
+    return NULL;
+  }
+  if (!typed_view(env, argv[4], napi_int32_array, (void **)&targets, &lt) || lt < (size_t)n) FAIL(type_error, "targets must be an Int32Array of n ids");
+  if ((uint64_t)(vocab * d) > w.numel) FAIL(range_error, "token scores: the head is smaller than vocab × d");
+  for (int64_t i = 0; i < n; i++)
+    if (targets[i] < 0 || targets[i] >= vocab) FAIL(range_error, "token scores: a target is outside the vocabulary");
+  if (!sized(env, argv[5], n, &dlogp, 0, "dlogp") || !sized(env, argv[6], n * d, &ew, 0, "ew") || !sized(env, argv[7], n * d, &dh, 0, "dh")) return NULL;
+  ot_token_scores_grad_ew(n, d, w.tensor, targets, dlogp, ew, dh);
   return NULL;
 }
 
@@ -491,41 +548,6 @@ static napi_value machine_limits_fn(napi_env env, napi_callback_info info) {
 }
 
 /* ---------------------------------------------------------------- layer stages (layer-ops.h) */
-
-static int get_f32(napi_env env, napi_value v, float *out) {
-  double d;
-  if (napi_get_value_double(env, v, &d) != napi_ok) {
-    napi_throw_type_error(env, CODE, "expected a number");
-    return 0;
-  }
-  *out = (float)d;
-  return 1;
-}
-
-/* A Float32Array of at least `need` elements (or null when `optional`). */
-static int sized(napi_env env, napi_value v, uint64_t need, float **out, int optional, const char *what) {
-  size_t len;
-  if (optional && is_null(env, v)) {
-    *out = NULL;
-    return 1;
-  }
-  if (!float_view(env, v, out, &len)) return 0;
-  if (need > len) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "%s is too short", what);
-    napi_throw_range_error(env, CODE, msg);
-    return 0;
-  }
-  return 1;
-}
-
-static int dims_ok(napi_env env, int64_t a, int64_t b) {
-  if (a < 1 || b < 1 || a >= DIM_LIMIT || b >= DIM_LIMIT || a * b >= DIM_LIMIT) {
-    napi_throw_range_error(env, CODE, "sizes must be >= 1 and within limits");
-    return 0;
-  }
-  return 1;
-}
 
 /* rmsNorm(x, w, n, d, eps, y) */
 static napi_value rms_norm_fn(napi_env env, napi_callback_info info) {
@@ -656,6 +678,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"gatherRows", NULL, gather_rows_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScores", NULL, token_scores_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScoresGrad", NULL, token_scores_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tokenScoresGradEw", NULL, token_scores_grad_ew_fn, NULL, NULL, NULL, napi_default, NULL},
       {"rmsNorm", NULL, rms_norm_fn, NULL, NULL, NULL, napi_default, NULL},
       {"rmsNormGrad", NULL, rms_norm_grad_fn, NULL, NULL, NULL, napi_default, NULL},
       {"swiglu", NULL, swiglu_fn, NULL, NULL, NULL, napi_default, NULL},

@@ -54,7 +54,9 @@ export interface EngineAddon {
     logp: Float32Array,
     lse: Float32Array,
     entropy: Float32Array | null,
+    ew: Float32Array | null,
   ): void;
+  tokenScoresGradEw(n: number, d: number, w: TensorHandle, vocab: number, targets: Int32Array, dlogp: Float32Array, ew: Float32Array, dh: Float32Array): void;
   tokenScoresGrad(
     h: Float32Array,
     n: number,
