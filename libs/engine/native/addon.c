@@ -652,6 +652,28 @@ static napi_value softmax_grad_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* sampleRows(logits, rows, all, v, invT, u: Float64Array, token: Int32Array, logp, slogp) */
+static napi_value sample_rows_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[9];
+  int64_t rows, all, v;
+  float inv_t, *logits, *logp, *slogp;
+  double *u;
+  int32_t *token;
+  size_t lu, lt;
+  if (!get_args(env, info, 9, argv) || !get_i64(env, argv[1], &rows) || !get_i64(env, argv[2], &all) || !get_i64(env, argv[3], &v) ||
+      !get_f32(env, argv[4], &inv_t) || !dims_ok(env, rows, all)) {
+    return NULL;
+  }
+  if (v < 1 || v > all || !(inv_t >= 0)) FAIL(range_error, "sampleRows: need 1 <= v <= all and invT >= 0");
+  if (!typed_view(env, argv[5], napi_float64_array, (void **)&u, &lu) || lu < (size_t)rows) FAIL(type_error, "sampleRows: u must be a Float64Array of rows values");
+  if (!typed_view(env, argv[6], napi_int32_array, (void **)&token, &lt) || lt < (size_t)rows) FAIL(type_error, "sampleRows: token must be an Int32Array of rows values");
+  if (!sized(env, argv[0], rows * all, &logits, 0, "logits") || !sized(env, argv[7], rows, &logp, 0, "logp") || !sized(env, argv[8], rows, &slogp, 0, "slogp")) {
+    return NULL;
+  }
+  if (ot_sample_rows(logits, rows, all, v, inv_t, u, token, logp, slogp) != 0) FAIL(range_error, "sampleRows: the vocabulary is too large");
+  return NULL;
+}
+
 /* adamw(p, m, v, g, gscale, b1, b2, eps, decay, step, sqrtBc2): in place on p, m, v (equal lengths). */
 static napi_value adamw_fn(napi_env env, napi_callback_info info) {
   napi_value argv[11];
@@ -686,6 +708,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"rope", NULL, rope_fn, NULL, NULL, NULL, napi_default, NULL},
       {"softmaxRows", NULL, softmax_rows_fn, NULL, NULL, NULL, napi_default, NULL},
       {"softmaxGrad", NULL, softmax_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"sampleRows", NULL, sample_rows_fn, NULL, NULL, NULL, napi_default, NULL},
       {"adamw", NULL, adamw_fn, NULL, NULL, NULL, napi_default, NULL},
       {"machineLimits", NULL, machine_limits_fn, NULL, NULL, NULL, napi_default, NULL},
       {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},

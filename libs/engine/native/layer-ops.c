@@ -16,6 +16,10 @@
 #include "vector-math.h"
 
 #define PARALLEL_MIN 16384
+/* Token draws: the vocabulary is summed in chunks (float lanes within one, double across them), and the
+ * inverse-CDF search skips whole chunks by their sums. 1,024 × 256 covers vocabularies to 262,144. */
+#define SAMPLE_CHUNK 1024
+#define SAMPLE_MAX_CHUNKS 256
 
 #define LOADV(SUFFIX, p) ({ vf_##SUFFIX _v; memcpy(&_v, (p), sizeof _v); _v; })
 #define STOREV(p, v) memcpy((p), &(v), sizeof(v))
@@ -144,6 +148,70 @@
       for (int64_t j = 0; j < s; j++) dr[j] = yr[j] * (gr[j] - dot);                                             \
     }                                                                                                            \
   }                                                                                                              \
+  /* max over n values */                                                                                        \
+  TARGET static float vmax_##SUFFIX(const float *z, int64_t n) {                                                \
+    float m = -INFINITY;                                                                                         \
+    int64_t i = 0;                                                                                               \
+    if (n >= LANES) {                                                                                            \
+      vf_##SUFFIX acc = LOADV(SUFFIX, z);                                                                        \
+      for (i = LANES; i + LANES <= n; i += LANES) {                                                              \
+        vf_##SUFFIX x = LOADV(SUFFIX, z + i);                                                                    \
+        acc = vsel_##SUFFIX(x > acc, x, acc);                                                                    \
+      }                                                                                                          \
+      for (int l = 0; l < LANES; l++) m = acc[l] > m ? acc[l] : m;                                               \
+    }                                                                                                            \
+    for (; i < n; i++) m = z[i] > m ? z[i] : m;                                                                  \
+    return m;                                                                                                    \
+  }                                                                                                              \
+  /* Σ e^(z·scale − shift) over [i0, i1) (a multiple of LANES long, or the tail), float lanes, double result. */ \
+  TARGET static double vsumexp_##SUFFIX(const float *z, int64_t i0, int64_t i1, float scale, float shift) {     \
+    vf_##SUFFIX acc = {0};                                                                                       \
+    int64_t i = i0;                                                                                              \
+    for (; i + LANES <= i1; i += LANES) acc += vexp_##SUFFIX(LOADV(SUFFIX, z + i) * scale - shift);             \
+    double s = 0;                                                                                                \
+    for (int l = 0; l < LANES; l++) s += acc[l];                                                                 \
+    for (; i < i1; i++) s += expf(z[i] * scale - shift);                                                         \
+    return s;                                                                                                    \
+  }                                                                                                              \
+  TARGET static void sample_rows_##SUFFIX(const float *logits, int64_t r0, int64_t r1, int64_t all, int64_t v, float inv_t, const double *u, \
+                                          int32_t *token, float *logp, float *slogp) {                          \
+    for (int64_t r = r0; r < r1; r++) {                                                                          \
+      const float *z = logits + r * all;                                                                         \
+      const float m = vmax_##SUFFIX(z, all);                                                                     \
+      double total = 0;                                                                                          \
+      for (int64_t c = 0; c < all; c += SAMPLE_CHUNK) total += vsumexp_##SUFFIX(z, c, c + SAMPLE_CHUNK < all ? c + SAMPLE_CHUNK : all, 1.0f, m); \
+      const double lse = m + log(total);                                                                         \
+      int64_t t = 0;                                                                                             \
+      if (inv_t == 0.0f) {                                                                                       \
+        for (int64_t i = 1; i < v; i++) if (z[i] > z[t]) t = i;                                                  \
+        slogp[r] = 0;                                                                                            \
+      } else {                                                                                                   \
+        const float shift = vmax_##SUFFIX(z, v) * inv_t;                                                         \
+        double chunk[SAMPLE_MAX_CHUNKS], zsum = 0;                                                               \
+        const int64_t chunks = (v + SAMPLE_CHUNK - 1) / SAMPLE_CHUNK;                                           \
+        for (int64_t c = 0; c < chunks; c++) {                                                                   \
+          const int64_t c0 = c * SAMPLE_CHUNK, c1 = c0 + SAMPLE_CHUNK < v ? c0 + SAMPLE_CHUNK : v;               \
+          zsum += (chunk[c] = vsumexp_##SUFFIX(z, c0, c1, inv_t, shift));                                        \
+        }                                                                                                        \
+        /* Inverse CDF: the chunk where the running sum passes u·Z, then the value within it. */                \
+        const double target = u[r] * zsum;                                                                       \
+        double acc = 0;                                                                                          \
+        int64_t c = 0;                                                                                           \
+        while (c < chunks - 1 && acc + chunk[c] <= target) acc += chunk[c++];                                    \
+        t = v - 1;                                                                                               \
+        for (int64_t i = c * SAMPLE_CHUNK, end = c == chunks - 1 ? v : i + SAMPLE_CHUNK; i < end; i++) {         \
+          acc += expf(z[i] * inv_t - shift);                                                                     \
+          if (target < acc) {                                                                                    \
+            t = i;                                                                                               \
+            break;                                                                                               \
+          }                                                                                                      \
+        }                                                                                                        \
+        slogp[r] = (float)(z[t] * inv_t - shift - log(zsum));                                                    \
+      }                                                                                                          \
+      token[r] = (int32_t)t;                                                                                     \
+      logp[r] = (float)(z[t] - lse);                                                                             \
+    }                                                                                                            \
+  }                                                                                                              \
   TARGET static void adamw_range_##SUFFIX(float *p, float *m, float *v, const float *g, int64_t i0, int64_t i1, float gscale, float b1, \
                                           float b2, float eps, float decay, float step, float sqrt_bc2) {       \
     for (int64_t i = i0; i < i1; i++) {                                                                          \
@@ -170,9 +238,10 @@ typedef struct {
   void (*softmax)(float *, const float *, int64_t, int64_t, int64_t, int64_t, int64_t);
   void (*softmax_grad)(const float *, const float *, int64_t, int64_t, int64_t, float *);
   void (*adamw)(float *, float *, float *, const float *, int64_t, int64_t, float, float, float, float, float, float, float);
+  void (*sample)(const float *, int64_t, int64_t, int64_t, int64_t, float, const double *, int32_t *, float *, float *);
 } layer_kernels;
 
-#define TABLE(S) {rms_rows_##S, rms_grad_rows_##S, swiglu_range_##S, swiglu_grad_range_##S, rope_rows_##S, softmax_rows_##S, softmax_grad_rows_##S, adamw_range_##S}
+#define TABLE(S) {rms_rows_##S, rms_grad_rows_##S, swiglu_range_##S, swiglu_grad_range_##S, rope_rows_##S, softmax_rows_##S, softmax_grad_rows_##S, adamw_range_##S, sample_rows_##S}
 
 static const layer_kernels *K(void) {
   static layer_kernels k;
@@ -317,4 +386,26 @@ void ot_adamw(float *p, float *m, float *v, const float *g, int64_t count, float
               float sqrt_bc2) {
   job J = {.a = g, .o1 = p, .o2 = m, .o3 = v, .n = count, .items = items_for(count / 64, 64), .f = {gscale, b1, b2, eps, decay, step, sqrt_bc2}};
   ot_pool_run(adamw_item, &J, J.items);
+}
+
+typedef struct {
+  const float *logits;
+  const double *u;
+  int32_t *token;
+  float *logp, *slogp;
+  int64_t rows, all, v, items;
+  float inv_t;
+} sample_job;
+
+static void sample_item(void *ctx, int64_t item, int thread) {
+  (void)thread;
+  const sample_job *J = ctx;
+  K()->sample(J->logits, cut(J->rows, J->items, item), cut(J->rows, J->items, item + 1), J->all, J->v, J->inv_t, J->u, J->token, J->logp, J->slogp);
+}
+
+int ot_sample_rows(const float *logits, int64_t rows, int64_t all, int64_t v, float inv_t, const double *u, int32_t *token, float *logp, float *slogp) {
+  if (v < 1 || v > all || (v + SAMPLE_CHUNK - 1) / SAMPLE_CHUNK > SAMPLE_MAX_CHUNKS) return -1;
+  sample_job J = {logits, u, token, logp, slogp, rows, all, v, items_for(rows, all), inv_t};
+  ot_pool_run(sample_item, &J, J.items);
+  return 0;
 }

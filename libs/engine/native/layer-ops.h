@@ -46,4 +46,12 @@ void ot_softmax_grad(const float *y, const float *dy, int64_t rows, int64_t s, f
 void ot_adamw(float *p, float *m, float *v, const float *g, int64_t count, float gscale, float b1, float b2, float eps, float decay, float step,
               float sqrt_bc2);
 
+/*
+ * One token per row of logits `[rows, all]`, drawn among the first v ids from softmax(z·inv_t) by inverse
+ * CDF at u[r] ∈ [0, 1) (inv_t = 0: the argmax, greedy); logp[r] = log softmax(z)[token] over all ids at
+ * temperature 1, slogp[r] = the log-prob under the distribution drawn from (0 when greedy). Rows run in
+ * parallel. -1 when v is outside [1, all] or above 262,144.
+ */
+int ot_sample_rows(const float *logits, int64_t rows, int64_t all, int64_t v, float inv_t, const double *u, int32_t *token, float *logp, float *slogp);
+
 #endif

@@ -80,6 +80,7 @@ export interface EngineAddon {
   rope(x: Float32Array, cos: Float32Array, sin: Float32Array, rows: number, heads: number, hd: number, transpose: boolean, y: Float32Array): void;
   softmaxRows(x: Float32Array, bias: Float32Array | null, rows: number, s: number, group: number, period: number): void;
   softmaxGrad(y: Float32Array, dy: Float32Array, rows: number, s: number, dx: Float32Array): void;
+  sampleRows(logits: Float32Array, rows: number, all: number, v: number, invT: number, u: Float64Array, token: Int32Array, logp: Float32Array, slogp: Float32Array): void;
   adamw(
     p: Float32Array,
     m: Float32Array,
