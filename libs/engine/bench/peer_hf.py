@@ -55,6 +55,7 @@ def main():
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--ids", default=None)
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine (gpu-check.sh)")
     args = ap.parse_args()
     load_start = loadavg()
 
@@ -76,8 +77,10 @@ def main():
         "cpuCapability": getattr(torch.backends.cpu, "get_cpu_capability", lambda: None)(),
     }
     t0 = time.perf_counter()
-    model = transformers.AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype, attn_implementation="sdpa")
+    model = transformers.AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype, attn_implementation="sdpa")
+    model.to(args.device)
     out["loadS"] = round(time.perf_counter() - t0, 3)
+    out["device"] = args.device
     cfg = model.config
     tok_vocab = cfg.vocab_size
     tok_path = os.path.join(args.model, "tokenizer.json")
@@ -90,8 +93,7 @@ def main():
     if args.mode == "sample":
         model.eval()
         b, p, n = args.batch, args.prompt, args.new
-        prompts = torch.randint(0, tok_vocab, (b, p), generator=gen)
-        mask = torch.ones_like(prompts)
+        prompts = torch.randint(0, tok_vocab, (b, p), generator=gen).to(args.device)
 
         def generate(ids, new):
             return model.generate(
@@ -99,18 +101,23 @@ def main():
                 max_new_tokens=new, min_new_tokens=new, pad_token_id=cfg.eos_token_id if isinstance(cfg.eos_token_id, int) else 0,
             )
 
+        def sync():
+            if args.device != "cpu":
+                torch.cuda.synchronize()
+
         with torch.inference_mode():
             generate(prompts[:, :8], 2)  # warm-up: pages the weights in
             totals, prefills = [], []
             for _ in range(args.reps):
                 s = time.perf_counter()
                 generate(prompts, 1)
+                sync()
                 prefills.append(time.perf_counter() - s)
                 s = time.perf_counter()
                 res = generate(prompts, n)
+                sync()
                 totals.append(time.perf_counter() - s)
                 assert res.shape == (b, p + n), res.shape
-        del mask
         total, prefill = median(totals), median(prefills)
         out.update(batch=b, prompt=p, new=n, totalS=round(total, 4), prefillS=round(prefill, 4), newTokensPerS=round(b * n / total, 2),
                    decodeTokensPerS=round(b * (n - 1) / max(1e-9, total - prefill), 2))
@@ -122,7 +129,7 @@ def main():
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if "lora_B" in name:
-                    p.copy_(torch.randn(p.shape, generator=bgen) * 0.02)
+                    p.copy_((torch.randn(p.shape, generator=bgen) * 0.02).to(p.device))
         params = [p for p in model.parameters() if p.requires_grad]
         out["trainable"] = sum(p.numel() for p in params)
         out["adapterDtype"] = str(params[0].dtype)
@@ -132,6 +139,7 @@ def main():
                 ids = torch.tensor(json.load(f), dtype=torch.long)
         else:
             ids = torch.randint(0, tok_vocab, (args.batch, args.seq), generator=gen)
+        ids = ids.to(args.device)
         opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
         micro = args.micro if args.mode == "lora" else ids.shape[0]
         b = ids.shape[0]
