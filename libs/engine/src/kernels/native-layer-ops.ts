@@ -88,6 +88,17 @@ registerNativeKernel('OtSoftmaxGrad', (inputs, _attrs, arrays) => {
   return dx;
 });
 
+registerNativeKernel('OtAdamW', (inputs, attrs, arrays) => {
+  const p = inputs.p as tf.TensorInfo;
+  return arrays.outputs([p.shape, p.shape, p.shape], ([np, nm, nv], a) => {
+    np.set(a.f32(p));
+    nm.set(a.f32(inputs.m as tf.TensorInfo));
+    nv.set(a.f32(inputs.v as tf.TensorInfo));
+    const f = attrs as Record<string, number>;
+    if (np.length > 0) engineAddon()!.adamw(np, nm, nv, a.f32(inputs.g as tf.TensorInfo), 1, f.b1, f.b2, f.eps, f.decay, f.step, f.sqrtBc2);
+  });
+});
+
 const run = (name: string, inputs: tf.NamedTensorMap, attrs: tf.NamedAttrMap = {}) => tf.engine().runKernel(name, inputs, attrs) as tf.Tensor | tf.Tensor[];
 
 /** Whether the layer stages run in the addon (it is loaded and the backend is wasm or cpu). */
@@ -134,4 +145,15 @@ export function maskedSoftmaxKernel(x: tf.Tensor, bias: tf.Tensor): tf.Tensor {
 /** The softmax's input gradient `y·(dy − Σ dy·y)` from its output `y`. */
 export function softmaxGradKernel(y: tf.Tensor, dy: tf.Tensor): tf.Tensor {
   return run('OtSoftmaxGrad', { y, dy }) as tf.Tensor;
+}
+
+/** One AdamW update (native/layer-ops.h's formula): the new parameter and moments, `[p, m, v]`. */
+export function adamwKernel(
+  p: tf.Tensor,
+  m: tf.Tensor,
+  v: tf.Tensor,
+  g: tf.Tensor,
+  o: { b1: number; b2: number; eps: number; decay: number; step: number; sqrtBc2: number },
+): tf.Tensor[] {
+  return run('OtAdamW', { p, m, v, g }, o) as tf.Tensor[];
 }
