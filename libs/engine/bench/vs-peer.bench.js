@@ -187,10 +187,11 @@ function main() {
       if (p) row.limits.peerShareOfBf16Peak = p / row.limits.bf16TokensPerS;
     }
     report.cases.push(row);
+    // Written after every case, so a long run that is stopped keeps what it measured.
+    report.machine.loadEnd = load();
+    fs.mkdirSync(path.dirname(o.out), { recursive: true });
+    fs.writeFileSync(o.out, JSON.stringify(report, null, 2) + '\n');
   }
-  report.machine.loadEnd = load();
-  fs.mkdirSync(path.dirname(o.out), { recursive: true });
-  fs.writeFileSync(o.out, JSON.stringify(report, null, 2) + '\n');
   for (const c of report.cases) {
     const cell = (n) => (c.summary[n] ? `${n} ${c.summary[n].value?.toFixed(2) ?? `ERR(${String(c.summary[n].error).slice(0, 60)})`} [${c.summary[n].peakRssMib} MiB]` : '');
     const lim = c.limits.bandwidthTokensPerS
