@@ -20,8 +20,8 @@ Modes (the cases of the engine's real-model bench, as the engine's side runs the
                  sampling at temperature 1 (top_k 0, top_p 1: the full distribution, as the engine), exactly
                  N new tokens (min_new_tokens = N), under torch.inference_mode. Reports new tokens/s
                  (B*N over the median time) and the prefill's time (a 1-token generate).
-  --mode loss    --batch B --seq T --steps S [--lr 1e-3]: the loss curve of LoRA training on fixed seeded
-                 rows (--ids FILE.json to give the rows), for bench/check-bf16-training.cjs.
+  --mode loss    --ids FILE.json --adapter DIR --steps S [--lr 1e-3]: the loss curve of LoRA training, one
+                 step a batch of the given rows, from the given PEFT adapter (check-training-vs-peer.cjs).
   --threads N (default 2: torch.set_num_threads; OMP_NUM_THREADS is set by the runner too)
 """
 import argparse
@@ -54,6 +54,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--ids", default=None)
+    ap.add_argument("--adapter", default=None, help="a PEFT adapter folder to start from (check-training-vs-peer.cjs)")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
     ap.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine (gpu-check.sh)")
     args = ap.parse_args()
@@ -124,12 +125,15 @@ def main():
     else:
         lcfg = peft.LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0,
                                target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
-        model = peft.get_peft_model(model, lcfg)
-        bgen = torch.Generator().manual_seed(args.seed + 1)
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "lora_B" in name:
-                    p.copy_((torch.randn(p.shape, generator=bgen) * 0.02).to(p.device))
+        if args.adapter:
+            model = peft.PeftModel.from_pretrained(model, args.adapter, is_trainable=True)
+        else:
+            model = peft.get_peft_model(model, lcfg)
+            bgen = torch.Generator().manual_seed(args.seed + 1)
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    if "lora_B" in name:
+                        p.copy_((torch.randn(p.shape, generator=bgen) * 0.02).to(p.device))
         params = [p for p in model.parameters() if p.requires_grad]
         out["trainable"] = sum(p.numel() for p in params)
         out["adapterDtype"] = str(params[0].dtype)
