@@ -13,6 +13,9 @@
  *   bash libs/engine/bench/install-peer.sh && npm run build
  *   node libs/engine/bench/vs-peer.bench.js [--rounds 2] [--only lora-0.5b-4x256,...] [--out FILE] [--baseline DIR]
  *
+ * --steps N / --reps N replace the cases' LoRA steps (after one warm-up step) and sampling repetitions, for
+ * a shorter run on a busy machine.
+ *
  * --baseline DIR adds a third side, the engine of another checkout (DIR/libs/engine built, with its
  * node_modules), so a change is measured against the code before it in the same run.
  *
@@ -58,6 +61,8 @@ function parseArgs(argv) {
     else if (argv[i] === '--out') o.out = argv[++i];
     else if (argv[i] === '--engine-only') o.sides = ['engine'];
     else if (argv[i] === '--baseline') o.baseline = path.resolve(argv[++i]);
+    else if (argv[i] === '--steps') o.steps = argv[++i];
+    else if (argv[i] === '--reps') o.reps = argv[++i];
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
@@ -118,7 +123,8 @@ function modelCosts(dir, seqLen) {
 
 function main() {
   const o = parseArgs(process.argv.slice(2));
-  const cases = CASES.filter((c) => !o.only || o.only.includes(c.id));
+  const override = (args, flag, value) => (value === undefined || !args.includes(flag) ? args : args.map((a, i) => (args[i - 1] === flag ? value : a)));
+  const cases = CASES.filter((c) => !o.only || o.only.includes(c.id)).map((c) => ({ ...c, args: override(override(c.args, '--steps', o.steps), '--reps', o.reps) }));
   if (o.sides.includes('peer') && !fs.existsSync(PEER_PYTHON)) {
     process.stderr.write(`no peer virtualenv at ${PEER_PYTHON}: run bash ${path.join(HERE, 'install-peer.sh')} first\n`);
     process.exit(2);
@@ -136,6 +142,8 @@ function main() {
       limitsLoad: [limitsRun.loadBefore, limitsRun.loadAfter],
     },
     rounds: o.rounds,
+    steps: o.steps ?? null,
+    reps: o.reps ?? null,
     cases: [],
   };
   process.stderr.write(
