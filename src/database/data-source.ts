@@ -22,8 +22,12 @@ import { JobSecrets1765400000000 } from './1765400000000-job-secrets.migration';
 import { DropJobRowVersion1765500000000 } from './1765500000000-drop-job-row-version.migration';
 import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
 import { JobSecretEntity } from '../jobs/job-secret.entity';
+import { sealStoredSecrets } from '../jobs/job-secrets-cipher';
+import { HubAccessEntity } from '../hub/hub-access.entity';
+import { HubAccess1765720000000 } from './1765720000000-hub-access.migration';
+import { FinishedJobSecrets1765720010000 } from './1765720010000-finished-job-secrets.migration';
 
-export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity];
+export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity, HubAccessEntity];
 export const MIGRATIONS = [
   Initial1764700000000,
   JobListIndexes1764800000000,
@@ -34,6 +38,8 @@ export const MIGRATIONS = [
   JobSecrets1765400000000,
   DropJobRowVersion1765500000000,
   JobVersion1765600000000,
+  HubAccess1765720000000,
+  FinishedJobSecrets1765720010000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
@@ -56,7 +62,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   };
 }
 
-/** Opens the database and brings its schema up to date. */
+/** Opens the database, brings its schema up to date and encrypts job secrets still stored in plain text. */
 export async function openDatabase(config: AppConfig): Promise<DataSource> {
   secureDataFolder(config.home);
   const dataSource = new DataSource(dataSourceOptions(config));
@@ -75,6 +81,7 @@ export async function openDatabase(config: AppConfig): Promise<DataSource> {
     await migrateSqlite(dataSource);
     serializeTransactions(dataSource);
   }
+  await sealStoredSecrets(dataSource, config);
   return dataSource;
 }
 

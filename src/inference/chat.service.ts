@@ -45,10 +45,10 @@ export class ChatService {
 
   /**
    * The model a name means for this caller: `hf:Org/Name[@revision]` a Hub model of the server's cache
-   * (any caller's), anything else one of the caller's checkpoints (another user's job is "not found").
+   * that the caller may use, anything else one of the caller's checkpoints (another user's job is "not found").
    */
   async resolve(caller: Principal, model: string): Promise<ServedModel> {
-    if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(model.trim());
+    if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(caller, model.trim());
     const name = parseModelName(model);
     const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field: 'model' });
     if (!name) throw notFound('expected <job id>, <job id>/step-<n> or a job name');
@@ -133,7 +133,7 @@ export class ChatService {
     if (p.chat.includeUsage) emit(chunk([], usageOf(result)));
   }
 
-  /** The caller's servable checkpoints (of their newest jobs), then the Hub models of the server's cache, as OpenAI's model list. */
+  /** The caller's servable checkpoints (of their newest jobs), then the Hub models of the server's cache they may use, as OpenAI's model list. */
   async models(caller: Principal): Promise<ModelListDto> {
     const jobs = await this.jobs.recent(caller, MODELS_SCANNED);
     const data: ModelDto[] = [];
@@ -151,7 +151,7 @@ export class ChatService {
         });
       }
     }
-    for (const m of await this.hubModels.list()) {
+    for (const m of await this.hubModels.visibleTo(caller)) {
       data.push({ id: m.id, object: 'model', created: m.created, owned_by: m.owner, repo: m.repo, commit: m.commit, revisions: m.revisions });
     }
     return { object: 'list', data };

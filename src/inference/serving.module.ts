@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { HubAccessModule } from '../hub/hub-access.module';
 import { JobsModule } from '../jobs/api/jobs.module';
 import { DevicePoolModule } from '../scheduler/device-pool.module';
 import { ChatController } from './chat.controller';
@@ -10,7 +11,7 @@ import { ModelPoolService } from './model-pool.service';
 
 /** Checkpoints (list, download) and chat completions over them and the cached Hub models. API role only. */
 @Module({
-  imports: [JobsModule, DevicePoolModule],
+  imports: [JobsModule, DevicePoolModule, HubAccessModule],
   controllers: [CheckpointsController, ChatController],
   providers: [CheckpointsService, ChatService, HubModelsService, ModelPoolService],
 })

@@ -3,7 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
+import type { Role } from '../auth/user.entity';
 import { UsersRepository } from '../auth/users.repository';
+import { StorageQuota } from '../datasets/storage-quota.service';
+import { hubReposIn } from '../hub/hub-access';
+import { HubAccessService } from '../hub/hub-access.service';
+import type { JobHubAccess } from '../hub/job-hub';
+import type { JobEntity } from '../jobs/job.entity';
+import { SecretsKeyError } from '../jobs/job-secrets-cipher';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { DevicePool } from './device-pool';
 import { DevicePoolService } from './device-pool.service';
@@ -41,6 +48,8 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     private readonly supervisor: JobSupervisor,
     private readonly users: UsersRepository,
     private readonly devices: DevicePoolService,
+    private readonly hubAccess: HubAccessService,
+    private readonly quota: StorageQuota,
   ) {
     this.id =
       config.values.worker_id ??
@@ -99,14 +108,34 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     while (!this.stopping && this.pool.hasFree) {
       const job = await this.queue.claimNext({ workerId: this.id, pool: this.pool, userLimit: this.config.values.max_jobs_per_user });
       if (!job) return;
-      // What the job may reach (loopback environment servers) depends on its owner's role; its secrets
-      // (a remote environment's token) are kept apart from the spec and handed to the runner.
-      const [owner, secrets] = await Promise.all([this.users.findUser(job.ownerId).catch(() => null), this.jobs.secretsOf(job.id).catch(() => ({}))]);
-      this.supervisor.start(job, this.id, { ownerIsAdmin: owner?.role === 'admin', secrets }, () => {
+      // What the job may reach (loopback environment servers, cached Hub snapshots) depends on its
+      // owner; its secrets (a remote environment's token, …) are kept apart from the spec and handed to the runner.
+      const owner = await this.users.findUser(job.ownerId).catch(() => null);
+      let secrets: Record<string, string>;
+      try {
+        secrets = await this.jobs.secretsOf(job.id);
+      } catch (error) {
+        if (!(error instanceof SecretsKeyError)) throw error;
+        this.logger.error(`Job ${job.id}: ${error.message}`);
+        await this.jobs.finish(job.id, this.id, 'failed', { error: error.message });
+        this.pool.release(job.devices ?? []);
+        continue;
+      }
+      const hub = await this.hubAccessOf(job, owner?.role ?? 'user');
+      this.supervisor.start(job, this.id, { ownerIsAdmin: owner?.role === 'admin', secrets, hub }, () => {
         this.pool.release(job.devices ?? []);
         this.kick();
       });
     }
+  }
+
+  /** The owner's records of the Hub repos the spec names, and what their storage quota has left for downloads. */
+  private async hubAccessOf(job: JobEntity, role: Role): Promise<JobHubAccess> {
+    const repos = hubReposIn(job.spec);
+    const access: JobHubAccess = { userId: job.ownerId, admin: role === 'admin', granted: [], budgetBytes: null, quotaBytes: this.config.values.storage_quota_bytes };
+    if (repos.length === 0) return access;
+    const [granted, left] = await Promise.all([this.hubAccess.grantedTo(job.ownerId, repos), this.quota.remaining({ userId: job.ownerId, role })]);
+    return { ...access, granted, budgetBytes: Number.isFinite(left) ? Math.max(0, left) : null };
   }
 
   private async heartbeat(): Promise<void> {
