@@ -81,7 +81,12 @@ export async function openDatabase(config: AppConfig): Promise<DataSource> {
     await migrateSqlite(dataSource);
     serializeTransactions(dataSource);
   }
-  await sealStoredSecrets(dataSource, config);
+  try {
+    await sealStoredSecrets(dataSource, config);
+  } catch (error) {
+    await dataSource.destroy();
+    throw error;
+  }
   return dataSource;
 }
 
