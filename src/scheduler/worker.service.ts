@@ -108,25 +108,39 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     while (!this.stopping && this.pool.hasFree) {
       const job = await this.queue.claimNext({ workerId: this.id, pool: this.pool, userLimit: this.config.values.max_jobs_per_user });
       if (!job) return;
-      // What the job may reach (loopback environment servers, cached Hub snapshots) depends on its
-      // owner; its secrets (a remote environment's token, …) are kept apart from the spec and handed to the runner.
-      const owner = await this.users.findUser(job.ownerId).catch(() => null);
-      let secrets: Record<string, string>;
+      let launch: Awaited<ReturnType<WorkerService['launchOf']>>;
       try {
-        secrets = await this.jobs.secretsOf(job.id);
+        launch = await this.launchOf(job);
       } catch (error) {
-        if (!(error instanceof SecretsKeyError)) throw error;
-        this.logger.error(`Job ${job.id}: ${error.message}`);
-        await this.jobs.finish(job.id, this.id, 'failed', { error: error.message });
         this.pool.release(job.devices ?? []);
-        continue;
+        const message = (error as Error).message;
+        if (error instanceof SecretsKeyError) {
+          // Not this server's key: the job cannot run here or anywhere with this key; its error says what to set.
+          this.logger.error(`Job ${job.id}: ${message}`);
+          await this.jobs.finish(job.id, this.id, 'failed', { error: message });
+          continue;
+        }
+        this.logger.warn(`Job ${job.id}: could not prepare its start (${message}); it goes back to the queue`);
+        const fresh = (await this.jobs.findById(job.id)) ?? job;
+        if (await this.jobs.requeue(fresh, `worker ${this.id} could not prepare its start`, { countAttempt: false })) await this.queue.enqueue(fresh);
+        return;
       }
-      const hub = await this.hubAccessOf(job, owner?.role ?? 'user');
-      this.supervisor.start(job, this.id, { ownerIsAdmin: owner?.role === 'admin', secrets, hub }, () => {
+      this.supervisor.start(job, this.id, launch, () => {
         this.pool.release(job.devices ?? []);
         this.kick();
       });
     }
+  }
+
+  /**
+   * What the job may reach depends on its owner (loopback environment servers, cached Hub snapshots,
+   * their storage quota); its secrets (a remote environment's token, …) are kept apart from the spec,
+   * decrypted here and handed to the runner.
+   */
+  private async launchOf(job: JobEntity): Promise<{ ownerIsAdmin: boolean; secrets: Record<string, string>; hub: JobHubAccess }> {
+    const owner = await this.users.findUser(job.ownerId).catch(() => null);
+    const secrets = await this.jobs.secretsOf(job.id);
+    return { ownerIsAdmin: owner?.role === 'admin', secrets, hub: await this.hubAccessOf(job, owner?.role ?? 'user') };
   }
 
   /** The owner's records of the Hub repos the spec names, and what their storage quota has left for downloads. */

@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config/app-config';
 import { openDatabase } from '../../src/database/data-source';
+import { SecretsCipher } from '../../src/jobs/job-secrets-cipher';
 import { JobsRepository } from '../../src/jobs/jobs.repository';
-import { startTestApp, type TestApp } from '../support/test-app';
+import { startTestApp, waitForState, type TestApp } from '../support/test-app';
 
 const WANDB_KEY = 'local-0123456789abcdef0123456789abcdef00secret';
 const HF_TOKEN = 'hf_alices_own_token_0123456789';
@@ -86,6 +87,28 @@ describe('security: job secrets are encrypted at rest and deleted when their job
     },
     120_000,
   );
+
+  it('fails a job whose secrets another key sealed (a machine of the server with another key), naming the setting', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'secrets-other-key-'));
+    const app = await startTestApp({ worker: true, home: own });
+    try {
+      // Both CPU slots busy, so the next job stays queued while its row is rewritten.
+      const busy = await app.request('POST', '/v1/jobs', { body: { kind: 'sleep', steps: 1000, step_seconds: 0.05, resources: { cpu_slots: 2 } } });
+      await waitForState(app, busy.body.id, ['running']);
+      const job = await app.request('POST', '/v1/jobs', { body: trainSpec });
+      const foreign = new SecretsCipher(Buffer.alloc(32, 7), 'test').seal(job.body.id, 'trainer.wandb.api_key', WANDB_KEY);
+      await app.app.get(DataSource).query('UPDATE job_secrets SET value = ? WHERE job_id = ?', [foreign, job.body.id]);
+      await app.request('POST', `/v1/jobs/${busy.body.id}/cancel`);
+      const failed = await waitForState(app, job.body.id, ['succeeded', 'failed', 'cancelled'], 60_000);
+      expect(failed.state).toBe('failed');
+      expect(failed.error).toMatch(/encrypted with another key .*set secrets_key \(OPENTINKER_SECRETS_KEY\)/);
+      expect(failed.error).not.toContain(own);
+      expect(await app.app.get(DataSource).query('SELECT path FROM job_secrets WHERE job_id = ?', [job.body.id])).toEqual([]);
+    } finally {
+      await app.close();
+      rmSync(own, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('refuses to start with another key, or with none, naming the setting', async () => {
     // What `serve` and `worker` open first (a Nest boot error ends the process, so it is called alone here).
