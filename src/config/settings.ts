@@ -319,9 +319,7 @@ export const SETTINGS = {
     doc: "The Hugging Face Hub's base URL. `HF_TOKEN` and `HF_HUB_OFFLINE` are read as huggingface_hub reads them.",
   }),
   hub_token_repos: setting({
-    schema: list
-      .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.-]+(\/([A-Za-z0-9_.-]+|\*))?$/, 'must be Org/Name, Name or Org/* (every repo of Org)')))
-      .default([]),
+    schema: list.pipe(z.array(z.string().regex(/^[A-Za-z0-9_.-]+(\/([A-Za-z0-9_.-]+|\*))?$/, 'must be Org/Name, Name or Org/* (every repo of Org)'))).default([]),
     section: 'Models from the Hub',
     defaultText: '—',
     doc:

@@ -27,7 +27,19 @@ import { HubAccessEntity } from '../hub/hub-access.entity';
 import { HubAccess1765720000000 } from './1765720000000-hub-access.migration';
 import { FinishedJobSecrets1765720010000 } from './1765720010000-finished-job-secrets.migration';
 
-export const ENTITIES = [UserEntity, ApiKeyEntity, JobEntity, JobEventEntity, JobMetricEntity, JobArtifactEntity, WorkerEntity, SessionCallEntity, DatasetEntity, JobSecretEntity, HubAccessEntity];
+export const ENTITIES = [
+  UserEntity,
+  ApiKeyEntity,
+  JobEntity,
+  JobEventEntity,
+  JobMetricEntity,
+  JobArtifactEntity,
+  WorkerEntity,
+  SessionCallEntity,
+  DatasetEntity,
+  JobSecretEntity,
+  HubAccessEntity,
+];
 export const MIGRATIONS = [
   Initial1764700000000,
   JobListIndexes1764800000000,

@@ -33,7 +33,13 @@ describe.each(testDatabases('hub-access'))('HubAccessService (%s)', (_, open) =>
     expect(await access.bytesOf('u1')).toBe(1500);
     expect(await access.bytesOf('u2')).toBe(21);
 
-    const cached = [snapshot('private/secret', SHA), snapshot('open/model', OTHER), snapshot('shared-org/base', SHA), snapshot('pulled/by-operator', SHA, true), snapshot('nobody/used', SHA)];
+    const cached = [
+      snapshot('private/secret', SHA),
+      snapshot('open/model', OTHER),
+      snapshot('shared-org/base', SHA),
+      snapshot('pulled/by-operator', SHA, true),
+      snapshot('nobody/used', SHA),
+    ];
     const names = async (caller: { userId: string; role: string }) => (await access.filterVisible(caller, cached)).map((s) => s.repo);
     expect(await names(alice)).toEqual(['private/secret', 'open/model', 'shared-org/base', 'pulled/by-operator']);
     expect(await names(bob)).toEqual(['open/model', 'shared-org/base', 'pulled/by-operator']);

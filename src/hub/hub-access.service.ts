@@ -41,7 +41,9 @@ export class HubAccessService {
     if (snapshots.length === 0) return [];
     const records = await this.recordsVisibleTo(caller.userId);
     const user = { userId: caller.userId, admin: caller.role === 'admin' };
-    return snapshots.filter((s) => mayUseHubSnapshot(user, { repo: s.repo, operatorShared: s.operatorShared, records: records.get(hubSnapshotKey(s)) ?? [] }, this.config.values.hub_token_repos));
+    return snapshots.filter((s) =>
+      mayUseHubSnapshot(user, { repo: s.repo, operatorShared: s.operatorShared, records: records.get(hubSnapshotKey(s)) ?? [] }, this.config.values.hub_token_repos),
+    );
   }
 
   /** Whether the caller may use this snapshot. */

@@ -44,7 +44,10 @@ describe('JobHub', () => {
 
   it('serves a cached private snapshot only to a user it is granted to, the operator shared, or who proves access', async () => {
     const ref = parseHubRef(`hf:private/secret@${commit}`);
-    await expect(jobHub(settings(), access()).resolve(ref, { token: null })).rejects.toMatchObject({ code: 'OT_ERR_MODEL_NOT_FOUND', message: expect.stringMatching(/or not one this job may read/) });
+    await expect(jobHub(settings(), access()).resolve(ref, { token: null })).rejects.toMatchObject({
+      code: 'OT_ERR_MODEL_NOT_FOUND',
+      message: expect.stringMatching(/or not one this job may read/),
+    });
     // The Hub was asked, anonymously: the operator's token never went out for an unlisted repo.
     expect(hub.requests.length).toBeGreaterThan(0);
     expect(hub.requests.filter((r) => r.auth !== null)).toEqual([]);

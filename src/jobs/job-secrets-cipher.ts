@@ -130,7 +130,9 @@ export async function sealStoredSecrets(dataSource: DataSource, config: AppConfi
   const cipher = secretsCipher(config, sealedIds.size === 0);
   const foreign = [...sealedIds].filter((id) => id !== cipher.keyId);
   if (foreign.length > 0) {
-    throw new SecretsKeyError(`The database holds job secrets encrypted with another key (id ${foreign.join(', ')}) than this machine's (id ${cipher.keyId}, ${cipher.source}): ${HOW_TO_FIX}`);
+    throw new SecretsKeyError(
+      `The database holds job secrets encrypted with another key (id ${foreign.join(', ')}) than this machine's (id ${cipher.keyId}, ${cipher.source}): ${HOW_TO_FIX}`,
+    );
   }
   for (const row of rows) {
     if (SecretsCipher.isSealed(row.value)) continue;

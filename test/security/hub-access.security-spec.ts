@@ -89,7 +89,7 @@ describe("security: a tenant's Hub access is their own", () => {
   );
 
   it(
-    "keeps what A fetched with her own token hers: B cannot list it, chat with it or load it without proving access with her own token",
+    'keeps what A fetched with her own token hers: B cannot list it, chat with it or load it without proving access with her own token',
     async () => {
       const mine = await run(s, s.alice, { path: 'hf:private/secret', hf_token: ALICE_TOKEN });
       expect(mine.error).toBeNull();
@@ -156,7 +156,9 @@ describe("security: Hub downloads count toward the tenant's storage quota", () =
       hub.requests.length = 0;
       const over = await run(s, s.alice, { path: 'hf:tiny-org/two' });
       expect(over.state).toBe('failed');
-      expect(over.error).toMatch(/model\.path hf:tiny-org\/two needs .* from the Hub, more than your storage quota has left \(\d+ bytes of \d+: operator setting storage_quota_bytes/);
+      expect(over.error).toMatch(
+        /model\.path hf:tiny-org\/two needs .* from the Hub, more than your storage quota has left \(\d+ bytes of \d+: operator setting storage_quota_bytes/,
+      );
       expect(hub.requests.filter((r) => r.path.startsWith('/cdn/') || r.path.includes('/resolve/'))).toEqual([]);
       expect(existsSync(join(s.t.home, 'hub', 'models--tiny-org--two', 'blobs'))).toBe(false);
 

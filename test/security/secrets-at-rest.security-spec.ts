@@ -49,44 +49,40 @@ describe('security: job secrets are encrypted at rest and deleted when their job
     rmSync(home, { recursive: true, force: true });
   });
 
-  it(
-    'stores only ciphertext under a 0600 key file, hands the runner the plaintext, deletes an ended job’s secrets, and seals old plaintext rows at start',
-    async () => {
-      t = await start();
-      const alice = (await t.request('POST', '/v1/users', { body: { name: 'alice' } })).body.api_key.key as string;
-      const train = await t.request('POST', '/v1/jobs', { key: alice, body: trainSpec });
-      const inference = await t.request('POST', '/v1/jobs', { key: alice, body: inferenceSpec });
-      expect([train.status, inference.status]).toEqual([201, 201]);
-      expect(inference.text).not.toContain(HF_TOKEN);
+  it('stores only ciphertext under a 0600 key file, hands the runner the plaintext, deletes an ended job’s secrets, and seals old plaintext rows at start', async () => {
+    t = await start();
+    const alice = (await t.request('POST', '/v1/users', { body: { name: 'alice' } })).body.api_key.key as string;
+    const train = await t.request('POST', '/v1/jobs', { key: alice, body: trainSpec });
+    const inference = await t.request('POST', '/v1/jobs', { key: alice, body: inferenceSpec });
+    expect([train.status, inference.status]).toEqual([201, 201]);
+    expect(inference.text).not.toContain(HF_TOKEN);
 
-      const db = t.app.get(DataSource);
-      const rows: Array<{ job_id: string; path: string; value: string }> = await db.query('SELECT job_id, path, value FROM job_secrets ORDER BY path');
-      expect(rows.map((r) => r.path)).toEqual(['model.hf_token', 'trainer.wandb.api_key']);
-      for (const row of rows) expect(row.value).toMatch(/^otsec1:[0-9a-f]{16}:/);
-      await db.query('PRAGMA wal_checkpoint(TRUNCATE)');
-      for (const secret of [WANDB_KEY, HF_TOKEN]) expect(databaseBytes(home).includes(secret)).toBe(false);
-      expect(statSync(join(home, 'secrets.key')).mode & 0o777).toBe(0o600);
-      // What the worker reads for the runner.
-      const jobs = t.app.get(JobsRepository);
-      expect(await jobs.secretsOf(train.body.id)).toEqual({ 'trainer.wandb.api_key': WANDB_KEY });
+    const db = t.app.get(DataSource);
+    const rows: Array<{ job_id: string; path: string; value: string }> = await db.query('SELECT job_id, path, value FROM job_secrets ORDER BY path');
+    expect(rows.map((r) => r.path)).toEqual(['model.hf_token', 'trainer.wandb.api_key']);
+    for (const row of rows) expect(row.value).toMatch(/^otsec1:[0-9a-f]{16}:/);
+    await db.query('PRAGMA wal_checkpoint(TRUNCATE)');
+    for (const secret of [WANDB_KEY, HF_TOKEN]) expect(databaseBytes(home).includes(secret)).toBe(false);
+    expect(statSync(join(home, 'secrets.key')).mode & 0o777).toBe(0o600);
+    // What the worker reads for the runner.
+    const jobs = t.app.get(JobsRepository);
+    expect(await jobs.secretsOf(train.body.id)).toEqual({ 'trainer.wandb.api_key': WANDB_KEY });
 
-      // The job ends (cancelled while queued): its secrets go; the other job's stay.
-      expect((await t.request('POST', `/v1/jobs/${train.body.id}/cancel`, { key: alice })).body.state).toBe('cancelled');
-      expect(await db.query('SELECT path FROM job_secrets WHERE job_id = ?', [train.body.id])).toEqual([]);
-      expect(await jobs.secretsOf(inference.body.id)).toEqual({ 'model.hf_token': HF_TOKEN });
+    // The job ends (cancelled while queued): its secrets go; the other job's stay.
+    expect((await t.request('POST', `/v1/jobs/${train.body.id}/cancel`, { key: alice })).body.state).toBe('cancelled');
+    expect(await db.query('SELECT path FROM job_secrets WHERE job_id = ?', [train.body.id])).toEqual([]);
+    expect(await jobs.secretsOf(inference.body.id)).toEqual({ 'model.hf_token': HF_TOKEN });
 
-      // A row written in plain text (by a server before encryption) is sealed at the next start.
-      await db.query('UPDATE job_secrets SET value = ? WHERE job_id = ?', ['plain-old-token', inference.body.id]);
-      await t.close();
-      t = await start();
-      const [again] = await t.app.get(DataSource).query('SELECT value FROM job_secrets WHERE job_id = ?', [inference.body.id]);
-      expect(again.value).toMatch(/^otsec1:/);
-      expect(await t.app.get(JobsRepository).secretsOf(inference.body.id)).toEqual({ 'model.hf_token': 'plain-old-token' });
-      await t.close();
-      t = null;
-    },
-    120_000,
-  );
+    // A row written in plain text (by a server before encryption) is sealed at the next start.
+    await db.query('UPDATE job_secrets SET value = ? WHERE job_id = ?', ['plain-old-token', inference.body.id]);
+    await t.close();
+    t = await start();
+    const [again] = await t.app.get(DataSource).query('SELECT value FROM job_secrets WHERE job_id = ?', [inference.body.id]);
+    expect(again.value).toMatch(/^otsec1:/);
+    expect(await t.app.get(JobsRepository).secretsOf(inference.body.id)).toEqual({ 'model.hf_token': 'plain-old-token' });
+    await t.close();
+    t = null;
+  }, 120_000);
 
   it('fails a job whose secrets another key sealed (a machine of the server with another key), naming the setting', async () => {
     const own = mkdtempSync(join(tmpdir(), 'secrets-other-key-'));

@@ -92,7 +92,7 @@ export const modelSpec = z
       .regex(/^[\x21-\x7e]+$/, 'a token is printable ASCII without spaces')
       .optional()
       .describe(
-        "Your Hugging Face token, for a private or gated hf: repo (the CLI sends HF_TOKEN). Kept apart from the spec, never shown, sent to the Hub only; what it fetches is yours alone",
+        'Your Hugging Face token, for a private or gated hf: repo (the CLI sends HF_TOKEN). Kept apart from the spec, never shown, sent to the Hub only; what it fetches is yours alone',
       ),
     lora: loraSpec.optional().describe('Train LoRA adapters with the base frozen (PEFT layout)'),
     chat_template: z
