@@ -1,7 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
+import { jobRow, jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import type { AppConfig } from '../config/app-config';
-import { JobEntity } from './job.entity';
 import { JobsRepository } from './jobs.repository';
 
 /** A job's secrets in the database: sealed, read back for its runner, kept while it may run again, gone when it ends. */
@@ -9,33 +8,6 @@ describe.each(testDatabases('job-secrets-store'))('JobsRepository secrets (%s)',
   let database: TestDatabase;
   let db: DataSource;
   let repo: JobsRepository;
-
-  const job = (id: string): JobEntity =>
-    Object.assign(new JobEntity(), {
-      id,
-      ownerId: 'u1',
-      kind: 'train',
-      name: null,
-      state: 'queued',
-      priority: 0,
-      environmentId: 'math',
-      spec: { kind: 'train', environment: { id: 'math' } },
-      resources: { gpus: 0, cpu_slots: 1 },
-      devices: null,
-      workerId: null,
-      attempts: 0,
-      maxAttempts: 3,
-      error: null,
-      exitCode: null,
-      progress: null,
-      resumeState: null,
-      cancelRequestedAt: null,
-      leaseExpiresAt: null,
-      createdAt: 1_765_000_000_000,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: 1_765_000_000_000,
-    });
 
   beforeAll(async () => {
     database = await open();
@@ -50,7 +22,10 @@ describe.each(testDatabases('job-secrets-store'))('JobsRepository secrets (%s)',
 
   it('keeps a re-queued job’s secrets for its next run and deletes them when it ends', async () => {
     const id = '00000000-0000-4000-8000-0000000000b1';
-    await repo.insert(job(id), { 'environment.token': 'env-s3cret', 'trainer.wandb.api_key': 'wb-s3cret' });
+    await repo.insert(jobRow(id, 1_765_000_000_000, { kind: 'train', spec: { kind: 'train', environment: { id: 'math' } }, maxAttempts: 3 }), {
+      'environment.token': 'env-s3cret',
+      'trainer.wandb.api_key': 'wb-s3cret',
+    });
     const stored: Array<{ value: string }> = await db.query('SELECT value FROM job_secrets');
     expect(stored.map((r) => r.value).join(' ')).not.toMatch(/s3cret/);
     const secrets = { 'environment.token': 'env-s3cret', 'trainer.wandb.api_key': 'wb-s3cret' };
