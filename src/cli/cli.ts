@@ -84,6 +84,7 @@ export async function main(argv: string[]): Promise<void> {
         idleSeconds: positive(opts.idleSeconds, '--idle-seconds'),
         callTimeoutSeconds: positive(opts.timeoutSeconds, '--timeout-seconds'),
         maxEpisodes: positive(opts.maxEpisodes, '--max-episodes'),
+        jsonMaxDepth: settings.values.json_max_depth,
         log: (m: string) => process.stderr.write(`${m}\n`),
       };
       const port = positive(opts.port, '--port');

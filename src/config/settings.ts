@@ -100,6 +100,13 @@ export const SETTINGS = {
   }),
   open_registration: setting({ schema: booleanish.default(false), section: 'Server', doc: 'Let anyone `POST /v1/users` (creates plain users).' }),
   body_limit_bytes: setting({ schema: int(1024, 1024 ** 3).default(1024 * 1024), section: 'Server', doc: 'Largest request body.' }),
+  json_max_depth: setting({
+    schema: int(8, 10_000).default(64),
+    section: 'Server',
+    doc:
+      'Most objects and arrays one JSON body may nest, on every route (the API and `opentinker env serve`); deeper is `400 OT_ERR_JSON_TOO_DEEP` ' +
+      '(`ENV_BAD_REQUEST` on the environment protocols) naming the field, before anything validates it. A dataset row nested deeper is a bad row.',
+  }),
   auth_failures_per_minute: setting({
     schema: int(1, 1_000_000).default(20),
     section: 'Server',

@@ -7,6 +7,8 @@ import { z } from 'zod';
 export enum ErrorCode {
   VALIDATION = 'OT_ERR_VALIDATION',
   BAD_JSON = 'OT_ERR_BAD_JSON',
+  /** A JSON body nests objects and arrays deeper than the operator's `json_max_depth`. */
+  JSON_TOO_DEEP = 'OT_ERR_JSON_TOO_DEEP',
   BODY_TOO_LARGE = 'OT_ERR_BODY_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE = 'OT_ERR_UNSUPPORTED_MEDIA_TYPE',
   UNAUTHENTICATED = 'OT_ERR_UNAUTHENTICATED',
@@ -49,6 +51,7 @@ export enum ErrorCode {
 export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.VALIDATION]: 400,
   [ErrorCode.BAD_JSON]: 400,
+  [ErrorCode.JSON_TOO_DEEP]: 400,
   [ErrorCode.BODY_TOO_LARGE]: 413,
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [ErrorCode.UNAUTHENTICATED]: 401,

@@ -39,7 +39,7 @@ export class DatasetReader {
   ) {}
 
   get caps(): DatasetCaps {
-    return { maxRows: this.config.values.dataset_max_rows, maxLineBytes: this.config.values.dataset_max_line_bytes };
+    return { maxRows: this.config.values.dataset_max_rows, maxLineBytes: this.config.values.dataset_max_line_bytes, maxDepth: this.config.values.json_max_depth };
   }
 
   /** Every row checked with `environment`'s row check. */

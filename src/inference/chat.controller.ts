@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagg
 import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { ErrorBody } from '../core/app-error';
 import { mapError } from '../core/error.filter';
@@ -20,7 +21,10 @@ import { openAiErrorBody, OpenAiErrorFilter } from './openai-error.filter';
 @UseFilters(OpenAiErrorFilter)
 @Controller('v1')
 export class ChatController {
-  constructor(private readonly chat: ChatService) {}
+  constructor(
+    private readonly chat: ChatService,
+    private readonly config: AppConfig,
+  ) {}
 
   @Post('chat/completions')
   @HttpCode(200)
@@ -66,7 +70,7 @@ export class ChatController {
       await this.chat.stream(prepared, (chunk) => write(JSON.stringify(chunk)));
     } catch (error) {
       // Headers are gone: the error travels as an event, the way OpenAI-compatible servers send it.
-      write(JSON.stringify(openAiErrorBody(mapError(error).body)));
+      write(JSON.stringify(openAiErrorBody(mapError(error, this.config.hostPaths).body)));
     }
     write('[DONE]');
     events.end();

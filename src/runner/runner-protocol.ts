@@ -3,7 +3,7 @@ import type { HostConfigInput } from '@opentinker/env-sdk';
 import type { HubUse } from '../hub/hub-access';
 import type { HubSettings } from '../hub/hub-settings';
 import type { HubResolver, JobHubAccess } from '../hub/job-hub';
-import type { UrlPolicy } from '../registry/url-policy';
+import type { UrlPolicy } from '../egress/egress-policy';
 /**
  * Messages between a worker and the job runner child process it spawned (Node IPC channel). Logs do
  * not travel here: the runner's stdout and stderr are the job's log.

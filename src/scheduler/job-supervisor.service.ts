@@ -10,7 +10,7 @@ import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPo
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import type { RunnerMessage } from '../runner/runner-protocol';
-import { urlPolicyFor } from '../registry/url-policy';
+import { urlPolicyFor } from '../egress/egress-policy';
 import type { AttachedJobHook, JobHook } from './job-hooks';
 import { JobProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';

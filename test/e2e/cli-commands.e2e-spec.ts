@@ -111,9 +111,11 @@ describe('opentinker client commands', () => {
     const [first, ...lines] = watch.stdout.trim().split('\n');
     const id = /^Submitted job (\S+) \(sleep "cli-demo"\)\.$/.exec(first)![1];
     expect(lines[0]).toBe('state queued');
-    expect(lines).toEqual(expect.arrayContaining(['state running', 'progress 3/3 tick', 'step 3/3: tick']));
+    expect(lines).toEqual(expect.arrayContaining(['state running', 'step 3/3: tick']));
+    expect(lines).toContainEqual(expect.stringMatching(/^progress 3\/3 tick \| step_fraction 1 · elapsed_seconds [\d.]+$/));
     expect(lines.filter((l) => /^artifact result\.json \(\d+ B\)$/.test(l))).toHaveLength(1);
-    expect(lines.filter((l) => l.startsWith('metrics step '))).toHaveLength(3);
+    // Metrics are not printed per step without a terminal: the last progress line and the summary have them.
+    expect(lines.filter((l) => l.startsWith('metrics step '))).toHaveLength(0);
     expect(lines[lines.length - 4]).toBe('state succeeded');
     expect(lines[lines.length - 3]).toMatch(new RegExp(`^Job ${id} "cli-demo" succeeded in \\S+ \\(3/3 steps\\)$`));
     expect(lines[lines.length - 1]).toMatch(/^ {2}artifacts {2}result\.json \(\d+ B\)$/);
@@ -186,6 +188,23 @@ describe('opentinker client commands', () => {
     });
   });
 
+  it('without a terminal, prints progress at a bounded rate: a line every few seconds and at each state, never one per step', async () => {
+    const submitted = await cli(['jobs', 'submit', '-c', '-', '--json'], { input: '{"kind":"sleep","steps":400,"step_seconds":0.01}' });
+    const id: string = JSON.parse(submitted.stdout).id;
+    const started = Date.now();
+    const watch = await cli(['jobs', 'watch', id]);
+    const seconds = (Date.now() - started) / 1000;
+    expect(watch.code).toBe(0);
+    const lines = watch.stdout.trim().split('\n');
+    const progress = lines.filter((l) => l.startsWith('progress '));
+    // 400 steps, 800 reports: the first, one per 5 s of watching, and the last before the final state.
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress.length).toBeLessThanOrEqual(3 + Math.ceil(seconds / 5));
+    expect(progress.at(-1)).toMatch(/^progress 400\/400 tick \| step_fraction 1 · elapsed_seconds [\d.]+$/);
+    expect(lines.indexOf(progress.at(-1)!)).toBeLessThan(lines.indexOf('state succeeded'));
+    expect(lines.every((l) => l.length <= 200)).toBe(true);
+  });
+
   it('stops watching on Ctrl-C without a terminal, leaving the job running; then cancels it', async () => {
     const submitted = await cli(['jobs', 'submit', '-c', '-', '--json'], { input: '{"kind":"sleep","steps":1000,"step_seconds":0.05}' });
     const id: string = JSON.parse(submitted.stdout).id;
@@ -197,7 +216,7 @@ describe('opentinker client commands', () => {
     await new Promise<void>((resolve) =>
       child.stdout.on('data', (d) => {
         stdout += d;
-        if (stdout.includes('progress 2/1000')) resolve();
+        if (/progress [2-9]\d*\/1000/.test(stdout)) resolve();
       }),
     );
     child.kill('SIGINT');

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, runCli, type CliRun } from '../support/cli-process';
-import { startTestApp, waitFor, type TestApp } from '../support/test-app';
+import { GomokuGame, MathGame, staticDatasetSample, startUpstreamServer, type UpstreamServer } from '../support/opentinker-upstream';
+import { startTestApp, waitFor, waitForState, type TestApp } from '../support/test-app';
 import { unusedPort } from '../support/unused-port';
 
 /**
@@ -129,6 +130,9 @@ describe("the seed's README inference command, end to end", () => {
   let home: string;
   let game: ChildProcess;
   let proxy: Awaited<ReturnType<typeof recordingProxy>>;
+  /** Stand-ins for OpenTinker's own math_server.py and gomoku_server.py (test/support/opentinker-upstream.ts). */
+  let upstreamMath: UpstreamServer;
+  let upstreamGomoku: UpstreamServer;
   let userKey: string;
   let login: CliRun;
 
@@ -154,6 +158,9 @@ describe("the seed's README inference command, end to end", () => {
     // The model a seed user names with model_path: a Hugging Face folder where the command runs.
     const config = { ...modelPreset('tiny-char'), max_position_embeddings: 256 };
     await saveHfModelDir(join(home, 'models', 'tiny-math'), { config, weights: initWeights(config, 7), tokenizer: new ByteTokenizer(), chatTemplate: CHATML_TEMPLATE });
+    // OpenTinker's servers' own system prompts and boards need a longer context.
+    const long = { ...modelPreset('tiny-char'), max_position_embeddings: 2048 };
+    await saveHfModelDir(join(home, 'models', 'tiny-long'), { config: long, weights: initWeights(long, 7), tokenizer: new ByteTokenizer(), chatTemplate: CHATML_TEMPLATE });
     mkdirSync(join(home, 'data', 'math'), { recursive: true });
     writeFileSync(join(home, 'data', 'math', 'test.parquet'), agentLoopParquet());
     writeFileSync(join(home, 'data', 'math', 'test.jsonl'), mathJsonl());
@@ -168,9 +175,13 @@ describe("the seed's README inference command, end to end", () => {
       throw new Error(`env serve did not start: ${out}`);
     });
     proxy = await recordingProxy(gamePort);
+    [upstreamMath, upstreamGomoku] = await Promise.all([startUpstreamServer('math'), startUpstreamServer('gomoku')]);
+    const hostPort = (u: string) => new URL(u).host;
 
-    // A plain user's job may reach this one loopback game server because the operator lists it.
-    t = await startTestApp({ config: { model_roots: [join(home, 'models')], environment_url_allow: [`127.0.0.1:${proxy.port}`] } });
+    // A plain user's job may reach these loopback game servers because the operator lists them.
+    t = await startTestApp({
+      config: { model_roots: [join(home, 'models')], environment_url_allow: [`127.0.0.1:${proxy.port}`, hostPort(upstreamMath.url), hostPort(upstreamGomoku.url)] },
+    });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
     userKey = (await t.request('POST', '/v1/users', { body: { name: 'seed-user' } })).body.api_key.key;
@@ -181,6 +192,7 @@ describe("the seed's README inference command, end to end", () => {
   afterAll(async () => {
     await t?.close();
     proxy?.server.close();
+    await Promise.all([upstreamMath?.close(), upstreamGomoku?.close()]);
     if (game && game.exitCode === null) {
       const exited = new Promise((resolve) => game.once('exit', resolve));
       game.kill('SIGTERM');
@@ -199,7 +211,7 @@ describe("the seed's README inference command, end to end", () => {
     const order = [`Read 7 test tasks from ${data} for the game server.`, `Submitted inference job ${id}.`, `Job ${id} succeeded`, `Saved results.jsonl to ${output}`];
     for (const text of order) expect(lines).toContainEqual(expect.stringContaining(text));
     expect(order.map(at)).toEqual([...order.map(at)].sort((a, b) => a - b));
-    expect(run.stdout).toMatch(/^progress 5\/5 reward [\d.]+, accuracy [\d.]+$/m);
+    expect(run.stdout).toMatch(/^progress 5\/5 reward [\d.]+, accuracy [\d.]+( \| .*)?$/m);
     return id!;
   }
 
@@ -280,6 +292,88 @@ describe("the seed's README inference command, end to end", () => {
         environment: { url: `http://127.0.0.1:${proxy.port}`, protocol: 'opentinker' },
       });
       expectResults(join(home, 'tmp', 'config', 'results.jsonl'), id);
+    },
+    SLOW,
+  );
+
+  it(
+    "runs against OpenTinker's own math_server.py: the model sees MathGame's system prompt and the row's prompt, the server gets its env kwargs",
+    async () => {
+      const run = await cli([
+        'infer',
+        'math',
+        ...readmeKeys('data/math/test.parquet', './tmp/upstream/results.jsonl').map((k) =>
+          k.startsWith('env_endpoint=') ? `env_endpoint=${upstreamMath.url}` : k.startsWith('model_path=') ? 'model_path=models/tiny-long' : k,
+        ),
+      ]);
+      expect({ code: run.code, stderr: run.stderr, stdout: run.code === 0 ? '' : run.stdout }).toEqual({ code: 0, stderr: '', stdout: '' });
+      const results = readFileSync(join(home, 'tmp', 'upstream', 'results.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(results).toHaveLength(5);
+      const resets = upstreamMath.calls.filter((c) => c.path === '/reset');
+      expect(resets).toHaveLength(5);
+      for (const [i, r] of results.entries()) {
+        // What OpenTinker's own client shows its model for this row (not the server's "Please solve the following problem:").
+        const upstream = staticDatasetSample({
+          data_source: SOURCE,
+          prompt: [{ role: 'user', content: question(i) }],
+          reward_model: { style: 'rule', ground_truth: QUESTIONS[i][1] },
+          extra_info: (resets[i].body as { extra_info: Record<string, never> }).extra_info,
+        });
+        expect(r.messages).toEqual([...upstream.prompt, { role: 'assistant', content: r.response }]);
+        expect(r.messages[0]).toEqual({ role: 'system', content: MathGame.SYSTEM_PROMPT });
+        expect(resets[i].body).toEqual({ instance_id: expect.any(String), job_id: expect.any(String), ...upstream.env_kwargs });
+        expect(resets[i].body).toMatchObject({ ground_truth: QUESTIONS[i][1], data_source: SOURCE, extra_info: { question: QUESTIONS[i][0], index: i } });
+        // The reward is the server's grade of the answer.
+        const grader = new MathGame();
+        grader.reset({ ground_truth: QUESTIONS[i][1] });
+        expect(r.reward).toBe(grader.step(r.response).reward);
+      }
+    },
+    SLOW,
+  );
+
+  it(
+    "plays OpenTinker's own gomoku_server.py from a task's initial_moves: the board the model sees, the rewards the server pays",
+    async () => {
+      const initialMoves = [
+        [4, 4],
+        [3, 3],
+        [4, 5],
+      ];
+      const submitted = await t.request('POST', '/v1/jobs', {
+        key: userKey,
+        body: {
+          kind: 'inference',
+          num_tasks: 1,
+          model: { path: join(home, 'models', 'tiny-long') },
+          environment: { id: 'gomoku', url: upstreamGomoku.url, protocol: 'opentinker', tasks: { test: [{ initial_moves: initialMoves }] } },
+          rollout: { max_turns: 3, max_new_tokens: 8 },
+        },
+      });
+      expect(submitted.status).toBe(201);
+      const job = await waitForState(t, submitted.body.id, ['succeeded', 'failed'], SLOW);
+      expect(job).toMatchObject({ state: 'succeeded', error: null });
+      const [result] = (await t.request('GET', `/v1/jobs/${job.id}/artifacts/results.jsonl`, { key: userKey })).text
+        .trim()
+        .split('\n')
+        .map((l: string) => JSON.parse(l));
+      const game = new GomokuGame();
+      game.reset({ initial_moves: initialMoves });
+      expect(result.messages.slice(0, 2)).toEqual([
+        { role: 'system', content: game.getSystemPrompt() },
+        { role: 'user', content: `${game.getInitialUserMessage()}\n\n${game.render()}` },
+      ]);
+      expect(result.messages[1].content).toContain('3 . . . O . . . . .\n4 . . . . X X . . .');
+      // Each turn's reward is the server's: -1 for a reply it cannot play, 0 for a move, ±10 for a result.
+      const steps = upstreamGomoku.calls.filter((c) => c.path === '/step');
+      expect(result.turn_rewards).toEqual(steps.map((c) => (c.answer as { reward: number }).reward));
+      expect(steps.map((c) => (c.body as { action: string }).action)).toEqual(
+        result.messages.filter((m: { role: string }) => m.role === 'assistant').map((m: { content: string }) => m.content),
+      );
+      for (const reward of result.turn_rewards) expect([-1, 0, 10, -10]).toContain(reward);
     },
     SLOW,
   );

@@ -83,8 +83,22 @@ describe('opentinker train / infer', () => {
 
   it("takes the seed's README training command as written, no key refused: a game server, its data as tasks", async () => {
     mkdirSync(join(home, 'data', 'math_agentloop'), { recursive: true });
+    // Rows as the seed's math_multiturn_w_interaction.py writes them.
+    const source = 'DigitalLearningGmbH/MATH-lighteval';
     const row = (q: string, a: string) =>
-      JSON.stringify({ prompt: [{ role: 'user', content: q }], extra_info: { interaction_kwargs: { name: 'math', query: q, ground_truth: a } } });
+      JSON.stringify({
+        data_source: source,
+        prompt: [{ role: 'user', content: q }],
+        reward_model: { style: 'rule', ground_truth: a },
+        extra_info: { interaction_kwargs: { name: 'math', query: q, ground_truth: a } },
+      });
+    // Each row's task, as the seed's StaticDatasetGenerator makes it: the prompt (shown, not sent) and the env kwargs.
+    const task = (q: string, a: string) => ({
+      prompt: [{ role: 'user', content: q }],
+      ground_truth: a,
+      extra_info: { interaction_kwargs: { name: 'math', query: q, ground_truth: a } },
+      data_source: source,
+    });
     writeFileSync(join(home, 'data', 'math_agentloop', 'train.jsonl'), `${row('1+1?', '2')}\n${row('2+3?', '5')}\n`);
     writeFileSync(join(home, 'data', 'math_agentloop', 'test.jsonl'), `${row('4+4?', '8')}\n`);
     const run = await cli([
@@ -114,11 +128,8 @@ describe('opentinker train / infer', () => {
         url: 'http://127.0.0.1:8088',
         protocol: 'opentinker',
         tasks: {
-          train: [
-            { query: '1+1?', ground_truth: '2' },
-            { query: '2+3?', ground_truth: '5' },
-          ],
-          test: [{ query: '4+4?', ground_truth: '8' }],
+          train: [task('1+1?', '2'), task('2+3?', '5')],
+          test: [task('4+4?', '8')],
         },
       },
       batch_size: 16,

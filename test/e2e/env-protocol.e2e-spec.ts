@@ -215,14 +215,14 @@ describe("OpenTinker's game-server protocol (opentinker env serve --protocol ope
     ['/reset', { config: [] }, ['body', 'config']],
     ['/reset', { split: 'dev' }, ['body', 'split']],
     ['/reset', { index: -1 }, ['body', 'index']],
-    ['/reset', [1, 2], ['body', 'body']],
+    ['/reset', [1, 2], ['body']],
     ['/step', { action: 5 }, ['body', 'action']],
     ['/step', { job_id: 'j'.repeat(257), action: 'x' }, ['body', 'job_id']],
     ['/finalize', { instance_id: null }, ['body', 'instance_id']],
   ])("refuses POST %s %j with FastAPI's 422 naming %j", async (path, body, loc) => {
     const res = await post(path, body);
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ code: 'ENV_BAD_REQUEST', field: loc[1], detail: [{ loc, type: 'value_error', msg: expect.any(String) }] });
+    expect(res.body).toMatchObject({ code: 'ENV_BAD_REQUEST', field: loc[1] ?? 'body', detail: [{ loc, type: expect.any(String), msg: expect.any(String) }] });
   });
 
   it('refuses a bad job_id in the statistics query, naming the query', async () => {

@@ -51,8 +51,16 @@ describe('opentinker quickstart --quick', () => {
   }, 180_000);
 
   it('runs again on the same data folder with a key of its own, printing the before/after table', async () => {
+    const started = Date.now();
     const run = await quickstart(['--steps', '1']);
+    const seconds = (Date.now() - started) / 1000;
     expect(run.code).toBe(0);
+    // Piped, the training progress comes at a bounded rate: short lines, one per 5 s and each phase (SFT, RL), never one per step.
+    const progress = run.stdout.split('\n').filter((l) => l.startsWith('progress '));
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.length).toBeLessThanOrEqual(4 + Math.ceil(seconds / 5));
+    expect(run.stdout).not.toMatch(/^metrics step/m);
+    expect(run.stdout.split('\n').every((l) => l.length <= 200)).toBe(true);
     expect(run.stdout).not.toContain('Created the admin user');
     expect(run.stdout).toMatch(/after SFT only\s+\d+\.\d%\s+\d+\.\d%\s+job:[0-9a-f-]{36}\/step-0\n/);
     expect(run.stdout).toMatch(/after SFT \+ GRPO\s+\d+\.\d%\s+\d+\.\d%\s+job:[0-9a-f-]{36}\n/);

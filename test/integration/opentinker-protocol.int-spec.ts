@@ -183,8 +183,8 @@ describe('opentinker env serve --protocol opentinker, called like OpenTinker doe
       const episodes = [
         // No kwargs: the next task of the environment's train split.
         { env_kwargs: {}, actions: ['\\boxed{-1}'] },
-        // A task given as the env kwargs of a dataset row (prompt + ground_truth).
-        { env_kwargs: { prompt: [{ role: 'user', content: 'What is 2+3?' }], ground_truth: '5' }, actions: ['The answer is \\boxed{5}'] },
+        // A task given as OpenTinker's clients send a dataset row's (StaticDatasetGenerator: no prompt).
+        { env_kwargs: { ground_truth: '5', extra_info: { question: 'What is 2+3?' }, data_source: 'math' }, actions: ['The answer is \\boxed{5}'] },
         { env_kwargs: { prompt: [{ role: 'user', content: 'What is 2+2?' }], ground_truth: '4' }, actions: ['\\boxed{5}'] },
       ];
       const { stdout } = await promisify(execFile)(PYTHON, [join(FIXTURES, 'opentinker_client_calls.py'), `http://127.0.0.1:${base}`, '2', JSON.stringify(episodes)], {
@@ -202,10 +202,11 @@ describe('opentinker env serve --protocol opentinker, called like OpenTinker doe
       const [generated, right, wrong] = out.episodes;
       expect(generated.reset).toMatchObject({ status: 200, body: { observation: expect.stringContaining('\\boxed{}'), system_prompt: null } });
       expect(generated.steps[0]).toMatchObject({ status: 200, body: { reward: 0, done: true, info: { correct: false } } });
-      expect(right.reset).toMatchObject({ status: 200, body: { observation: 'What is 2+3?', game_state: { task: { ground_truth: '5' } } } });
+      expect(right.reset).toMatchObject({ status: 200, body: { observation: 'Please solve the following problem:\n\nWhat is 2+3?', game_state: { task: { ground_truth: '5' } } } });
       expect(right.steps).toEqual([{ status: 200, body: { observation: '', reward: 1, done: true, info: expect.objectContaining({ correct: true }) } }]);
       expect(wrong.steps[0]).toMatchObject({ status: 200, body: { reward: 0, done: true } });
-      for (const e of out.episodes) expect(e.finalize).toEqual({ status: 200, body: { message: `Instance ${e.instance_id} removed` } });
+      // A finished game was deleted by its last step, as upstream's server does.
+      for (const e of out.episodes) expect(e.finalize).toEqual({ status: 200, body: { message: `Instance ${e.instance_id} not found`, status: 'ignored' } });
       // Instances were routed to both ports or one, as crc32 picked: every call of one instance to one port.
       expect(new Set(out.episodes.map((e: { endpoint: string }) => e.endpoint)).size).toBeGreaterThanOrEqual(1);
 

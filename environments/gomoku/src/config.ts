@@ -1,7 +1,10 @@
 import { z } from '@opentinker/env-sdk';
 
-/** Default rewards, OpenTinker's: win +10, loss −10, draw 0, invalid move −1, timeout −20; no per-move reward. */
-export const DEFAULT_REWARDS = { win: 10, loss: -10, draw: 0, invalid_move: -1, timeout: -20, move: 0 } as const;
+/**
+ * Default rewards, OpenTinker's `GomokuGame` constants: win +10, loss −10, draw 0, invalid move −1, the
+ * invalid move that ends the game −20 (`REWARD_INVALID_GAME_OVER`), timeout −20; no per-move reward.
+ */
+export const DEFAULT_REWARDS = { win: 10, loss: -10, draw: 0, invalid_move: -1, invalid_game_over: -20, timeout: -20, move: 0 } as const;
 
 const reward = (value: number, what: string) => z.number().finite().default(value).describe(what);
 
@@ -11,7 +14,11 @@ export const rewardsSchema = z
     win: reward(DEFAULT_REWARDS.win, 'The model (X) completes a line'),
     loss: reward(DEFAULT_REWARDS.loss, 'The opponent (O) completes a line'),
     draw: reward(DEFAULT_REWARDS.draw, 'The board fills up with no line'),
-    invalid_move: reward(DEFAULT_REWARDS.invalid_move, 'Each unparsable, off-board or occupied move (also the one that ends the game)'),
+    invalid_move: reward(DEFAULT_REWARDS.invalid_move, 'Each unparsable, off-board or occupied move that does not end the game'),
+    invalid_game_over: reward(
+      DEFAULT_REWARDS.invalid_game_over,
+      'The invalid move that ends the game (the max_invalid_moves-th); with the invalid moves before it, never more than loss',
+    ),
     timeout: reward(DEFAULT_REWARDS.timeout, 'The game is still running after max_turns model replies'),
     move: reward(DEFAULT_REWARDS.move, 'Each valid move that does not end the game (shaping: lets RL reward a policy that keeps making legal moves)'),
   })
@@ -84,6 +91,17 @@ export const gomokuConfigSchema = z
         code: 'custom',
         path: ['random_opening_moves'],
         message: `must be at most a quarter of the board (${Math.floor((config.board_size * config.board_size) / 4)})`,
+      });
+    }
+    // Ending a game with invalid moves must never pay better than losing it, or a losing policy learns to
+    // forfeit: the invalid moves allowed before the last one plus the game-ending one stay at or below a loss.
+    const { invalid_move, invalid_game_over, loss } = config.rewards;
+    const forfeit = (config.max_invalid_moves - 1) * invalid_move + invalid_game_over;
+    if (forfeit > loss) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rewards', 'invalid_game_over'],
+        message: `ending a game with ${config.max_invalid_moves} invalid move${config.max_invalid_moves === 1 ? '' : 's'} would pay ${forfeit}, more than a loss (${loss}): a losing policy would learn to forfeit; lower rewards.invalid_game_over or rewards.invalid_move`,
       });
     }
     if (config.random_opening_moves_min !== null && config.random_opening_moves_min > config.random_opening_moves) {

@@ -102,6 +102,25 @@ describe('first messages', () => {
     expect(messages[1].content).toContain('2  .  .  X');
     expect(messages[1].content).toMatch(/\[O\]/);
   });
+
+  it("OpenTinker's initial_moves: X first, then O, and X moves next whatever their count", () => {
+    const stones: Array<[number, number]> = [
+      [4, 4],
+      [3, 3],
+      [4, 5],
+    ];
+    // model_first false does not apply: OpenTinker's game always gives X the move after them.
+    for (const config of [{}, { model_first: false }]) {
+      const { messages, episode } = start(config, { index: 0, initial_moves: stones });
+      expect(messages[1].content).toContain('opening of 3 stones');
+      expect(messages[1].content).toContain('3  .  .  .  O  .');
+      expect(messages[1].content).toContain('4  .  .  .  .  X  X  .');
+      expect(messages[1].content).not.toMatch(/\[O\]/);
+      const r = episode.step(move(4, 6));
+      expect(info(r)).toMatchObject({ opening_moves: 3, model_moves: 1, opponent_moves: 1, move: [4, 6] });
+    }
+    expect(start({}, { index: 0, initial_moves: [] }).messages[1].content).toContain('You move first.');
+  });
 });
 
 describe('results and rewards', () => {
@@ -147,7 +166,7 @@ describe('results and rewards', () => {
     expect(win.reward).toBe(1);
     const loss = start({ opponent: 'greedy', rewards: { win: 1 } }, O_FOUR).episode.step(move(4, 4));
     expect(loss.reward).toBe(-10);
-    expect(parseConfig(gomoku, { rewards: { draw: 0.5 } }).rewards).toEqual({ win: 10, loss: -10, draw: 0.5, invalid_move: -1, timeout: -20, move: 0 });
+    expect(parseConfig(gomoku, { rewards: { draw: 0.5 } }).rewards).toEqual({ win: 10, loss: -10, draw: 0.5, invalid_move: -1, invalid_game_over: -20, timeout: -20, move: 0 });
   });
 
   it('rewards.move: each valid move that does not end the game earns it (0 by default), the last move earns the result only', async () => {
@@ -275,21 +294,37 @@ describe('invalid moves', () => {
     expect(info(quoted)).toMatchObject({ error: 'missing_tag', model_moves: 1, invalid_moves: 1 });
   });
 
-  it('the max_invalid_moves-th invalid move ends the game with the invalid penalty', () => {
+  it('the max_invalid_moves-th invalid move ends the game with the invalid_game_over penalty', () => {
     const { episode } = start({ rewards: { invalid_move: -2 } });
     expect(episode.step('nothing').reward).toBe(-2);
     const second = episode.step('<move>x</move>');
     expect(second.observation).toContain('This is invalid move 2; one more ends the game.');
     expect(episode.step(move(4, 4)).done).toBe(false); // a valid move in between does not reset the count
     const last = episode.step('<move>4,4</move>');
-    expect(last).toMatchObject({ done: true, reward: -2, observation: '' });
+    expect(last).toMatchObject({ done: true, reward: -20, observation: '' });
     expect(info(last)).toMatchObject({ result: 'invalid', winner: null, invalid_moves: 3, error: 'occupied', turns: 4 });
   });
 
   it('max_invalid_moves 1: the first invalid move ends the game', () => {
     const r = start({ max_invalid_moves: 1 }).episode.step('');
-    expect(r).toMatchObject({ done: true, reward: -1 });
+    expect(r).toMatchObject({ done: true, reward: -20 });
     expect(info(r).result).toBe('invalid');
+  });
+
+  it('under the default rewards, forfeiting with invalid moves costs more than losing (OpenTinker: -1 each, -20 for the last)', async () => {
+    const { episode } = start();
+    const forfeit = [episode.step('a'), episode.step('b'), episode.step('c')];
+    expect(forfeit.map((r) => r.reward)).toEqual([-1, -1, -20]);
+    expect(forfeit.reduce((sum, r) => sum + r.reward, 0)).toBeLessThan(start({ opponent: 'greedy' }, O_FOUR).episode.step(move(4, 4)).reward);
+  });
+
+  it('refuses rewards under which forfeiting with invalid moves pays better than a loss', () => {
+    const refused = (config: GomokuConfigInput) => expect(() => parseConfig(gomoku, config)).toThrow(/more than a loss/);
+    refused({ rewards: { invalid_game_over: -5 } });
+    refused({ rewards: { loss: -30 } });
+    refused({ max_invalid_moves: 100, rewards: { invalid_move: 0.5 } });
+    expect(parseConfig(gomoku, { rewards: { loss: -30, invalid_game_over: -30 } }).rewards.loss).toBe(-30);
+    expect(parseConfig(gomoku, { max_invalid_moves: 1, rewards: { invalid_game_over: -10 } }).max_invalid_moves).toBe(1);
   });
 
   it('the system prompt states the invalid-move rule', () => {
@@ -381,6 +416,16 @@ describe('determinism and lifecycle', () => {
       { opening: 'e5' },
       { opening: [[9, 0]] },
       { opening: [[1]] },
+      { initial_moves: [[9, 0]] },
+      { initial_moves: [[4, 4, 1]] },
+      { initial_moves: 'e5' },
+      { opening: [[0, 0]], initial_moves: [[1, 1]] },
+      {
+        initial_moves: [
+          [2, 2],
+          [2, 2],
+        ],
+      },
       {
         opening: [
           [1, 1],

@@ -72,16 +72,18 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'This episode is closed');
     this.state = 'new';
     const config = this.config;
-    const { opening } = readTask(task, config);
+    const { opening, form } = readTask(task, config);
     const board = new Board({ size: config.board_size, winLength: config.win_length, allowOverline: config.allow_overline });
-    let player = firstPlayer(config);
+    // OpenTinker's initial_moves: X first, and X to move after them whatever their count.
+    let player = form === 'initial_moves' ? X : firstPlayer(config);
     for (const cell of opening) {
       board.place(cell, player);
       if (board.wins(cell, player)) {
-        throw new EnvironmentError('ENV_INVALID_TASK', `task.opening completes a line at ${formatCell(board, cell)}: the game would be over before it starts`, 'task.opening');
+        throw new EnvironmentError('ENV_INVALID_TASK', `task.${form} completes a line at ${formatCell(board, cell)}: the game would be over before it starts`, `task.${form}`);
       }
       player = other(player);
     }
+    if (form === 'initial_moves') player = X;
     this.board = board;
     this.rng = createRng(seed);
     this.hintRng = createRng(seed ^ 0x68696e74);
@@ -130,7 +132,7 @@ export class GomokuEpisode implements Episode<GomokuTask> {
     if (!parsed.ok || board.cells[cell] !== 0) {
       this.invalidMoves++;
       const error: MoveErrorKind = parsed.ok ? 'occupied' : parsed.error;
-      if (this.invalidMoves >= config.max_invalid_moves) return this.finish('invalid', null, rewards.invalid_move, null, null, error);
+      if (this.invalidMoves >= config.max_invalid_moves) return this.finish('invalid', null, rewards.invalid_game_over, null, null, error);
       if (this.turns >= this.maxTurns) return this.finish('timeout', null, rewards.timeout, null, null, error);
       return {
         observation: this.invalidObservation(parsed, cell),

@@ -58,8 +58,11 @@ describe('tasks', () => {
 
   it('readTask accepts null, {} and generated tasks; converts the opening to cells', () => {
     const config = cfg();
-    expect(readTask(null, config)).toEqual({ index: 0, opening: [] });
-    expect(readTask({}, config)).toEqual({ index: 0, opening: [] });
+    expect(readTask(null, config)).toEqual({ index: 0, opening: [], form: 'opening' });
+    expect(readTask({}, config)).toEqual({ index: 0, opening: [], form: 'opening' });
+    // OpenTinker's key, as its clients send it to /reset.
+    expect(readTask({ initial_moves: [[1, 2]] }, config)).toEqual({ index: 0, opening: [11], form: 'initial_moves' });
+    expect(readTask({ initial_moves: [] }, config)).toEqual({ index: 0, opening: [], form: 'initial_moves' });
     expect(
       readTask(
         {
@@ -72,7 +75,7 @@ describe('tasks', () => {
         },
         config,
       ),
-    ).toEqual({ index: 3, opening: [11, 80] });
+    ).toEqual({ index: 3, opening: [11, 80], form: 'opening' });
   });
 
   it('readTask names what is wrong', () => {
@@ -110,7 +113,7 @@ describe('config', () => {
       move_format: 'tag',
       prompt_style: 'full',
       task_hints: false,
-      rewards: { win: 10, loss: -10, draw: 0, invalid_move: -1, timeout: -20, move: 0 },
+      rewards: { win: 10, loss: -10, draw: 0, invalid_move: -1, invalid_game_over: -20, timeout: -20, move: 0 },
     });
   });
 

@@ -6,15 +6,17 @@ import { greedyMove } from './opponent';
 /**
  * A gomoku task: its index in the split and, optionally, opening stones as 0-based `[row, col]`
  * pairs. Opening stones are played in turn order before the game starts: the first by whoever moves
- * first (X when `model_first`), then alternating. With `task_hints`, `hint` is a good first move for X
- * (the greedy heuristic's) as `"row,col"`: a demonstration for an SFT warm-up, unused by the game.
+ * first (X when `model_first`), then alternating. `initial_moves` (OpenTinker's key, what its clients
+ * send) instead places X first, then O, alternating, and X moves next whatever their count. With
+ * `task_hints`, `hint` is a good first move for X (the greedy heuristic's) as `"row,col"`: a
+ * demonstration for an SFT warm-up, unused by the game.
  *
  * @example
  * ```json
  * { "index": 3, "opening": [[4, 4], [3, 5]], "hint": "4,3" }
  * ```
  */
-export type GomokuTask = { index: number; opening?: Array<[number, number]>; hint?: string };
+export type GomokuTask = { index: number; opening?: Array<[number, number]>; initial_moves?: Array<[number, number]>; hint?: string };
 
 /** The player who places the first stone of a game. */
 export function firstPlayer(config: Pick<GomokuConfig, 'model_first'>): Player {
@@ -104,40 +106,55 @@ function pickQuietCell(board: Board, player: Player, rng: Rng): number {
   return -1;
 }
 
-/** A task read back for an episode: its index and the opening as flat cell indices. */
+/** A task read back for an episode: its index, the opening as flat cell indices, and who placed the first stone. */
 export interface ReadTask {
   index: number;
   opening: number[];
+  /**
+   * `opening`: stones in turn order from the config's first mover, the side to move following from
+   * their count. `initial_moves`: OpenTinker's, placed X first, then O, alternating, and X (the model)
+   * moves next whatever their count, as OpenTinker's `GomokuGame.reset(initial_moves)` plays them.
+   */
+  form: 'opening' | 'initial_moves';
 }
 
 /**
  * Validates a task handed to `reset` (a generated one, or one a user wrote). `null` or `{}` is an
- * empty board. Throws `ENV_INVALID_TASK` naming the problem.
+ * empty board. The stones come as `opening` (this environment's) or `initial_moves` (OpenTinker's key,
+ * what its clients send to `/reset`), not both. Throws `ENV_INVALID_TASK` naming the problem.
  */
 export function readTask(raw: unknown, config: GomokuConfig): ReadTask {
-  if (raw === null || raw === undefined) return { index: 0, opening: [] };
+  if (raw === null || raw === undefined) return { index: 0, opening: [], form: 'opening' };
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new EnvironmentError('ENV_INVALID_TASK', 'A gomoku task must be an object like { "index": 0, "opening": [[4, 4]] }', 'task');
   }
-  const task = raw as { index?: unknown; opening?: unknown };
+  const task = raw as { index?: unknown; opening?: unknown; initial_moves?: unknown };
   const index = task.index ?? 0;
   if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) {
     throw new EnvironmentError('ENV_INVALID_TASK', 'task.index must be a non-negative integer', 'task.index');
   }
-  const n = config.board_size;
-  const opening: number[] = [];
-  if (task.opening !== undefined && task.opening !== null) {
-    if (!Array.isArray(task.opening)) throw new EnvironmentError('ENV_INVALID_TASK', 'task.opening must be a list of [row, col] pairs', 'task.opening');
-    if (task.opening.length * 2 > n * n) throw new EnvironmentError('ENV_INVALID_TASK', 'task.opening fills more than half the board', 'task.opening');
-    const seen = new Set<number>();
-    for (const [k, stone] of task.opening.entries()) {
-      const ok = Array.isArray(stone) && stone.length === 2 && stone.every((v) => Number.isInteger(v) && v >= 0 && v < n);
-      if (!ok) throw new EnvironmentError('ENV_INVALID_TASK', `task.opening[${k}] must be a [row, col] pair with 0 ≤ row, col < ${n}`, `task.opening.${k}`);
-      const cell = (stone[0] as number) * n + (stone[1] as number);
-      if (seen.has(cell)) throw new EnvironmentError('ENV_INVALID_TASK', `task.opening[${k}] repeats (${stone[0]}, ${stone[1]})`, `task.opening.${k}`);
-      seen.add(cell);
-      opening.push(cell);
-    }
+  const hasOpening = task.opening !== undefined && task.opening !== null;
+  const hasInitial = task.initial_moves !== undefined && task.initial_moves !== null;
+  if (hasOpening && hasInitial) {
+    throw new EnvironmentError('ENV_INVALID_TASK', "Give the stones as task.opening or as task.initial_moves (OpenTinker's key), not both", 'task.initial_moves');
   }
-  return { index, opening };
+  const form = hasInitial ? 'initial_moves' : 'opening';
+  return { index, opening: hasOpening || hasInitial ? readStones(hasInitial ? task.initial_moves : task.opening, `task.${form}`, config.board_size) : [], form };
+}
+
+/** A list of distinct on-board [row, col] pairs, as cells. */
+function readStones(stones: unknown, field: string, n: number): number[] {
+  if (!Array.isArray(stones)) throw new EnvironmentError('ENV_INVALID_TASK', `${field} must be a list of [row, col] pairs`, field);
+  if (stones.length * 2 > n * n) throw new EnvironmentError('ENV_INVALID_TASK', `${field} fills more than half the board`, field);
+  const cells: number[] = [];
+  const seen = new Set<number>();
+  for (const [k, stone] of stones.entries()) {
+    const ok = Array.isArray(stone) && stone.length === 2 && stone.every((v) => Number.isInteger(v) && v >= 0 && v < n);
+    if (!ok) throw new EnvironmentError('ENV_INVALID_TASK', `${field}[${k}] must be a [row, col] pair with 0 ≤ row, col < ${n}`, `${field}.${k}`);
+    const cell = (stone[0] as number) * n + (stone[1] as number);
+    if (seen.has(cell)) throw new EnvironmentError('ENV_INVALID_TASK', `${field}[${k}] repeats (${stone[0]}, ${stone[1]})`, `${field}.${k}`);
+    seen.add(cell);
+    cells.push(cell);
+  }
+  return cells;
 }

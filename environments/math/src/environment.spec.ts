@@ -94,6 +94,23 @@ describe('math environment', () => {
     expect((await on.episode.step('\\boxed{2\\frac12}')).reward).toBe(1);
   });
 
+  it("takes OpenTinker's env kwargs without a prompt (its clients keep the prompt): MathGame's opening, then the grade", async () => {
+    const inst = await math.create(parseConfig(math, {}), ctx);
+    const kwargs = { ground_truth: '5', data_source: 'DigitalLearningGmbH/MATH-lighteval', extra_info: { index: 0, question: 'What is 2+3?' } };
+    const episode = inst.newEpisode();
+    expect(episode.reset(kwargs as unknown as MathTask, 0)).toEqual([{ role: 'user', content: 'Please solve the following problem:\n\nWhat is 2+3?' }]);
+    expect(await episode.step('\\boxed{5}')).toMatchObject({ reward: 1, done: true, info: { correct: true, ground_truth: '5' } });
+    const bare = inst.newEpisode();
+    expect(bare.reset({ ground_truth: 7 } as unknown as MathTask, 0)).toEqual([{ role: 'user', content: 'Please solve the following problem:' }]);
+    expect((await bare.step('\\boxed{6}')).reward).toBe(0);
+    // A text prompt is one user message; a malformed one is refused.
+    expect(inst.newEpisode().reset({ prompt: 'What is 1+1?', ground_truth: '2' } as unknown as MathTask, 0)).toEqual([{ role: 'user', content: 'What is 1+1?' }]);
+    for (const prompt of ['', [], [{ role: 'user' }], 42]) {
+      expect(() => inst.newEpisode().reset({ prompt, ground_truth: '2' } as unknown as MathTask, 0)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK' }));
+    }
+    expect(() => inst.newEpisode().reset({ data_source: 'math' } as unknown as MathTask, 0)).toThrow(expect.objectContaining({ code: 'ENV_INVALID_TASK' }));
+  });
+
   it('refuses steps out of order and tasks without a ground truth, with codes', async () => {
     const inst = await math.create(parseConfig(math, {}), ctx);
     const fresh = inst.newEpisode();

@@ -61,17 +61,25 @@ export class MathEpisode implements Episode<MathTask> {
     private readonly config: Pick<MathEnvironmentConfig, 'system_prompt' | 'format_penalty' | 'mixed_numbers' | 'grader' | 'verl_gsm8k_method' | 'verl_strict_box_verify'>,
   ) {}
 
+  /**
+   * Starts the task: its prompt (messages, or a text as one user message), after the optional system
+   * prompt. A task without a prompt is OpenTinker's env kwargs (`ground_truth`, `data_source`,
+   * `extra_info`: what its clients send a game server's `/reset`, keeping the prompt on their side); it
+   * starts, as OpenTinker's `MathGame`, from "Please solve the following problem:", followed by
+   * `extra_info.question` when the row has one.
+   */
   reset(task: MathTask, _seed: number): Message[] {
     if (this.state === 'closed') throw new EnvironmentError('ENV_EPISODE_CLOSED', 'The episode is closed');
     const truth = task && typeof task === 'object' ? groundTruthAnswer(task.ground_truth) : null;
-    if (!task || !Array.isArray(task.prompt) || task.prompt.length === 0 || truth === null) {
-      throw new EnvironmentError('ENV_INVALID_TASK', 'A math task needs a prompt (messages) and a ground_truth', 'task');
+    const prompt = task && typeof task === 'object' ? taskPrompt(task) : null;
+    if (!task || prompt === null || truth === null) {
+      throw new EnvironmentError('ENV_INVALID_TASK', 'A math task needs a ground_truth, and a prompt (messages or a text) when it has one', 'task');
     }
     checkTaskForGrader(this.config, task);
     this.task = task;
     this.truth = truth;
     this.state = 'open';
-    const messages: Message[] = task.prompt.map((m) => ({ role: m.role, content: m.content }));
+    const messages: Message[] = prompt;
     if (this.config.system_prompt && messages[0]?.role !== 'system') messages.unshift({ role: 'system', content: this.config.system_prompt });
     return messages;
   }
@@ -95,4 +103,21 @@ export class MathEpisode implements Episode<MathTask> {
     this.state = 'closed';
     this.task = null;
   }
+}
+
+/** OpenTinker's `MathGame.get_initial_user_message()`: its first message when the prompt is the client's. */
+export const OPENTINKER_MATH_OPENING = 'Please solve the following problem:';
+
+/** A task's prompt as fresh messages; a task without one gets OpenTinker's opening; null when malformed. */
+function taskPrompt(task: MathTask): Message[] | null {
+  const raw: unknown = task.prompt;
+  if (typeof raw === 'string') return raw.trim() === '' ? null : [{ role: 'user', content: raw }];
+  if (Array.isArray(raw)) {
+    const ok = raw.length > 0 && raw.every((m) => m !== null && typeof m === 'object' && typeof m.content === 'string' && typeof m.role === 'string');
+    return ok ? raw.map((m: { role: Message['role']; content: string }) => ({ role: m.role, content: m.content })) : null;
+  }
+  if (raw !== undefined && raw !== null) return null;
+  const question = (task.extra_info as { question?: unknown } | undefined)?.question;
+  const content = typeof question === 'string' && question.trim() !== '' ? `${OPENTINKER_MATH_OPENING}\n\n${question}` : OPENTINKER_MATH_OPENING;
+  return [{ role: 'user', content }];
 }

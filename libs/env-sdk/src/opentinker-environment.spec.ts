@@ -271,30 +271,33 @@ describe('OpenTinkerEnvironment against FastAPI-shaped servers', () => {
     expect(s.count('POST', '/finalize')).toBeGreaterThanOrEqual(1);
   });
 
-  it("starts from the task's data-row prompt when the game answers an empty observation, as OpenTinker's MathGame does", async () => {
+  it("starts from the task's data-row prompt, kept here as OpenTinker's clients keep it, whatever the reset's observation", async () => {
     const [s] = await shards(1);
+    // OpenTinker's MathGame answers this placeholder: its clients never show it.
     s.handler = (req, res) => {
-      if (req.path.split('?')[0] === '/reset') return json(res, 200, { observation: '', system_prompt: 'Answer in \\boxed{}.' });
+      if (req.path.split('?')[0] === '/reset') return json(res, 200, { observation: 'Please solve the following problem:', system_prompt: 'Answer in \\boxed{}.' });
       game(req, res, 0);
     };
     const env = await connect(s.url);
     const prompt = [{ role: 'user', content: 'What is 2+3?' }];
-    expect(await env.newEpisode().reset({ prompt, ground_truth: '5' }, 0)).toEqual([{ role: 'system', content: 'Answer in \\boxed{}.' }, ...prompt]);
-    expect(s.seen.find((c) => c.path === '/reset')!.body).toMatchObject({ prompt, ground_truth: '5' });
-    // A prompt with its own system message keeps it; a text is one user message; anything else is not a prompt.
+    expect(await env.newEpisode().reset({ prompt, ground_truth: '5', data_source: 'math' }, 0)).toEqual([{ role: 'system', content: 'Answer in \\boxed{}.' }, ...prompt]);
+    // Only the env kwargs go to /reset, as StaticDatasetGenerator's env_kwargs.
+    expect(s.seen.find((c) => c.path === '/reset')!.body).toEqual({ instance_id: expect.any(String), job_id: 'job-1', ground_truth: '5', data_source: 'math' });
+    // A prompt with its own system message keeps it; a text is one user message; anything else is refused before any call.
     const own = [{ role: 'system', content: 'Mine.' }, ...prompt];
     expect(await env.newEpisode().reset({ prompt: own }, 0)).toEqual(own);
     expect(await env.newEpisode().reset({ prompt: 'Hi' }, 0)).toEqual([
       { role: 'system', content: 'Answer in \\boxed{}.' },
       { role: 'user', content: 'Hi' },
     ]);
-    expect(await env.newEpisode().reset({ prompt: [{ role: 'wizard', content: 'x' }] }, 0)).toEqual([
-      { role: 'system', content: 'Answer in \\boxed{}.' },
-      { role: 'user', content: '' },
-    ]);
-    // A game that answers an observation keeps making the prompt.
+    const resets = s.count('POST', '/reset');
+    for (const bad of [[{ role: 'wizard', content: 'x' }], [], 3]) {
+      expect(await failure(env.newEpisode().reset({ prompt: bad }, 0))).toMatchObject({ code: 'ENV_INVALID_TASK', field: 'task.prompt' });
+    }
+    expect(s.count('POST', '/reset')).toBe(resets);
+    // Without a prompt the game's own first message is the prompt.
     s.handler = game;
-    expect(await env.newEpisode().reset({ prompt, level: 2 }, 0)).toEqual([
+    expect(await env.newEpisode().reset({ level: 2 }, 0)).toEqual([
       { role: 'system', content: 'Play well.' },
       { role: 'user', content: 'Board for 2' },
     ]);

@@ -24,8 +24,9 @@ export interface OpenTinkerEnvironmentOptions {
   /** Env kwargs sent with every `/reset`, under the task's own. */
   envKwargs?: JsonObject;
   /**
-   * The tasks: each one the env kwargs of one `/reset`. A split without a list is endless and every task
-   * of it is `{}` (the game draws its own start, as with OpenTinker's default `generate_initial_state`).
+   * The tasks: each one the env kwargs of one `/reset`, plus optionally the data row's `prompt` (kept here
+   * as the model's prompt, never sent). A split without a list is endless and every task of it is `{}`
+   * (the server starts its game without kwargs).
    */
   tasks?: { train?: JsonObject[]; test?: JsonObject[] };
   /** Per-call timeout; a call that runs out fails with `ENV_TIMEOUT` and is not sent again. Default 30 s. */
@@ -36,6 +37,8 @@ export interface OpenTinkerEnvironmentOptions {
   fetch?: typeof fetch;
   /** See `RemoteEnvironmentOptions.opaqueErrors`. */
   opaqueErrors?: boolean;
+  /** See `RemoteEnvironmentOptions.urlField`. */
+  urlField?: string;
 }
 
 /** Longest `detail` of a server's error quoted in ours. */
@@ -46,9 +49,10 @@ const MAX_DETAIL_CHARS = 500;
  * environment. Per episode: a
  * fresh `instance_id` (a UUID, as OpenTinker's `GymEnvironmentInteraction`), its shard picked by
  * `crc32(instance_id) % shards` (the same rule, so one server set can serve both clients), `/reset` with
- * the task's env kwargs, `/step` with the model's text, `/finalize` when the episode closes. The prompt is
- * the reset's `system_prompt` (when not empty) and its `observation` as the first user message; a reset
- * that answers an empty observation for a task carrying a data row's `prompt` starts from that prompt.
+ * the task's env kwargs, `/step` with the model's text, `/finalize` when the episode closes. A task's
+ * `prompt` (a data row's) is the model's prompt and is not sent, as OpenTinker's clients keep it; without
+ * one, the prompt is the reset's `system_prompt` (when not empty) and its `observation` as the first user
+ * message.
  * {@link batchStats} resets and reads the server's per-job statistics around each batch, where
  * OpenTinker's training client calls `/stats/reset` and `/stats/step`.
  *
@@ -105,6 +109,7 @@ export class OpenTinkerEnvironment implements EnvironmentInstance<JsonValue> {
       backoffMs: options.backoffMs ?? 200,
       fetch: options.fetch ?? globalThis.fetch,
       opaqueErrors: options.opaqueErrors ?? false,
+      urlField: options.urlField,
       token: options.token,
     };
     const shards = shardUrls(options.url, options.shards ?? 1).map((url) => ({ ...base, url }));
@@ -127,14 +132,16 @@ export class OpenTinkerEnvironment implements EnvironmentInstance<JsonValue> {
         if (task !== null && (typeof task !== 'object' || Array.isArray(task))) {
           throw new EnvironmentError('ENV_INVALID_TASK', 'An OpenTinker task is an object of env kwargs', 'task');
         }
+        // A data row's prompt stays here, as OpenTinker's clients keep it: only the env kwargs go to /reset.
+        const { prompt, ...taskKwargs } = (task ?? {}) as JsonObject;
+        const promptMessages = taskPromptMessages(prompt);
         // A fresh instance per reset: the previous one (if any) is finalized first, as an episode's end.
         if (instanceId) await this.finalize(shard!, body({}));
         instanceId = randomUUID();
         shard = this.shards[crc32(instanceId) % this.shards.length];
         // The task's kwargs win over the job's.
-        const kwargs = { ...this.envKwargs, ...((task ?? {}) as JsonObject) };
-        const res = await call<unknown>(shard, 'POST', '/reset', body(kwargs), requestOptions('/reset', true));
-        return resetMessages(res, shard.url, kwargs.prompt);
+        const res = await call<unknown>(shard, 'POST', '/reset', body({ ...this.envKwargs, ...taskKwargs }), requestOptions('/reset', true));
+        return resetMessages(res, shard.url, promptMessages);
       },
       step: async (action: string): Promise<StepResult> => {
         if (!instanceId || !shard) throw new EnvironmentError('ENV_NOT_RESET', 'Call reset() before step()');
@@ -206,7 +213,7 @@ export function mergeShardStats(shards: Array<Record<string, unknown>>): Record<
 /**
  * The shard URLs: `url`, then the same URL with the port counted up (OpenTinker derives `env_endpoints`
  * from `env_endpoint` + `env_shards` this way). A host of `0.0.0.0` (a bind address that upstream configs
- * often carry) becomes `127.0.0.1`, as upstream's client rewrites it.
+ * often carry) becomes `127.0.0.1`, the host Linux connects upstream's client to.
  */
 export function shardUrls(raw: string, shards: number): string[] {
   let url: URL;
@@ -246,9 +253,10 @@ function requestOptions(path: string, idempotent: boolean): RequestOptions {
 /** FastAPI's error answers, as our codes (a server that passed the health check speaks the protocol). */
 function fastApiError(path: string, status: number, body: unknown): EnvironmentError | null {
   const b = (body ?? {}) as { detail?: unknown; code?: unknown; message?: unknown; field?: unknown };
-  // `opentinker env serve --protocol opentinker` adds our code beside FastAPI's detail.
-  if (typeof b.code === 'string' && b.code.startsWith('ENV_') && typeof b.detail === 'string') {
-    return new EnvironmentError(b.code as EnvironmentError['code'], clip(b.detail), typeof b.field === 'string' ? b.field : undefined);
+  // `opentinker env serve --protocol opentinker` adds our code beside FastAPI's detail (a text, or a 422's list).
+  const first = Array.isArray(b.detail) ? (b.detail[0] as { msg?: unknown } | undefined)?.msg : b.detail;
+  if (typeof b.code === 'string' && b.code.startsWith('ENV_') && typeof first === 'string') {
+    return new EnvironmentError(b.code as EnvironmentError['code'], clip(first), typeof b.field === 'string' ? b.field : undefined);
   }
   const where = `POST ${path}`;
   if (status === 401 || status === 403) return new EnvironmentError('ENV_UNAUTHENTICATED', `${where}: the game server refused the token (HTTP ${status})`);
@@ -275,14 +283,16 @@ function clip(text: string): string {
 }
 
 /**
- * The episode's first messages: the reset's `system_prompt` and `observation`. A game whose prompt lives
- * in the data row (OpenTinker's MathGame answers an empty observation: its clients send the row's
- * `prompt` to the model themselves) gets the task's `prompt` instead, the system prompt before it unless
- * it starts with one, as OpenTinker's `StaticDatasetGenerator` builds it.
+ * The episode's first messages, as OpenTinker's clients build them. A task with a `prompt` (a data row's:
+ * `StaticDatasetGenerator`) starts from it, the reset's `system_prompt` before it unless it starts with a
+ * system message; the reset's `observation` is not shown (OpenTinker's `MathGame` answers "Please solve
+ * the following problem:", a placeholder for the client's prompt, and its agent loop and inference
+ * pipeline never add it). A task without one (a game's kwargs, e.g. gomoku's `initial_moves`) starts
+ * from the reset's `system_prompt` and `observation`: the game's own first message, where OpenTinker's
+ * client renders the same board from the game class it imports.
  */
-function resetMessages(res: unknown, url: string, taskPrompt: unknown): Message[] {
+function resetMessages(res: unknown, url: string, prompt: Message[] | null): Message[] {
   const r = parseAnswer(OpenTinkerResetResponse, res, `${url}/reset`);
-  const prompt = r.observation === '' ? promptMessages(taskPrompt) : null;
   const messages: Message[] = [];
   if (r.system_prompt && prompt?.[0]?.role !== 'system') messages.push({ role: 'system', content: r.system_prompt });
   if (prompt) messages.push(...prompt);
@@ -290,11 +300,16 @@ function resetMessages(res: unknown, url: string, taskPrompt: unknown): Message[
   return messages;
 }
 
-/** A data row's `prompt` as messages (a text is one user message), or null when it is neither. */
-function promptMessages(prompt: unknown): Message[] | null {
-  if (typeof prompt === 'string') return prompt === '' ? null : [{ role: 'user', content: prompt }];
+/**
+ * A task's `prompt` as messages, as `StaticDatasetGenerator` reads a row's: a list of messages as it is,
+ * anything else one user message with its text; null when the task has none.
+ */
+function taskPromptMessages(prompt: JsonValue | undefined): Message[] | null {
+  if (prompt === undefined || prompt === null) return null;
+  if (typeof prompt === 'string') return [{ role: 'user', content: prompt }];
   const messages = z.array(Message).min(1).safeParse(prompt);
-  return messages.success ? messages.data.map(({ role, content }) => ({ role, content })) : null;
+  if (!messages.success) throw new EnvironmentError('ENV_INVALID_TASK', "A task's prompt must be a text or a non-empty list of {role, content} messages", 'task.prompt');
+  return messages.data.map(({ role, content }) => ({ role, content }));
 }
 
 function stepResult(res: unknown, url: string): StepResult {

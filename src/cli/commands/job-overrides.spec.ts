@@ -327,26 +327,26 @@ describe("the seed's keys", () => {
     expect(() => parseJobSpec(built.spec)).not.toThrow();
   });
 
-  it("takes a data row's env kwargs as OpenTinker's agent loop does, with the row's prompt and ground truth its inference sends", () => {
+  it("makes a data row a task as OpenTinker's StaticDatasetGenerator does: the prompt, and the env kwargs its clients send /reset", () => {
     const prompt = [{ role: 'user', content: '1+1?' }];
-    const math = { prompt, reward_model: { ground_truth: '2' }, extra_info: { index: 0, interaction_kwargs: { name: 'math', query: '1+1?', ground_truth: '2' } } };
-    expect(seedTaskKwargs(math, 'row 1', 't')).toEqual({ query: '1+1?', ground_truth: '2', prompt });
-    expect(seedTaskKwargs({ prompt, extra_info: { interaction_kwargs: { name: 'math', query: 'q' } }, reward_model: { ground_truth: '7' } }, 'row 1', 't')).toEqual({
-      query: 'q',
-      prompt,
-      ground_truth: '7',
+    const extra = { index: 0, interaction_kwargs: { name: 'math', query: '1+1?', ground_truth: '2' } };
+    const math = { data_source: 'DigitalLearningGmbH/MATH-lighteval', prompt, reward_model: { ground_truth: '2' }, extra_info: extra };
+    expect(seedTaskKwargs(math, 'row 1', 't', 'math')).toEqual({ prompt, ground_truth: '2', extra_info: extra, data_source: 'DigitalLearningGmbH/MATH-lighteval' });
+    // Ground truth: the row's, else reward_model's, else extra_info's; data_source: the row's, else the interaction's name.
+    expect(seedTaskKwargs({ prompt: 'x', ground_truth: '2', reward_model: { ground_truth: '3' } }, 'row 1', 't', 'math')).toEqual({
+      prompt: 'x',
+      ground_truth: '2',
+      data_source: 'math',
     });
-    // env_kwargs are exactly what the seed's interaction sends to /reset.
-    expect(seedTaskKwargs({ prompt, interaction_kwargs: { name: 'g', env_kwargs: { board_size: 9 } } }, 'row 1', 't')).toEqual({ board_size: 9 });
-    expect(seedTaskKwargs({ prompt: 'x', ground_truth: '2' }, 'row 1', 't')).toEqual({ prompt: 'x', ground_truth: '2' });
-    // A verl row (data prepare gsm8k): its ground truth lifted from reward_model, then extra_info.
-    expect(seedTaskKwargs({ prompt, reward_model: { style: 'rule', ground_truth: '4' } }, 'row 1', 't')).toEqual({
+    expect(seedTaskKwargs({ prompt, extra_info: { ground_truth: '5' } }, 'row 1', 't', 'geo3k')).toEqual({
       prompt,
-      reward_model: { style: 'rule', ground_truth: '4' },
-      ground_truth: '4',
+      ground_truth: '5',
+      extra_info: { ground_truth: '5' },
+      data_source: 'geo3k',
     });
-    expect(seedTaskKwargs({ prompt, extra_info: { ground_truth: '5' } }, 'row 1', 't')).toMatchObject({ ground_truth: '5' });
-    expect(usageError(() => seedTaskKwargs([1], 'd.jsonl row 3', 'data_path=d.jsonl')).message).toContain('d.jsonl row 3 is not a JSON object');
+    // Interaction kwargs are not env kwargs: StaticDatasetGenerator never reads them.
+    expect(seedTaskKwargs({ interaction_kwargs: { name: 'g', env_kwargs: { board_size: 9 } } }, 'row 1', 't', 'gomoku')).toEqual({ data_source: 'gomoku' });
+    expect(usageError(() => seedTaskKwargs([1], 'd.jsonl row 3', 'data_path=d.jsonl', 'math')).message).toContain('d.jsonl row 3 is not a JSON object');
   });
 });
 

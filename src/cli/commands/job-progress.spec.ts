@@ -1,5 +1,5 @@
 import type { Job, JobEvent } from '@opentinker/client';
-import { applyEvent, etaMs, initialSnapshot, plainEventLine, progressLine, summaryLines } from './job-progress';
+import { applyEvent, etaMs, initialSnapshot, PlainProgress, plainEventLine, progressLine, summaryLines } from './job-progress';
 
 const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
 const progress = (id: number, step: number, total: number | null, time: number): JobEvent => ({
@@ -125,5 +125,72 @@ describe('summaryLines with preferred metrics', () => {
     const job = { id: 'j1', name: null, state: 'succeeded', started_at: null, finished_at: null, error: null } as unknown as Job;
     expect(summaryLines(job, s, ['reward/mean', 'val/accuracy'])[1]).toBe('  metrics    reward/mean 0.5 · val/accuracy 0.25 (and 1 more: opentinker jobs metrics j1)');
     expect(summaryLines(job, s)[1]).toBe('  metrics    sft/loss 1.5 · val/accuracy 0.25 · reward/mean 0.5');
+  });
+});
+
+describe('progress without a terminal', () => {
+  const state = (id: number, name: 'running' | 'succeeded', time = 0): JobEvent => ({ type: 'state', id, data: { state: name, time: at(time) } });
+  const step = (id: number, n: number, total: number, message: string): JobEvent => ({ type: 'progress', id, data: { step: n, total, message, time: at(n) } });
+  const metrics = (id: number, n: number): JobEvent => ({
+    type: 'metrics',
+    id,
+    data: { points: ['reward/mean', 'loss', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l'].map((name, i) => ({ name, step: n, value: n + i / 10 })) },
+  });
+
+  /** Feeds a job's events to a PlainProgress whose clock reads `clock[i]` at event i; returns every printed line. */
+  function watch(events: JobEvent[], clockMs: (i: number) => number, prefer: readonly string[] = []): string[] {
+    let i = 0;
+    const plain = new PlainProgress(prefer, 5000, () => clockMs(i));
+    const s = initialSnapshot();
+    const out: string[] = [];
+    for (; i < events.length; i++) out.push(...plain.lines(applyEvent(s, events[i]), events[i]));
+    return [...out, ...plain.flush(s)];
+  }
+
+  /** A 1,000-step job, metrics and progress every step, 100 ms apart: SFT, then RL. */
+  function job(): JobEvent[] {
+    const events: JobEvent[] = [state(1, 'running')];
+    for (let n = 1; n <= 1000; n++)
+      events.push(metrics(events.length + 1, n), step(events.length + 2, n, 1000, n <= 300 ? `sft loss ${(1 / n).toFixed(3)}` : `reward ${(n / 1000).toFixed(2)} acc 0.5`));
+    events.push(state(events.length + 1, 'succeeded'));
+    return events;
+  }
+
+  it('prints a 1,000-step job in a bounded number of short lines: one every 5 s, each phase, the last step', () => {
+    const events = job();
+    const lines = watch(events, (i) => i * 50);
+    // 2,000 reports over 100 s: about one line per 5 s, plus the first, the phase change and the last.
+    const progress = lines.filter((l) => l.startsWith('progress '));
+    expect(progress.length).toBeLessThanOrEqual(100 / 5 + 3);
+    expect(progress.length).toBeGreaterThanOrEqual(100 / 5);
+    expect(lines.every((l) => l.length < 160)).toBe(true);
+    expect(lines[0]).toBe('state running');
+    expect(progress[0]).toMatch(/^progress 1\/1000 sft loss 1\.000/);
+    // The first RL report is printed when it comes, whatever the clock says.
+    expect(progress).toContainEqual(expect.stringMatching(/^progress 301\/1000 reward 0\.30 acc 0\.5 /));
+    // The last step before the final state, with its metrics (up to four).
+    expect(lines.slice(-2)).toEqual([
+      expect.stringMatching(/^progress 1000\/1000 reward 1\.00 acc 0\.5 \| reward\/mean [\d.,]+ · loss [\d.,]+ · a [\d.,]+ · b [\d.,]+$/),
+      'state succeeded',
+    ]);
+    expect(lines.some((l) => l.startsWith('metrics '))).toBe(false);
+  });
+
+  it('shows the preferred metrics, not those the message already states, and the ETA while running', () => {
+    const events = [state(1, 'running'), step(2, 1, 10, 'tick'), metrics(3, 1), step(4, 2, 10, 'tick')];
+    const lines = watch(events, (i) => i * 10_000, ['loss', 'reward/mean']);
+    expect(lines).toEqual([
+      'state running',
+      'progress 1/10 tick',
+      expect.stringMatching(/^progress 1\/10 tick \| loss 1\.1 · reward\/mean 1$/),
+      expect.stringMatching(/^progress 2\/10 tick \| ETA 8(\.0)?s \| loss 1\.1 · reward\/mean 1$/),
+    ]);
+    const stated = watch([state(1, 'running'), metrics(2, 1), step(3, 1, 1, 'reward/mean 1')], () => 0, ['reward/mean', 'loss']);
+    expect(stated.at(-1)).toBe('progress 1/1 reward/mean 1 | loss 1.1');
+  });
+
+  it('holds nothing back: a report skipped for the rate is printed before the next state line', () => {
+    const events = [state(1, 'running'), step(2, 1, 3, 'tick'), step(3, 2, 3, 'tick'), step(4, 3, 3, 'tick'), state(5, 'succeeded')];
+    expect(watch(events, () => 0)).toEqual(['state running', 'progress 1/3 tick', 'progress 3/3 tick', 'state succeeded']);
   });
 });

@@ -131,6 +131,75 @@ export function plainEventLine(e: JobEvent): string | undefined {
   }
 }
 
+/** Seconds between two progress lines without a terminal (a phase change prints at once). */
+export const PLAIN_PROGRESS_SECONDS = 5;
+
+/**
+ * `jobs watch` without a terminal (a file, a pipe, a CI log): the job's states, artifacts and other
+ * events as they come, and its progress at a bounded rate. A progress line (`progress 37/100 reward
+ * 0.41 acc 0.35 | ETA 1m05s | reward 0.52 · loss 0.12`: the step, the job's message, the ETA and up to
+ * four metrics) is printed at the first report, at each new phase (a state change, or a message of
+ * another kind: `sft loss …` then `reward …`), at most once every {@link PLAIN_PROGRESS_SECONDS}
+ * otherwise, and once more before the next state line when a report was held back. Metrics are not
+ * printed per step: the summary and `opentinker jobs metrics` have them.
+ *
+ * @example
+ * ```ts
+ * const plain = new PlainProgress(['reward']);
+ * for (const e of events) for (const line of plain.lines(applyEvent(snapshot, e), e)) console.log(line);
+ * ```
+ */
+export class PlainProgress {
+  private printedAt = Number.NEGATIVE_INFINITY;
+  private phase: string | undefined;
+  /** A progress or metrics report arrived since the last progress line. */
+  private pending = false;
+
+  constructor(
+    private readonly prefer: readonly string[] = [],
+    private readonly intervalMs = PLAIN_PROGRESS_SECONDS * 1000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The lines to print for an event already folded into `s`. */
+  lines(s: WatchSnapshot, e: JobEvent): string[] {
+    if (e.type === 'progress' || e.type === 'metrics') {
+      if (s.step === undefined) return [];
+      this.pending = true;
+      const phase = e.type === 'progress' ? phaseOf(e.data.message) : this.phase;
+      if (phase === this.phase && this.now() - this.printedAt < this.intervalMs) return [];
+      this.phase = phase;
+      return [this.progressLine(s)];
+    }
+    const line = plainEventLine(e);
+    return [...this.flush(s), ...(line ? [line] : [])];
+  }
+
+  /** The held-back progress line, if any (before a state line, and when the watch ends). */
+  flush(s: WatchSnapshot): string[] {
+    return this.pending && s.step !== undefined ? [this.progressLine(s)] : [];
+  }
+
+  private progressLine(s: WatchSnapshot): string {
+    this.pending = false;
+    this.printedAt = this.now();
+    const parts = [`progress ${s.step}${s.total ? `/${s.total}` : ''}${s.message ? ` ${s.message}` : ''}`];
+    const eta = etaMs(s);
+    if (eta !== undefined && s.state === 'running' && s.total && s.step! < s.total) parts.push(`ETA ${formatDuration(eta)}`);
+    const preferred = this.prefer.filter((k) => s.metrics.has(k)).map((k): [string, number] => [k, s.metrics.get(k)!]);
+    // Metrics the job's message already states are not repeated.
+    const stated = new Set((s.message ?? '').split(/[\s,;=|]+/));
+    const shown = (preferred.length ? preferred : [...s.metrics]).filter(([k]) => !stated.has(k)).slice(0, LINE_METRICS);
+    if (shown.length) parts.push(shown.map(([k, v]) => `${k} ${formatNumber(v)}`).join(' · '));
+    return parts.join(' | ');
+  }
+}
+
+/** A progress message's kind, its numbers left out: `sft loss 0.412` and `sft loss 0.398` are one phase. */
+function phaseOf(message: string | null | undefined): string {
+  return (message ?? '').replace(/[-+]?\d[\d.,:e+-]*%?/gi, '#');
+}
+
 /**
  * What `jobs watch` prints when the job has ended.
  *

@@ -1,6 +1,6 @@
 import type { OpenTinkerClient } from '@opentinker/client';
 import { EXIT, explain } from './cli-error';
-import { applyEvent, initialSnapshot, plainEventLine, progressLine, summaryLines } from './job-progress';
+import { applyEvent, initialSnapshot, PlainProgress, progressLine, summaryLines } from './job-progress';
 import { printLine } from './output';
 import { ask, interactive } from './prompt';
 
@@ -16,7 +16,8 @@ class StoppedWatching extends Error {}
 
 /**
  * Follows a job until it ends and returns the exit code (0 when it succeeded). On a terminal it
- * redraws one progress line and prints a summary at the end; otherwise one plain line per event; with
+ * redraws one progress line and prints a summary at the end; otherwise plain lines, progress at a bounded
+ * rate ({@link PlainProgress}); with
  * `--json` one JSON object per event, then `{"type":"summary","job":…}`. Ctrl-C asks whether to cancel
  * the job when a person can answer, and otherwise just stops watching (the job keeps running).
  */
@@ -27,6 +28,7 @@ export async function watchJobUntilEnd(client: OpenTinkerClient, id: string, fla
   let prompting = false;
   let cancelling = false;
   let partialLog = '';
+  const plain = new PlainProgress(flags.metrics);
 
   const clearLine = () => {
     if (tty) process.stdout.write('\r\x1b[K');
@@ -86,8 +88,7 @@ export async function watchJobUntilEnd(client: OpenTinkerClient, id: string, fla
       if (event.type === 'log') {
         if (flags.logs) printLogs(event.data.text);
       } else if (!tty) {
-        const line = plainEventLine(event);
-        if (line) printLine(line);
+        for (const line of plain.lines(snapshot, event)) printLine(line);
       }
       render();
     }
@@ -102,6 +103,7 @@ export async function watchJobUntilEnd(client: OpenTinkerClient, id: string, fla
     process.off('SIGINT', onSigint);
   }
   if (partialLog) printLogs('\n');
+  if (!tty && !flags.json) for (const line of plain.flush(snapshot)) printLine(line);
   clearLine();
   const job = await client.jobs.get(id);
   if (flags.json) process.stdout.write(JSON.stringify({ type: 'summary', job }) + '\n');

@@ -5,24 +5,22 @@ import { CliError, EXIT } from './cli-error';
 export const MAX_GAME_TASKS = 10_000;
 
 /**
- * The env kwargs of each row of a seed data file (`data_path=…parquet|jsonl`), for an OpenTinker game
- * server's `/reset`: a job with `protocol: opentinker` cannot read an uploaded dataset (its environment
- * lives on the game server), so the command sends the rows as the split's tasks instead. Per row, as
- * OpenTinker's agent loop takes them: `extra_info.interaction_kwargs` (or a top-level
- * `interaction_kwargs`), its `env_kwargs` when it has them, else its other keys (`name` names the
- * interaction, not the task); a row without interaction kwargs is the kwargs itself. Outside `env_kwargs`
- * the task also carries the row's `prompt` and ground truth, as OpenTinker's inference sends them
- * (`StaticDatasetGenerator`: `ground_truth`, else `reward_model.ground_truth`, else
- * `extra_info.ground_truth`): the seed's model sees the row's prompt, and here the game server builds the
- * prompt from its task (`opentinker env serve math` takes `prompt` + `ground_truth`).
+ * The tasks of a seed data file (`data_path=…parquet|jsonl`) for an OpenTinker game server's `/reset`: a
+ * job with `protocol: opentinker` cannot read an uploaded dataset (its environment lives on the game
+ * server), so the command sends the rows as the split's tasks instead. Each row becomes what OpenTinker's
+ * clients make of it (`StaticDatasetGenerator`, used by every data-file client of the seed: math, math
+ * tool, geo3k, their inference): the row's `prompt`, which the job shows the model and never sends, and
+ * the env kwargs `/reset` gets, `ground_truth` (the row's, else `reward_model.ground_truth`, else
+ * `extra_info.ground_truth`), `extra_info` and `data_source` (the row's, else the interaction's name, the
+ * environment id).
  */
-export async function readSeedTasks(path: string, token: string): Promise<Record<string, unknown>[]> {
+export async function readSeedTasks(path: string, token: string, interaction: string): Promise<Record<string, unknown>[]> {
   const format = /\.parquet$/i.test(path) ? 'parquet' : 'jsonl';
   const tasks: Record<string, unknown>[] = [];
   try {
     for await (const row of readDatasetRows(path, format, { maxRows: MAX_GAME_TASKS, maxLineBytes: 16 * 1024 * 1024 })) {
       if (row.error) throw new CliError(`"${token}": ${path} ${row.error}`, EXIT.USAGE);
-      tasks.push(seedTaskKwargs(row.value, `${path} row ${row.row}`, token));
+      tasks.push(seedTaskKwargs(row.value, `${path} row ${row.row}`, token, interaction));
     }
   } catch (error) {
     if (error instanceof CliError) throw error;
@@ -36,19 +34,19 @@ export async function readSeedTasks(path: string, token: string): Promise<Record
   return tasks;
 }
 
-/** One row's env kwargs (see {@link readSeedTasks}). */
-export function seedTaskKwargs(row: unknown, where: string, token: string): Record<string, unknown> {
+/** One row's task (see {@link readSeedTasks}): `StaticDatasetGenerator.generate_sample`'s prompt and env kwargs. */
+export function seedTaskKwargs(row: unknown, where: string, token: string, interaction: string): Record<string, unknown> {
   const r = asObject(row);
   if (!r) throw new CliError(`"${token}": ${where} is not a JSON object`, EXIT.USAGE);
+  const task: Record<string, unknown> = {};
+  if (r.prompt !== undefined && r.prompt !== null) task.prompt = r.prompt;
+  const rewardModel = asObject(r.reward_model);
   const extra = asObject(r.extra_info);
-  const kwargs = asObject(extra?.interaction_kwargs ?? r.interaction_kwargs);
-  const envKwargs = asObject(kwargs?.env_kwargs);
-  if (envKwargs) return envKwargs;
-  const task = { ...(kwargs ?? r) };
-  if (kwargs) delete task.name;
-  if (task.prompt === undefined && r.prompt !== undefined) task.prompt = r.prompt;
-  const truth = r.ground_truth ?? asObject(r.reward_model)?.ground_truth ?? extra?.ground_truth;
-  if (task.ground_truth === undefined && truth !== undefined) task.ground_truth = truth;
+  if ('ground_truth' in r) task.ground_truth = r.ground_truth;
+  else if (rewardModel && 'ground_truth' in rewardModel) task.ground_truth = rewardModel.ground_truth;
+  else if (extra && 'ground_truth' in extra) task.ground_truth = extra.ground_truth;
+  if ('extra_info' in r) task.extra_info = r.extra_info;
+  task.data_source = 'data_source' in r ? r.data_source : interaction;
   return task;
 }
 

@@ -127,7 +127,7 @@ async function sendData(client: OpenTinkerClient, built: OverrideResult, json: b
   const environment = built.spec.environment as Record<string, unknown>;
   for (const upload of built.uploads) {
     if (environment.protocol === 'opentinker') {
-      const tasks = await readSeedTasks(resolve(upload.path), upload.token);
+      const tasks = await readSeedTasks(resolve(upload.path), upload.token, String(environment.id ?? 'opentinker'));
       const split = upload.key === 'dataset' ? 'train' : 'test';
       environment.tasks = { ...(environment.tasks as Record<string, unknown> | undefined), [split]: tasks };
       if (!json) printLine(`Read ${tasks.length} ${split} tasks from ${upload.path} for the game server.`);

@@ -10,7 +10,7 @@ import { AppError, ErrorCode } from '../../core/app-error';
 import { DatasetsService } from '../../datasets/datasets.service';
 import { StorageQuota } from '../../datasets/storage-quota.service';
 import { EnvironmentRegistry } from '../../registry/environment-registry.service';
-import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../../registry/url-policy';
+import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../../egress/egress-policy';
 import { WorkersRepository } from '../../scheduler/workers.repository';
 import { isHubRef, parseHubRef } from '../../hub/hub-ref';
 import { modelPathAllowed, modelPathRefusal } from '../../training/model-roots';

@@ -95,10 +95,14 @@ export class ByteTokenizer implements Tokenizer {
     return out;
   }
 
-  private checkId(id: number): void {
-    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-      throw new EngineError('ENGINE_INVALID_INPUT', `token id ${id} is outside the byte tokenizer's vocabulary [0, ${this.vocabSize})`, 'ids');
-    }
+  /**
+   * Whether `id` has an entry. An id without one (past the vocabulary: a model's embedding may have
+   * more rows) decodes as nothing, as this tokenizer's Hugging Face form does; what is not a token id at
+   * all (negative, fractional, past 2³²−1) is `ENGINE_INVALID_INPUT`.
+   */
+  private known(id: number): boolean {
+    if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new EngineError('ENGINE_INVALID_INPUT', `${id} is not a token id`, 'ids');
+    return id < this.vocabSize;
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
@@ -109,7 +113,7 @@ export class ByteTokenizer implements Tokenizer {
       bytes = [];
     };
     for (const id of ids) {
-      this.checkId(id);
+      if (!this.known(id)) continue;
       if (id < 256) {
         bytes.push(id);
       } else {
@@ -128,14 +132,13 @@ export class ByteTokenizer implements Tokenizer {
   decodeBytes(ids: readonly number[]): Uint8Array {
     const out: number[] = [];
     for (const id of ids) {
-      this.checkId(id);
-      if (id < 256) out.push(id);
+      if (this.known(id) && id < 256) out.push(id);
     }
     return Uint8Array.from(out);
   }
 
   tokenToString(id: number): string {
-    this.checkId(id);
+    if (!this.known(id)) return '';
     return id < 256 ? byteToUnicode(id) : this.specialById.get(id)!;
   }
 

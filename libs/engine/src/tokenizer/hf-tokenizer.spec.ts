@@ -39,10 +39,22 @@ describe('HfTokenizer', () => {
     expect(tok.tokenToId('no such token')).toBeUndefined();
   });
 
-  it('refuses ids outside the vocabulary', () => {
-    expect(() => tok.decode([expected.vocab_size])).toThrow(expect.objectContaining({ code: 'ENGINE_INVALID_INPUT' }));
-    expect(() => tok.decode([-1])).toThrow(/not in the tokenizer's vocabulary/);
-    expect(() => tok.tokenToString(100000)).toThrow(/not in the tokenizer's vocabulary/);
+  it("decodes ids without a vocabulary entry as nothing, as Hugging Face's tokenizers do", () => {
+    // Expected texts from tokenizers 0.23.3 (Python) on this tokenizer.json: `decode` drops ids
+    // `id_to_token` does not know, like the 271 padding ids of a real Qwen2.5 checkpoint (151665-151935).
+    const hello = tok.encode('Hello world!<|im_end|>');
+    expect(hello).toEqual([280, 297, 0, 306]);
+    const beyond = expected.vocab_size;
+    expect(tok.decode([beyond])).toBe('');
+    expect(tok.decode([280, 297, beyond, 127859, 151935, 0, 306])).toBe('Hello world!<|im_end|>');
+    expect(tok.decode([280, 297, beyond, 127859, 151935, 0, 306], { skipSpecial: true })).toBe('Hello world!');
+    expect(tok.decode([beyond, ...hello])).toBe('Hello world!<|im_end|>');
+    expect(tok.tokenToString(127859)).toBe('');
+    // What is not a token id at all is refused.
+    for (const bad of [-1, 1.5, 2 ** 32, Number.NaN]) {
+      expect(() => tok.decode([bad])).toThrow(expect.objectContaining({ code: 'ENGINE_INVALID_INPUT', field: 'ids' }));
+      expect(() => tok.tokenToString(bad)).toThrow(/is not a token id/);
+    }
   });
 
   it('reports unusable files as ENGINE_IO', () => {

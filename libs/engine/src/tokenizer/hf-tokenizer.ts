@@ -12,6 +12,11 @@ function tokenName(value: unknown): string | null {
   return null;
 }
 
+/** Refuses what cannot be a token id (Hugging Face's ids are unsigned 32-bit integers). */
+function checkTokenId(id: number): void {
+  if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new EngineError('ENGINE_INVALID_INPUT', `${id} is not a token id`, 'ids');
+}
+
 /**
  * A Hugging Face `tokenizer.json` (byte-level BPE as in GPT-2, Llama 3, Qwen2; also WordPiece,
  * Unigram, …) run by `@huggingface/tokenizers`, pure JavaScript, offline. `tokenizer_config.json`
@@ -77,21 +82,26 @@ export class HfTokenizer implements Tokenizer {
     return this.impl.encode(text, { add_special_tokens: options.addSpecialTokens ?? false }).ids;
   }
 
+  /**
+   * The text of `ids`. As Hugging Face's `tokenizers` (`decode` keeps the ids `id_to_token` knows), an
+   * id without an entry decodes as nothing: a model's embedding is often larger than its vocabulary
+   * (Qwen2.5 has 151,936 rows for 151,665 entries), and a sampled padding id is no error. What is not
+   * a token id at all (negative, fractional, past 2³²−1) is `ENGINE_INVALID_INPUT`.
+   */
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
-    for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.impl.id_to_token(id) === undefined) {
-        throw new EngineError('ENGINE_INVALID_INPUT', `token id ${id} is not in the tokenizer's vocabulary`, 'ids');
-      }
-    }
+    const known = ids.filter((id) => {
+      checkTokenId(id);
+      return this.impl.id_to_token(id) !== undefined;
+    });
     // The library refuses an empty list; an empty list is simply empty text.
-    if (ids.length === 0) return '';
-    return this.impl.decode([...ids], { skip_special_tokens: options.skipSpecial ?? false });
+    if (known.length === 0) return '';
+    return this.impl.decode(known, { skip_special_tokens: options.skipSpecial ?? false });
   }
 
+  /** The raw vocabulary entry of an id; `''` for an id without one (Hugging Face's `id_to_token` gives None). */
   tokenToString(id: number): string {
-    const token = this.impl.id_to_token(id);
-    if (token === undefined) throw new EngineError('ENGINE_INVALID_INPUT', `token id ${id} is not in the tokenizer's vocabulary`, 'ids');
-    return token;
+    checkTokenId(id);
+    return this.impl.id_to_token(id) ?? '';
   }
 
   tokenToId(token: string): number | undefined {
