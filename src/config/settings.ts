@@ -171,6 +171,11 @@ export const SETTINGS = {
     doc: 'GPUs a worker offers: `auto` (found with `nvidia-smi`), `none`, or indices such as `0,1`.',
   }),
   max_jobs_per_user: setting({ schema: int(1, 10_000).default(4), section: 'Workers and jobs', doc: 'Starting or running jobs one user may have at once.' }),
+  max_queued_jobs_per_user: setting({
+    schema: int(1, 1_000_000).default(1000),
+    section: 'Workers and jobs',
+    doc: 'Queued jobs one plain user may have at once; a submission past it is refused (`429 OT_ERR_QUEUED_JOBS_LIMIT`). Admins are exempt.',
+  }),
   max_user_priority: setting({
     schema: int(-100, 100).default(0),
     section: 'Workers and jobs',

@@ -46,6 +46,8 @@ export enum ErrorCode {
   URL_NOT_ALLOWED = 'OT_ERR_URL_NOT_ALLOWED',
   /** The user's datasets and checkpoints already fill their storage quota. */
   QUOTA_EXCEEDED = 'OT_ERR_QUOTA_EXCEEDED',
+  /** The user already has as many queued jobs as the operator allows (`max_queued_jobs_per_user`). */
+  QUEUED_JOBS_LIMIT = 'OT_ERR_QUEUED_JOBS_LIMIT',
 }
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -84,6 +86,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.UNSCHEDULABLE]: 400,
   [ErrorCode.URL_NOT_ALLOWED]: 400,
   [ErrorCode.QUOTA_EXCEEDED]: 413,
+  [ErrorCode.QUEUED_JOBS_LIMIT]: 429,
 };
 
 export interface AppErrorOptions {

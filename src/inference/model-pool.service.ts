@@ -27,7 +27,7 @@ export class ModelPoolService extends ModelPool implements OnApplicationShutdown
       engine: config.engine,
       log: (line) => logger.debug(line),
       devices: {
-        acquire: async (timeoutMs) => (await devices.get()).acquire(MODEL_SERVER_RESOURCES, timeoutMs),
+        acquire: async (timeoutMs, server) => (await devices.get()).acquire(MODEL_SERVER_RESOURCES, timeoutMs, server),
         release: (ids) => void devices.get().then((pool) => pool.release(ids)),
       },
     });

@@ -71,6 +71,7 @@ export function jobRow(id: string, createdAt: number, over: Partial<JobEntity> =
     name: null,
     state: 'queued',
     priority: 0,
+    adminPriority: 0,
     environmentId: null,
     spec: { kind: 'sleep', steps: 1 },
     resources: { gpus: 0, cpu_slots: 1 },

@@ -141,7 +141,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Each live worker's devices and the job holding each */
+        /** Each live worker's devices and what holds each (a job or a model server) */
         get: operations["Devices_list"];
         put?: never;
         post?: never;
@@ -895,8 +895,13 @@ export interface components {
             valid_rows: number;
         };
         DeviceDto: {
-            /** @description Whether a job holds the device */
+            /** @description Whether a job or a model server holds the device */
             busy: boolean;
+            /**
+             * @description What holds the device: a job, or a model server answering chat completions (which model, and for whom, is not shown); null when free
+             * @enum {string|null}
+             */
+            held_by: "job" | "model_server" | null;
             /**
              * @description `gpu:<index>` or `cpu:<slot>`
              * @example gpu:0
@@ -1042,7 +1047,7 @@ export interface components {
             version: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_JSON_TOO_DEEP" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED";
+        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_JSON_TOO_DEEP" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED" | "OT_ERR_QUEUED_JOBS_LIMIT";
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
@@ -1273,7 +1278,7 @@ export interface components {
              */
             num_tasks?: number;
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1613,7 +1618,7 @@ export interface components {
                 weight_decay?: number;
             };
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1720,7 +1725,7 @@ export interface components {
             /** @description A label for listings */
             name?: string;
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -2003,7 +2008,7 @@ export interface components {
                 weight_decay?: number;
             };
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -2453,7 +2458,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2511,7 +2516,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2592,7 +2597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2649,7 +2654,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2714,7 +2719,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2773,7 +2778,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2810,7 +2815,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2847,7 +2852,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2895,7 +2900,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3329,7 +3334,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3381,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3440,7 +3445,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3497,7 +3502,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3554,7 +3559,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3621,7 +3626,7 @@ export interface operations {
                     "application/octet-stream": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3680,7 +3685,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3763,7 +3768,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3833,7 +3838,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3899,7 +3904,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3956,7 +3961,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4015,7 +4020,7 @@ export interface operations {
                     "application/x-tar": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4078,7 +4083,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4138,7 +4143,7 @@ export interface operations {
                     "text/plain": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4201,7 +4206,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4268,7 +4273,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4305,7 +4310,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4355,7 +4360,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4412,7 +4417,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4449,7 +4454,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4495,7 +4500,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4563,7 +4568,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4600,7 +4605,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
