@@ -225,13 +225,19 @@ export const SETTINGS = {
     schema: int(0, 1024 ** 5).default(50 * 1024 ** 3),
     section: 'Tenants and uploads',
     defaultText: '`53687091200` (50 GiB)',
-    doc: 'Bytes of datasets and checkpoints one plain user may keep (`0`: no quota).',
+    doc: 'Bytes of datasets, uploaded models and checkpoints one plain user may keep (`0`: no quota).',
   }),
   dataset_max_bytes: setting({
     schema: int(1024, 1024 ** 4).default(256 * 1024 * 1024),
     section: 'Tenants and uploads',
     defaultText: '`268435456` (256 MiB)',
     doc: 'Largest dataset upload (`POST /v1/datasets` streams to disk, so this bounds disk use, not memory).',
+  }),
+  model_upload_max_bytes: setting({
+    schema: int(1024, 1024 ** 5).default(20 * 1024 ** 3),
+    section: 'Tenants and uploads',
+    defaultText: '`21474836480` (20 GiB)',
+    doc: 'Largest model folder upload (`POST /v1/models`, a tar stream written to disk file by file; the storage quota applies too).',
   }),
   dataset_max_rows: setting({ schema: int(1, 100_000_000).default(1_000_000), section: 'Tenants and uploads', doc: 'Rows an uploaded dataset may have.' }),
   dataset_max_line_bytes: setting({

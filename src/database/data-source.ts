@@ -27,6 +27,8 @@ import { sealStoredSecrets } from '../jobs/job-secrets-cipher';
 import { HubAccessEntity } from '../hub/hub-access.entity';
 import { HubAccess1765720000000 } from './1765720000000-hub-access.migration';
 import { FinishedJobSecrets1765720010000 } from './1765720010000-finished-job-secrets.migration';
+import { UserModelEntity } from '../models/user-model.entity';
+import { UserModels1765730000000 } from './1765730000000-user-models.migration';
 
 export const ENTITIES = [
   UserEntity,
@@ -40,6 +42,7 @@ export const ENTITIES = [
   DatasetEntity,
   JobSecretEntity,
   HubAccessEntity,
+  UserModelEntity,
 ];
 export const MIGRATIONS = [
   Initial1764700000000,
@@ -54,6 +57,7 @@ export const MIGRATIONS = [
   FairDispatch1765710000000,
   HubAccess1765720000000,
   FinishedJobSecrets1765720010000,
+  UserModels1765730000000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {

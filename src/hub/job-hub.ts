@@ -114,7 +114,7 @@ export class JobHub implements HubResolver {
         new AppError(
           ErrorCode.QUOTA_EXCEEDED,
           `${field} ${name} needs ${gib(needed)} (${needed} bytes) from the Hub, more than your storage quota has left (${Math.max(0, left)} bytes of ` +
-            `${quota}: operator setting storage_quota_bytes, which counts datasets, checkpoints and Hub downloads)`,
+            `${quota}: operator setting storage_quota_bytes, which counts datasets, uploaded models, checkpoints and Hub downloads)`,
           { field, details: { quota_bytes: quota, needed_bytes: needed } },
         ),
     };

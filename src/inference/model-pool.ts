@@ -3,8 +3,8 @@ import { AppError, ErrorCode } from '../core/app-error';
 import { ManagedProcess } from '../core/managed-process';
 import type { DeviceIds } from '../jobs/job.entity';
 import { cpuThreads, cudaVisibleDevices, type Evictable } from '../scheduler/device-pool';
-import type { GenerateRequest, GenerateResult, TokenLogprob } from '../training/generation';
-import type { FromModelServer, ToModelServer } from './model-protocol';
+import type { TokenLogprob } from '../training/generation';
+import type { FromModelServer, ModelRequest, ModelResult, ToModelServer } from './model-protocol';
 
 export interface ModelPoolOptions {
   /** The model server entry (`dist/inference/model-server.main.js`). */
@@ -47,7 +47,7 @@ export interface ModelDevices {
 export type DeltaHandler = (index: number, text: string, logprobs: TokenLogprob[] | null) => void;
 
 interface Pending {
-  resolve(result: GenerateResult): void;
+  resolve(result: ModelResult): void;
   reject(error: Error): void;
   onDelta?: DeltaHandler;
   timer: NodeJS.Timeout;
@@ -184,7 +184,7 @@ class ModelProcess implements Evictable {
   }
 
   /** Queues a request behind the ones already accepted. */
-  run(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+  run(request: ModelRequest, onDelta?: DeltaHandler): Promise<ModelResult> {
     this.inFlight++;
     this.lastUsed = ++useCounter;
     if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -201,10 +201,10 @@ class ModelProcess implements Evictable {
     });
   }
 
-  private send(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+  private send(request: ModelRequest, onDelta?: DeltaHandler): Promise<ModelResult> {
     if (this.exited) return Promise.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${this.dir} has stopped`, { field: 'model', retryAfter: 1 }));
     const id = this.nextId++;
-    return new Promise<GenerateResult>((resolve, reject) => {
+    return new Promise<ModelResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model took longer than ${this.opts.requestTimeoutMs / 1000} s; its process was stopped`, { field: 'model' }));
@@ -282,9 +282,9 @@ export class ModelPool {
     return new Map([...this.models].map(([dir, p]) => [dir, p.pid]));
   }
 
-  generate(dir: string, request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+  generate<R extends ModelRequest>(dir: string, request: R, onDelta?: DeltaHandler): Promise<ModelResult<R>> {
     if (this.closed) return Promise.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, 'The server is shutting down', { field: 'model' }));
-    return this.processFor(dir).run(request, onDelta);
+    return this.processFor(dir).run(request, onDelta) as Promise<ModelResult<R>>;
   }
 
   /** Starts (or finds) the model's process and waits until it has loaded; rejects as a request would. */

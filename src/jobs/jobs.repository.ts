@@ -245,13 +245,22 @@ export class JobsRepository {
    * as JSON text, so a LIKE on the uuid narrows the rows; parsing confirms it is one of the dataset keys.
    */
   async unfinishedUsingDataset(datasetId: string): Promise<string[]> {
-    const rows = await this.jobs
+    return (await this.unfinishedMentioning(datasetId)).filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
+  }
+
+  /** Unfinished jobs whose `model.path` is `name` (an uploaded model, `model:<id>`). */
+  async unfinishedUsingModel(name: string): Promise<string[]> {
+    return (await this.unfinishedMentioning(name)).filter((job) => (job.spec.model as { path?: unknown } | undefined)?.path === name).map((job) => job.id);
+  }
+
+  /** Unfinished jobs whose stored spec contains `needle` somewhere (the caller checks where). */
+  private unfinishedMentioning(needle: string): Promise<Pick<JobEntity, 'id' | 'spec'>[]> {
+    return this.jobs
       .createQueryBuilder('j')
       .select(['j.id', 'j.spec'])
       .where({ state: In(JOB_STATES.filter((s) => !FINAL_STATES.includes(s))) })
-      .andWhere('j.spec LIKE :needle', { needle: `%${datasetId}%` })
+      .andWhere('j.spec LIKE :needle', { needle: `%${needle}%` })
       .getMany();
-    return rows.filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
   }
 
   async countByState(): Promise<Record<string, number>> {

@@ -75,6 +75,8 @@ export { byteToUnicode, unicodeToByte } from './tokenizer/byte-level-alphabet';
 export { ChatTemplate, CHATML_TEMPLATE, type ChatMessage, type ChatRenderOptions } from './tokenizer/chat-template';
 export { StopStringScanner, cutAtStop, findEarliestStop, type StopMatch } from './tokenizer/stop-strings';
 export { type SamplingOptions, type SampledSequence, sample } from './sampling/sampler';
+export { type TokenAlternative, topAlternatives, logSumExp } from './sampling/top-alternatives';
+export { type PromptLogprobs, promptLogprobs } from './sampling/prompt-logprobs';
 export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';
 export { Prng, type PrngState } from './util/prng';
 export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepResult, Trainer } from './train/trainer';

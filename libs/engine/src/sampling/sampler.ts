@@ -6,6 +6,7 @@ import { padBatch, sliceRows, type TokenBatch } from '../model/token-batch';
 import type { Model, RunResult } from '../model/transformer';
 import { Prng } from '../util/prng';
 import { drawToken, type TokenSamplingParams } from './sample-token';
+import { topAlternatives, type TokenAlternative } from './top-alternatives';
 
 /** Options of {@link sample}. */
 export interface SamplingOptions {
@@ -31,6 +32,8 @@ export interface SamplingOptions {
   stopCheck?: (row: number, generated: readonly number[]) => boolean;
   /** Draw only ids below this (those the tokenizer can decode); default: the whole vocabulary. See {@link TokenSamplingParams.vocabLimit}. */
   vocabLimit?: number;
+  /** Also report this many most likely tokens at each step (`SampledSequence.topLogProbs`), among the ids below `vocabLimit`; default 0. */
+  topLogprobs?: number;
 }
 
 /** One generated continuation. */
@@ -46,6 +49,8 @@ export interface SampledSequence {
   logProbs: number[];
   /** Log-probs under the distribution actually sampled from (temperature, top-k, top-p applied); 0 when greedy. */
   samplingLogProbs: number[];
+  /** With `topLogprobs`: the most likely tokens at each step, most likely first, log-probs as in `logProbs`. */
+  topLogProbs?: TokenAlternative[][];
   /** `stop`: a stop token or the stop hook ended it; `length`: `maxNewTokens` reached. */
   finishReason: 'stop' | 'length';
 }
@@ -62,6 +67,8 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
   if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${topP}`, 'topP');
   if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${topK}`, 'topK');
   if (o.vocabLimit !== undefined && !(Number.isInteger(o.vocabLimit) && o.vocabLimit >= 1)) bad(`vocabLimit must be a positive integer, got ${o.vocabLimit}`, 'vocabLimit');
+  if (o.topLogprobs !== undefined && !(Number.isInteger(o.topLogprobs) && o.topLogprobs >= 0))
+    bad(`topLogprobs must be a non-negative integer, got ${o.topLogprobs}`, 'topLogprobs');
   if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
   const vocab = model.config.vocab_size;
   prompts.forEach((p, i) => {
@@ -141,7 +148,8 @@ export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, 
   const b = prompts.length;
   const v = model.config.vocab_size;
   const rngs = prompts.map((_, row) => new Prng(seed ^ Math.imul(row + 1, 0x9e3779b1)));
-  const out: SampledSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], samplingLogProbs: [], finishReason: 'length' }));
+  const top = options.topLogprobs ?? 0;
+  const out: SampledSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], samplingLogProbs: [], ...(top > 0 ? { topLogProbs: [] } : {}), finishReason: 'length' }));
   const done = new Uint8Array(b);
   let remaining = b;
 
@@ -156,11 +164,14 @@ export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, 
       logits.dispose();
       for (let row = 0; row < b; row++) {
         if (done[row]) continue;
-        const drawn = drawToken(values.subarray(row * v, (row + 1) * v), params, rngs[row]);
+        const rowLogits = values.subarray(row * v, (row + 1) * v);
+        const drawn = drawToken(rowLogits, params, rngs[row]);
         const seq = out[row];
         seq.tokens.push(drawn.token);
         seq.logProbs.push(drawn.logProb);
         seq.samplingLogProbs.push(drawn.samplingLogProb);
+        // The draw's logProb is logits[token] - logZ: the same normaliser serves the alternatives.
+        if (top > 0) seq.topLogProbs!.push(topAlternatives(rowLogits, top, rowLogits[drawn.token] - drawn.logProb, params.vocabLimit));
         next[row] = drawn.token;
         if (stops.has(drawn.token) || (options.stopCheck?.(row, seq.tokens) ?? false)) {
           seq.finishReason = 'stop';
