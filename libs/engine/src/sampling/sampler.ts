@@ -5,7 +5,7 @@ import { maxScoringRows } from '../model/memory-plan';
 import { padBatch, sliceRows, type TokenBatch } from '../model/token-batch';
 import type { Model, RunResult } from '../model/transformer';
 import { Prng } from '../util/prng';
-import { drawToken, type TokenSamplingParams } from './sample-token';
+import { drawTokens, type TokenSamplingParams } from './sample-token';
 
 /** Options of {@link sample}. */
 export interface SamplingOptions {
@@ -139,7 +139,6 @@ export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, 
   const stops = new Set(options.stopTokenIds ?? defaultStops(model));
   const seed = options.seed ?? 0;
   const b = prompts.length;
-  const v = model.config.vocab_size;
   const rngs = prompts.map((_, row) => new Prng(seed ^ Math.imul(row + 1, 0x9e3779b1)));
   const out: SampledSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], samplingLogProbs: [], finishReason: 'length' }));
   const done = new Uint8Array(b);
@@ -154,9 +153,10 @@ export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, 
     for (let step = 0; step < options.maxNewTokens; step++) {
       const values = logits.dataSync() as Float32Array;
       logits.dispose();
+      const draws = drawTokens(values, b, params, rngs, done);
       for (let row = 0; row < b; row++) {
         if (done[row]) continue;
-        const drawn = drawToken(values.subarray(row * v, (row + 1) * v), params, rngs[row]);
+        const drawn = draws[row]!;
         const seq = out[row];
         seq.tokens.push(drawn.token);
         seq.logProbs.push(drawn.logProb);
