@@ -70,7 +70,8 @@ export function loraHeadScores(
     const mask = f.mask && tf.slice(f.mask, [start, 0], [end - start, -1]);
     const u = lowRank(hc, A, mask);
     const logp = tf.logSoftmax(tf.add(baseLogits(hc, head), tf.matMul(u, B)));
-    const onehot = tf.oneHot(tf.tensor1d(targets.subarray(start, end), 'int32'), vocab, 1, 0, 'float32');
+    // An int32 one-hot cast to float32: tfjs-wasm's float32 OneHot writes the integer's bits.
+    const onehot = tf.cast(tf.oneHot(tf.tensor1d(targets.subarray(start, end), 'int32'), vocab), 'float32');
     return { hc, mask, u, logp, onehot };
   };
   const op = tf.customGrad(((...args: [tf.Tensor, tf.Tensor, tf.Tensor, tf.GradSaveFunc]) => {
@@ -124,8 +125,7 @@ export function loraHeadScores(
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]);
   const both = op(h, f.A, f.B) as tf.Tensor2D;
-  return {
-    logProbs: tf.reshape(tf.slice(both, [0, 0], [n, 1]), [n]) as tf.Tensor1D,
-    entropy: tf.reshape(tf.slice(both, [0, 1], [n, 1]), [n]) as tf.Tensor1D,
-  };
+  // The two columns apart, by products (whose gradient the engine registers; Slice's it does not).
+  const column = (j: number) => tf.reshape(tf.matMul(both, tf.tensor2d(j === 0 ? [1, 0] : [0, 1], [2, 1])), [n]) as tf.Tensor1D;
+  return { logProbs: column(0), entropy: column(1) };
 }

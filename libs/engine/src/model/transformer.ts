@@ -958,7 +958,8 @@ export class Model {
    * (computed here when not given). @internal
    */
   scoresOf(hidden: tf.Tensor2D, batch: TokenBatch, logits?: tf.Tensor2D): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; values?: tf.Tensor1D } {
-    const { batchSize: b, seqLen: t, ids } = batch;
+    const { batchSize: b, seqLen: t } = batch;
+    const ids = batch.targets ?? batch.ids;
     const n = b * t;
     const values = this.valueWeight ? (tf.reshape(tf.add(tf.matMul(hidden, this.valueWeight), this.valueBias!), [n]) as tf.Tensor1D) : undefined;
     const next = new Int32Array(n);
