@@ -60,6 +60,7 @@ export { type NativeStatus, type NativeDtype, type MachineLimits, loadEngineAddo
 export { NativeTensor, MappedFile } from './native/native-tensor';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
+export { type DatumTokens, type DatumBatch, datumBatch } from './model/datum-batch';
 export { FULL_FINE_TUNING_BYTES_PER_PARAMETER, fullFineTuningRefusal } from './model/model-size';
 export { type TrainingPassBytes, type TrainingPassPlan, trainingPassBytes, scoringPassBytes, maxScoringRows, maxTrainingRows, preferredTrainingRows } from './model/memory-plan';
 export { type WasmHeapUsage, wasmHeapUsage, WASM_HEAP_MAX } from './kernels/wasm-heap';
@@ -91,7 +92,7 @@ export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling
 export { Prng, type PrngState } from './util/prng';
 export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepOptions, type StepResult, Trainer } from './train/trainer';
 export { type AdamWOptions, type AdamWState, type AdamWStepOptions, AdamW, defaultDecay } from './train/adamw';
-export { saveOptimizerState, loadOptimizerState } from './io/optimizer-state';
+export { writeOptimizerState, readOptimizerState } from './io/optimizer-state';
 export { globalNorm, clipFactor } from './train/grad-clip';
 export { type LrSchedule, warmupCosineSchedule, warmupConstantSchedule } from './train/lr-schedule';
 // I/O half: Hugging Face model folders, PEFT LoRA adapters.

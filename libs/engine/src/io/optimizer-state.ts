@@ -17,25 +17,25 @@ const FORMAT = 'opentinker-adamw';
  *
  * @example
  * ```ts
- * await saveOptimizerState(join(dir, 'optimizer.safetensors'), trainer.optimizerState());
+ * await writeOptimizerState(join(dir, 'optimizer.safetensors'), trainer.optimizerState());
  * ```
  */
-export async function saveOptimizerState(path: string, state: AdamWState): Promise<void> {
+export async function writeOptimizerState(path: string, state: AdamWState): Promise<void> {
   const tensors: Array<[string, SafetensorsWriteTensor]> = [];
   for (const [name, m] of state.moments) tensors.push([`exp_avg.${name}`, { shape: m.shape, data: m.m }], [`exp_avg_sq.${name}`, { shape: m.shape, data: m.v }]);
   await writeSafetensors(path, tensors, { metadata: { format: FORMAT, step: String(state.step) } });
 }
 
 /**
- * Reads what {@link saveOptimizerState} wrote, for `Trainer.loadOptimizerState` (which checks names and
+ * Reads what {@link writeOptimizerState} wrote, for `Trainer.loadOptimizerState` (which checks names and
  * shapes against its parameters). Throws `ENGINE_IO` naming the file when it is not such a state.
  *
  * @example
  * ```ts
- * trainer.loadOptimizerState(await loadOptimizerState(join(dir, 'optimizer.safetensors')));
+ * trainer.loadOptimizerState(await readOptimizerState(join(dir, 'optimizer.safetensors')));
  * ```
  */
-export async function loadOptimizerState(path: string): Promise<AdamWState> {
+export async function readOptimizerState(path: string): Promise<AdamWState> {
   const { tensors, metadata } = await readSafetensors(path);
   const step = Number(metadata?.step);
   if (metadata?.format !== FORMAT || !Number.isInteger(step) || step < 0) throw new EngineError('ENGINE_IO', `${path} is not an optimizer state (format ${FORMAT})`, path);

@@ -62,7 +62,12 @@ describe.each(TEST_BACKENDS)('unembedding LoRA (lm_head) on %s', (backend) => {
       const rows = padBatch(expected.rows);
       expect(maxAbsDiff(logits(model, rows), expected.baseLogits)).toBeLessThan(1e-4);
       model.loadLora(adapter, 'peft');
-      expect(maxAbsDiff(model.withAdapter('peft', () => logits(model, rows)), expected.logits)).toBeLessThan(1e-4);
+      expect(
+        maxAbsDiff(
+          model.withAdapter('peft', () => logits(model, rows)),
+          expected.logits,
+        ),
+      ).toBeLessThan(1e-4);
       // Scoring (the blockwise head) agrees with a log-softmax of those logits.
       const lp = model.scoreTokens(rows, { adapter: 'peft' }).logProbs;
       const [, t, v] = expected.shape;
@@ -91,31 +96,52 @@ describe.each(TEST_BACKENDS)('unembedding LoRA (lm_head) on %s', (backend) => {
     const r = 3;
     const head = tf.tensor2d(initWeights(config, 3).get('lm_head.weight')!.data, [v, d]);
     const headIn = (model as unknown as { head: { native?: unknown; variable?: tf.Tensor2D } }).head;
-    const h = tf.tensor2d(Float32Array.from({ length: n * d }, () => rng.normal()), [n, d]);
-    const A = tf.tensor2d(Float32Array.from({ length: d * r }, () => rng.normal() * 0.3), [d, r]);
-    const B = tf.tensor2d(Float32Array.from({ length: r * v }, () => rng.normal() * 0.3), [r, v]);
-    const mask = tf.tensor2d(Float32Array.from({ length: n * r }, (_, i) => (i % 4 === 1 ? 0 : 1)), [n, r]);
+    const h = tf.tensor2d(
+      Float32Array.from({ length: n * d }, () => rng.normal()),
+      [n, d],
+    );
+    const A = tf.tensor2d(
+      Float32Array.from({ length: d * r }, () => rng.normal() * 0.3),
+      [d, r],
+    );
+    const B = tf.tensor2d(
+      Float32Array.from({ length: r * v }, () => rng.normal() * 0.3),
+      [r, v],
+    );
+    const mask = tf.tensor2d(
+      Float32Array.from({ length: n * r }, (_, i) => (i % 4 === 1 ? 0 : 1)),
+      [n, r],
+    );
     const targets = Int32Array.from({ length: n }, (_, i) => (i * 37) % v);
     const cLp = tf.tensor1d(Float32Array.from({ length: n }, () => rng.normal()));
     const cEnt = tf.tensor1d(Float32Array.from({ length: n }, () => rng.normal()));
-    const loss = (lp: tf.Tensor, ent: tf.Tensor) => tf.add(tf.sum(tf.mul(lp, cLp)), tf.sum(tf.mul(ent, cEnt))) as tf.Scalar;
-    const mine = tf.grads((hh: tf.Tensor, aa: tf.Tensor, bb: tf.Tensor) => {
-      const s = loraHeadScores(hh as tf.Tensor2D, (headIn.native ?? headIn.variable) as tf.Tensor2D, { A: aa as tf.Tensor2D, B: bb as tf.Tensor2D, mask }, targets, true);
-      return loss(s.logProbs, s.entropy);
-    })([h, A, B]);
-    const plain = tf.grads((hh: tf.Tensor, aa: tf.Tensor, bb: tf.Tensor) => {
-      const z = tf.add(tf.matMul(hh, head, false, true), tf.matMul(tf.mul(tf.matMul(hh, aa), mask), bb));
-      const logp = tf.logSoftmax(z);
-      const lp = tf.gather(tf.reshape(logp, [n * v]), tf.tensor1d(Int32Array.from(targets, (t, i) => i * v + t), 'int32'));
-      const ent = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), 1));
-      return loss(lp, ent);
-    })([h, A, B]);
-    mine.forEach((g, i) => {
-      const want = plain[i].dataSync() as Float32Array;
-      const scale = Math.max(...want.map(Math.abs));
-      expect(maxAbsDiff(g.dataSync() as Float32Array, want) / scale).toBeLessThan(1e-5);
-    });
-    tf.dispose([...mine, ...plain, head, h, A, B, mask, cLp, cEnt]);
+    for (const withEntropy of [true, false]) {
+      const loss = (lp: tf.Tensor, ent: tf.Tensor) => (withEntropy ? tf.add(tf.sum(tf.mul(lp, cLp)), tf.sum(tf.mul(ent, cEnt))) : tf.sum(tf.mul(lp, cLp))) as tf.Scalar;
+      const mine = tf.grads((hh: tf.Tensor, aa: tf.Tensor, bb: tf.Tensor) => {
+        const s = loraHeadScores(hh as tf.Tensor2D, (headIn.native ?? headIn.variable) as tf.Tensor2D, { A: aa as tf.Tensor2D, B: bb as tf.Tensor2D, mask }, targets, true);
+        return loss(s.logProbs, s.entropy);
+      })([h, A, B]);
+      const plain = tf.grads((hh: tf.Tensor, aa: tf.Tensor, bb: tf.Tensor) => {
+        const z = tf.add(tf.matMul(hh, head, false, true), tf.matMul(tf.mul(tf.matMul(hh, aa), mask), bb));
+        const logp = tf.logSoftmax(z);
+        const lp = tf.gather(
+          tf.reshape(logp, [n * v]),
+          tf.tensor1d(
+            Int32Array.from(targets, (t, i) => i * v + t),
+            'int32',
+          ),
+        );
+        const ent = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), 1));
+        return loss(lp, ent);
+      })([h, A, B]);
+      mine.forEach((g, i) => {
+        const want = plain[i].dataSync() as Float32Array;
+        const scale = Math.max(...want.map(Math.abs));
+        expect(maxAbsDiff(g.dataSync() as Float32Array, want) / scale).toBeLessThan(1e-5);
+      });
+      tf.dispose([...mine, ...plain]);
+    }
+    tf.dispose([head, h, A, B, mask, cLp, cEnt]);
     model.dispose();
   });
 
@@ -135,10 +161,12 @@ describe.each(TEST_BACKENDS)('unembedding LoRA (lm_head) on %s', (backend) => {
     const grads = (recompute: boolean) => {
       const trainer = new Trainer(model, { lr: 0, adapter: 'v', recompute });
       const vars = model.namedVariables('v');
-      const r = model.withAdapter('v', () => tf.variableGrads(() => {
-        const s = trainer.model.nextTokenScores(batch);
-        return tf.add(tf.sum(tf.mul(s.logProbs, tf.tensor1d(shift(coef)))), tf.sum(tf.mul(s.entropy, tf.tensor1d(shift(coef).map((c) => 0.3 * c))))) as tf.Scalar;
-      }, [...vars.values()]));
+      const r = model.withAdapter('v', () =>
+        tf.variableGrads(() => {
+          const s = trainer.model.nextTokenScores(batch);
+          return tf.add(tf.sum(tf.mul(s.logProbs, tf.tensor1d(shift(coef)))), tf.sum(tf.mul(s.entropy, tf.tensor1d(shift(coef).map((c) => 0.3 * c))))) as tf.Scalar;
+        }, [...vars.values()]),
+      );
       trainer.accumulate(batch, coefficients);
       const acc = (trainer as unknown as { accumulated: Map<string, tf.Tensor> }).accumulated;
       const out = new Map([...vars.keys()].map((name) => [name, Float32Array.from(acc.get(name)!.dataSync() as Float32Array)]));
@@ -149,7 +177,8 @@ describe.each(TEST_BACKENDS)('unembedding LoRA (lm_head) on %s', (backend) => {
     };
     const shift = (c: Float32Array) => {
       const next = new Float32Array(c.length);
-      for (let r = 0; r < batch.batchSize; r++) for (let t = 1; t < batch.seqLen; t++) next[r * batch.seqLen + t - 1] = batch.mask[r * batch.seqLen + t] ? c[r * batch.seqLen + t] : 0;
+      for (let r = 0; r < batch.batchSize; r++)
+        for (let t = 1; t < batch.seqLen; t++) next[r * batch.seqLen + t - 1] = batch.mask[r * batch.seqLen + t] ? c[r * batch.seqLen + t] : 0;
       return next;
     };
     const taped = grads(false);

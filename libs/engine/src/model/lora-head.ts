@@ -64,51 +64,76 @@ export function loraHeadScores(
   const rows = Math.max(1, Math.floor(BLOCK_FLOATS / vocab));
   const blocks: Array<[number, number]> = [];
   for (let start = 0; start < n; start += rows) blocks.push([start, Math.min(n, start + rows)]);
-  // Per block: the rows' hidden states, mask and targets, and their adapted logits' log-softmax.
+  // The forward pass keeps each row's log-sum-exp and entropy for the backward one.
+  const lse = new Float32Array(n);
+  const ent = new Float32Array(n);
+  // Per block: the rows' hidden states, mask and low-rank activations, and their adapted logits.
   const block = (hh: tf.Tensor2D, A: tf.Tensor2D, B: tf.Tensor2D, start: number, end: number) => {
     const hc = tf.slice(hh, [start, 0], [end - start, -1]);
     const mask = f.mask && tf.slice(f.mask, [start, 0], [end - start, -1]);
     const u = lowRank(hc, A, mask);
-    const logp = tf.logSoftmax(tf.add(baseLogits(hc, head), tf.matMul(u, B)));
-    // An int32 one-hot cast to float32: tfjs-wasm's float32 OneHot writes the integer's bits.
-    const onehot = tf.cast(tf.oneHot(tf.tensor1d(targets.subarray(start, end), 'int32'), vocab), 'float32');
-    return { hc, mask, u, logp, onehot };
+    const z = tf.add(baseLogits(hc, head), tf.matMul(u, B)) as tf.Tensor2D;
+    return { hc, mask, u, z };
   };
+  // Flat indices of each row's target in a block's `[rows, vocab]` logits.
+  const targetIndex = (start: number, end: number) =>
+    tf.tensor1d(
+      Int32Array.from(targets.subarray(start, end), (t, i) => i * vocab + t),
+      'int32',
+    );
   const op = tf.customGrad(((...args: [tf.Tensor, tf.Tensor, tf.Tensor, tf.GradSaveFunc]) => {
     const [hh, A, B] = args.slice(0, 3) as tf.Tensor2D[];
     const save = args[3];
     save([hh, A, B]);
-    const value = tf.tidy(() => {
-      const parts = blocks.map(([start, end]) => {
-        const { logp, onehot } = block(hh, A, B, start, end);
-        const lp = tf.sum(tf.mul(logp, onehot), 1);
-        const ent = entropy ? tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), 1)) : tf.zerosLike(lp);
-        return tf.stack([lp, ent], 1);
+    const lp = new Float32Array(n);
+    for (const [start, end] of blocks) {
+      tf.tidy(() => {
+        const { z } = block(hh, A, B, start, end);
+        const m = tf.max(z, 1, true);
+        const e = tf.exp(tf.sub(z, m));
+        const sum = tf.sum(e, 1, true);
+        const rowLse = tf.add(m, tf.log(sum));
+        lse.set(rowLse.dataSync() as Float32Array, start);
+        const zt = tf.gather(tf.reshape(z, [-1]), targetIndex(start, end)).dataSync() as Float32Array;
+        for (let i = start; i < end; i++) lp[i] = zt[i - start] - lse[i];
+        // H = lse − E_p[z].
+        if (entropy) ent.set(tf.sub(tf.reshape(rowLse, [-1]), tf.div(tf.sum(tf.mul(e, z), 1), tf.reshape(sum, [-1]))).dataSync() as Float32Array, start);
       });
-      return n === 0 ? tf.zeros([0, 2]) : tf.concat(parts, 0);
-    });
+    }
+    const value = tf.tensor2d(
+      Float32Array.from({ length: 2 * n }, (_, k) => (k % 2 === 0 ? lp[k >> 1] : ent[k >> 1])),
+      [n, 2],
+    );
     return {
       value,
       gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
         const [hs, As, Bs] = saved as tf.Tensor2D[];
-        const d = Array.isArray(dy) ? dy[0] : dy;
+        const d = (Array.isArray(dy) ? dy[0] : dy).dataSync() as Float32Array;
+        const dlogp = Float32Array.from({ length: n }, (_, i) => d[2 * i]);
+        const dent = Float32Array.from({ length: n }, (_, i) => d[2 * i + 1]);
+        const withEntropy = entropy && dent.some((x) => x !== 0);
         let dA: tf.Tensor = tf.zerosLike(As);
         let dB: tf.Tensor = tf.zerosLike(Bs);
         const dh: tf.Tensor[] = [];
         for (const [start, end] of blocks) {
           const [dhc, dAc, dBc] = tf.tidy(() => {
-            const { hc, mask, u, logp, onehot } = block(hs, As, Bs, start, end);
-            const dc = tf.slice(d, [start, 0], [end - start, 2]);
-            const dlogp = tf.slice(dc, [0, 0], [-1, 1]);
-            const p = tf.exp(logp);
-            // d logp[target] / d logits = onehot − p;  d H / d logits = −p ⊙ (logp + H).
-            let dlogits = tf.mul(dlogp, tf.sub(onehot, p));
-            if (entropy) {
-              const dent = tf.slice(dc, [0, 1], [-1, 1]);
-              const H = tf.neg(tf.sum(tf.mul(p, logp), 1, true));
-              dlogits = tf.sub(dlogits, tf.mul(dent, tf.mul(p, tf.add(logp, H))));
-            }
-            const dl = dlogits as tf.Tensor2D;
+            const { hc, mask, u, z } = block(hs, As, Bs, start, end);
+            const c = end - start;
+            const col = (a: Float32Array) => tf.tensor2d(a.subarray(start, end), [c, 1]);
+            const zc = tf.sub(z, col(lse));
+            const p = tf.exp(zc);
+            // d logp[target] / dz = onehot − p;  d H / dz = −p ⊙ (z − lse + H).
+            const g = withEntropy ? tf.add(col(dlogp), tf.mul(col(dent), tf.add(zc, col(ent)))) : col(dlogp);
+            const onehot = tf.scatterND(
+              tf.tensor2d(
+                Int32Array.from({ length: 2 * c }, (_, k) => (k % 2 === 0 ? k >> 1 : targets[start + (k >> 1)])),
+                [c, 2],
+                'int32',
+              ),
+              dlogp.subarray(start, end),
+              [c, vocab],
+            );
+            const dl = tf.sub(onehot, tf.mul(p, g)) as tf.Tensor2D;
             let du = tf.matMul(dl, Bs, false, true) as tf.Tensor2D;
             if (mask) du = tf.mul(du, mask);
             return [tf.add(baseBackward(dl, head), tf.matMul(du, As, false, true)), tf.matMul(hc, du, true, false), tf.matMul(u, dl, true, false)];

@@ -155,7 +155,8 @@ export function disposeRowPlan(plan: RowAdapterPlan): void {
 export function rowMask(plan: RowAdapterPlan, mask: tf.Tensor2D, n: number): tf.Tensor2D {
   if (n === plan.rows) return mask;
   const t = n / plan.rows;
-  if (!Number.isInteger(t)) throw new EngineError('ENGINE_INVALID_INPUT', `a pass over ${n} positions does not split into the ${plan.rows} rows its adapters were given for`, 'adapter');
+  if (!Number.isInteger(t))
+    throw new EngineError('ENGINE_INVALID_INPUT', `a pass over ${n} positions does not split into the ${plan.rows} rows its adapters were given for`, 'adapter');
   const width = mask.shape[1];
   return tf.reshape(tf.tile(tf.reshape(mask, [plan.rows, 1, width]), [1, t, 1]), [n, width]);
 }

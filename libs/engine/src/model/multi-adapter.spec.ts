@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isEngineError } from '../errors';
-import { loadOptimizerState, saveOptimizerState } from '../io/optimizer-state';
+import { readOptimizerState, writeOptimizerState } from '../io/optimizer-state';
 import { loadLoraAdapter, saveLoraAdapter, type LoraAdapter } from '../io/peft-adapter';
 import { promptLogProbs, sample } from '../sampling/sampler';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
@@ -171,7 +171,11 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
       expect(maxAbsDiff(mixed.subarray(r * t, (r + 1) * t), alone.subarray(r * t, (r + 1) * t))).toBeLessThan(2e-5);
     });
     // Sampling: per-prompt adapters in one batch, greedy, the same tokens and log-probs as alone.
-    const prompts = [[1, 2, 3], [4, 5], [6, 7, 8, 9]];
+    const prompts = [
+      [1, 2, 3],
+      [4, 5],
+      [6, 7, 8, 9],
+    ];
     const per = ['x2', 'y2', null] as const;
     const together = sample(model, prompts, { maxNewTokens: 6, temperature: 0, stopTokenIds: [], adapter: per });
     prompts.forEach((p, i) => {
@@ -188,7 +192,10 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
     const model = Model.fromWeights(config, weights, { trainable: false });
     model.addLora({ r: 2, alpha: 4, targetModules: [...ALL, 'lm_head'], seed: 9 }, 'p');
     model.loadLora(randomised(model.exportLora(undefined, 'p'), 10), 'q');
-    const prompts = [[3, 1, 4, 1, 5], [9, 2]];
+    const prompts = [
+      [3, 1, 4, 1, 5],
+      [9, 2],
+    ];
     const opts = { maxNewTokens: 6, temperature: 1, seed: 5, stopTokenIds: [] as number[], adapter: 'q' };
     const many = sample(model, prompts, { ...opts, numSamples: 3, promptLogProbs: true });
     const repeated = sample(model, [prompts[0], prompts[0], prompts[0], prompts[1], prompts[1], prompts[1]], opts);
@@ -274,13 +281,13 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
     for (let i = 0; i < 2; i++) trainer.trainStep(batchB, ce);
     const dir = join(tmp, `state-${backend}`);
     await saveLoraAdapter(dir, model.exportLora('tiny-test', 'run'), { modelConfig: model.config });
-    await saveOptimizerState(join(dir, 'optimizer.safetensors'), trainer.optimizerState());
+    await writeOptimizerState(join(dir, 'optimizer.safetensors'), trainer.optimizerState());
     trainer.trainStep(batchB, ce);
     const continued = flat(model.exportLora(undefined, 'run'));
 
     model.loadLora(await loadLoraAdapter(dir, { modelConfig: model.config }), 'resumed');
     const resumed = new Trainer(model, { lr: 1e-2, adapter: 'resumed' });
-    resumed.loadOptimizerState(await loadOptimizerState(join(dir, 'optimizer.safetensors')));
+    resumed.loadOptimizerState(await readOptimizerState(join(dir, 'optimizer.safetensors')));
     expect(resumed.steps).toBe(2);
     resumed.trainStep(batchB, ce);
     expect(maxAbsDiff(flat(model.exportLora(undefined, 'resumed')), continued)).toBeLessThan(1e-7);

@@ -83,7 +83,8 @@ export function validateTokenBatch(batch: TokenBatch, vocabSize: number): void {
   if (targets) {
     if (targets.length !== batchSize * seqLen) bad(`targets has ${targets.length} entries, expected ${batchSize * seqLen}`, 'targets');
     for (let i = 0; i < targets.length; i++) {
-      if (mask[i] === 1 && !(Number.isInteger(targets[i]) && targets[i] >= 0 && targets[i] < vocabSize)) bad(`targets[${i}] = ${targets[i]} is outside the vocabulary [0, ${vocabSize})`, 'targets');
+      if (mask[i] === 1 && !(Number.isInteger(targets[i]) && targets[i] >= 0 && targets[i] < vocabSize))
+        bad(`targets[${i}] = ${targets[i]} is outside the vocabulary [0, ${vocabSize})`, 'targets');
     }
   }
   for (let b = 0; b < batchSize; b++) {

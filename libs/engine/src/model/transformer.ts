@@ -496,7 +496,13 @@ export class Model {
       for (const f of factors.values()) tf.dispose([f.A, f.B]);
       throw error;
     }
-    this.adapters.set(name, { config: { ...adapter.config }, scaling: loraScaling(adapter.config), factors, trainable, ...(adapter.rawConfig ? { rawConfig: adapter.rawConfig } : {}) });
+    this.adapters.set(name, {
+      config: { ...adapter.config },
+      scaling: loraScaling(adapter.config),
+      factors,
+      trainable,
+      ...(adapter.rawConfig ? { rawConfig: adapter.rawConfig } : {}),
+    });
   }
 
   /**
@@ -545,9 +551,16 @@ export class Model {
     this.ensureAdapterRoom(name, bytes, state.config.r, 'a snapshot of');
     const factors = new Map<string, LoraFactorTensors>();
     // tfjs tensors are immutable and an optimizer step assigns new values to the variables, so a clone keeps these.
-    for (const [module, f] of state.factors) factors.set(module, tf.tidy(() => ({ A: tf.clone(f.A), B: tf.clone(f.B) })));
-    const snapshot = new AdapterSnapshot(name, { config: { ...state.config }, scaling: state.scaling, factors, trainable: false, ...(state.rawConfig ? { rawConfig: state.rawConfig } : {}) }, this, (s) =>
-      this.snapshots.delete(s),
+    for (const [module, f] of state.factors)
+      factors.set(
+        module,
+        tf.tidy(() => ({ A: tf.clone(f.A), B: tf.clone(f.B) })),
+      );
+    const snapshot = new AdapterSnapshot(
+      name,
+      { config: { ...state.config }, scaling: state.scaling, factors, trainable: false, ...(state.rawConfig ? { rawConfig: state.rawConfig } : {}) },
+      this,
+      (s) => this.snapshots.delete(s),
     );
     this.snapshots.add(snapshot);
     return snapshot;

@@ -182,7 +182,10 @@ function prefillRows(model: Model, batch: TokenBatch, adapter: SamplingOptions['
 function repeatRows(prefill: Prefill, n: number): Prefill {
   if (n === 1) return prefill;
   const rows = prefill.logits.shape[0];
-  const index = tf.tensor1d(Int32Array.from({ length: rows * n }, (_, r) => Math.floor(r / n)), 'int32');
+  const index = tf.tensor1d(
+    Int32Array.from({ length: rows * n }, (_, r) => Math.floor(r / n)),
+    'int32',
+  );
   try {
     return {
       logits: tf.gather(prefill.logits, index),

@@ -146,7 +146,11 @@ export function cutAtStop(tokenizer: Pick<Tokenizer, 'decode'>, ids: readonly nu
  * sample(model, prompts, { maxNewTokens: 64, stopCheck: stopStringHook(tokenizer, ['\n\n']) });
  * ```
  */
-export function stopStringHook(tokenizer: Pick<Tokenizer, 'decode'>, stops: readonly string[], options: { skipSpecial?: boolean } = {}): (row: number, generated: readonly number[]) => boolean {
+export function stopStringHook(
+  tokenizer: Pick<Tokenizer, 'decode'>,
+  stops: readonly string[],
+  options: { skipSpecial?: boolean } = {},
+): (row: number, generated: readonly number[]) => boolean {
   const scanners = new Map<number, { scanner: StopStringScanner; fed: number }>();
   return (row, generated) => {
     let entry = scanners.get(row);

@@ -113,7 +113,8 @@ export class Trainer {
     // A frozen base still trains under a LoRA adapter: only the factors are optimised then.
     if (options.adapter !== undefined) {
       if (!model.hasAdapter(options.adapter)) throw new EngineError('ENGINE_INVALID_OPTIONS', `the model has no adapter named "${options.adapter}"`, 'adapter');
-      if (!model.adapterInfo(options.adapter).trainable) throw new EngineError('ENGINE_INVALID_OPTIONS', `adapter "${options.adapter}" was loaded frozen (trainable: false)`, 'adapter');
+      if (!model.adapterInfo(options.adapter).trainable)
+        throw new EngineError('ENGINE_INVALID_OPTIONS', `adapter "${options.adapter}" was loaded frozen (trainable: false)`, 'adapter');
     } else if (!model.trainable && !model.hasLora) {
       throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model is frozen (trainable: false)', 'model');
     }
