@@ -18,6 +18,8 @@ export default tseslint.config(
       '.gpu-check/**',
       // The Python readers of the metrics tests (test/metrics/setup-readers.sh).
       '.venv-metrics/**',
+      // The engine bench's peer, transformers + PEFT (libs/engine/bench/install-peer.sh).
+      'libs/engine/bench/.venv-peer/**',
       '.opentinker/**',
       'plugins/**',
       // Generated from openapi.json.

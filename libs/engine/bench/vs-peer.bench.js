@@ -21,13 +21,12 @@
  *
  * Writes bench/results/vs-peer-<date>.json (or --out) and prints a table.
  */
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
 const HERE = __dirname;
-const CKPTS = path.join(os.tmpdir(), 'opentinker-real-models');
+const { checkpoint, runSide: runProcess, median } = require('./bench-process.cjs');
 const PEER_PYTHON = path.join(HERE, '.venv-peer', 'bin', 'python');
 
 /** The issue's cases, with their targets against the peer (ratio) or the bandwidth limit (share). */
@@ -68,37 +67,16 @@ function parseArgs(argv) {
   return o;
 }
 
-function checkpoint(shape) {
-  const dir = path.join(CKPTS, shape);
-  if (!fs.existsSync(path.join(dir, 'config.json'))) {
-    const r = spawnSync(process.execPath, [path.join(HERE, 'make-checkpoint.cjs'), '--shape', shape, '--out', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
-    if (r.status !== 0) throw new Error(`make-checkpoint ${shape} failed`);
-  }
-  return dir;
-}
-
 const load = () => os.loadavg().map((x) => Number(x.toFixed(2)));
 
+/** One side's process with the machine's load before and after it. */
 function runSide(command, args) {
-  const t0 = Date.now();
   const loadBefore = load();
-  const env = { ...process.env, OMP_NUM_THREADS: '2', OMP_WAIT_POLICY: 'PASSIVE', MKL_NUM_THREADS: '2', TOKENIZERS_PARALLELISM: 'false' };
-  const r = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 1 << 26, env });
-  const last = (r.stdout || '').trim().split('\n').pop();
-  let result;
-  try {
-    result = JSON.parse(last);
-  } catch {
-    result = { error: `no JSON (exit ${r.status}): ${(r.stderr || '').trim().split('\n').slice(-3).join(' | ')}` };
-  }
-  return { ...result, wallS: (Date.now() - t0) / 1000, loadBefore, loadAfter: load() };
+  const r = runProcess(command, args, { MKL_NUM_THREADS: '2', TOKENIZERS_PARALLELISM: 'false' });
+  return { ...r, loadBefore, loadAfter: load() };
 }
 
 const metric = (r) => (r.error ? null : (r.newTokensPerS ?? r.tokensPerS ?? null));
-const median = (xs) => {
-  const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : null;
-};
 
 /** Weight bytes a decode pass reads (bf16), FLOPs a token costs, from config.json. */
 function modelCosts(dir, seqLen) {

@@ -4,12 +4,13 @@ import { backendRunsNativeKernels, registerNativeKernel } from './native-kernel'
 
 /*
  * A decoder layer's elementwise and row-wise stages in the native addon (native/layer-ops.c), on every
- * thread of its pool, forward and backward: RMSNorm, rotary positions and SwiGLU's silu(g)·u. On wasm
+ * thread of its pool, forward and backward: RMSNorm, rotary positions, SwiGLU's silu(g)·u and the
+ * attention softmax under its mask; and AdamW's update (train/adamw.ts). On wasm
  * these ran single-threaded, one tfjs op per arithmetic step (an RMSNorm's backward was ten kernels and
  * as many heap round trips); here each is one pass over its inputs. Each op saves only its inputs for
  * the backward pass, as the tfjs versions in model/ do, and computes the same formulas (checked against
  * them in native-layer-ops.spec.ts). The differentiable ops that use these kernels are in model/
- * (rms-norm.ts, rope.ts, swiglu.ts), beside the tfjs versions they replace.
+ * (rms-norm.ts, rope.ts, swiglu.ts, attention.ts), beside the tfjs versions they replace.
  */
 
 const size = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
