@@ -12,8 +12,10 @@
  *        `node libs/engine/bench/make-checkpoint.cjs --shape qwen2.5-0.5b --out /tmp/qwen2.5-0.5b-random`.
  * Adapters target every linear (and lm_head unless --no-unembed), as Tinker's defaults do, with random B
  * so each adapter changes the outputs. Sampling: one prompt per adapter, temperature 1, no stop token.
- * Training: one row of --seq tokens per adapter and step, cross-entropy, AdamW. Rounds alternate the
- * order of the cases; medians are reported with the machine's load. Needs a built engine.
+ * Training: one row of --seq tokens per adapter and step, cross-entropy, AdamW; with lm_head targeted, a
+ * step and a scoring pass of one adapter against one on the layer linears only (what unembedding costs).
+ * Rounds alternate the order of the cases; medians are reported with the machine's load. Needs a built
+ * engine.
  */
 const fs = require('node:fs');
 const os = require('node:os');
@@ -120,6 +122,28 @@ async function main() {
     const order = r % 2 === 0 ? ['alone', 'interleaved'] : ['interleaved', 'alone'];
     for (const k of order) trainTimes[k].push(training[k]());
   }
+  // What the unembedding LoRA costs: a step of an adapter on the layer linears only, alternating with client-0's.
+  let unembedCost;
+  if (o.unembed) {
+    model.addLora({ r: o.rank, alpha: engine.TINKER_LORA_ALPHA, targetModules: engine.LORA_TARGETS.slice(), seed: o.seed }, 'layers-only');
+    const layersOnly = new engine.Trainer(model, { lr: 1e-4, maxGradNorm: 1, weightDecay: 0, adapter: 'layers-only' });
+    layersOnly.trainStep(rows[0], ce[0]);
+    const t = { withUnembed: [], layersOnly: [] };
+    for (let r = 0; r < 2 * o.reps; r++) {
+      t.withUnembed.push(timed(() => trainers[0].trainStep(rows[0], ce[0])));
+      t.layersOnly.push(timed(() => layersOnly.trainStep(rows[0], ce[0])));
+    }
+    const score = { withUnembed: [], layersOnly: [] };
+    for (let r = 0; r < 2 * o.reps; r++) {
+      score.withUnembed.push(timed(() => model.scoreTokens(rows[0], { adapter: names[0] })));
+      score.layersOnly.push(timed(() => model.scoreTokens(rows[0], { adapter: 'layers-only' })));
+    }
+    unembedCost = {
+      trainStepS: { withUnembed: median(t.withUnembed), layersOnly: median(t.layersOnly) },
+      scoreS: { withUnembed: median(score.withUnembed), layersOnly: median(score.layersOnly) },
+    };
+    layersOnly.dispose();
+  }
   const trainTokens = o.steps * o.adapters * o.seq;
   const trainingOut = Object.fromEntries(Object.keys(training).map((k) => [k, { seconds: median(trainTimes[k]), tokensPerS: trainTokens / median(trainTimes[k]) }]));
   clearInterval(watch);
@@ -143,6 +167,7 @@ async function main() {
     batchedOverInterleaved: samplingOut.batched.newTokensPerS / samplingOut.interleaved.newTokensPerS,
     training: trainingOut,
     interleavedOverAlone: trainingOut.interleaved.tokensPerS / trainingOut.alone.tokensPerS,
+    ...(unembedCost ? { unembedCost } : {}),
     memory: {
       rssAfterLoadMiB: mib(rssBase),
       peakRssMiB: mib(peakRss),

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { isEngineError } from '../errors';
+import { errorCode } from '../testing/lora';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { Trainer } from '../train/trainer';
 import { datumBatch } from './datum-batch';
@@ -66,20 +66,12 @@ describe.each(TEST_BACKENDS)('datums laid out for the engine (%s)', (backend) =>
   });
 
   it('refuses datums that do not line up', () => {
-    const codeOf = (fn: () => unknown) => {
-      try {
-        fn();
-      } catch (e) {
-        return isEngineError(e) ? `${e.code}:${e.field}` : String(e);
-      }
-      return 'none';
-    };
-    expect(codeOf(() => datumBatch([]))).toBe('ENGINE_INVALID_INPUT:data');
-    expect(codeOf(() => datumBatch([{ input: [1, 2], targets: [2] }]))).toBe('ENGINE_INVALID_INPUT:target_tokens');
-    expect(codeOf(() => datumBatch([{ input: [], targets: [] }]))).toBe('ENGINE_INVALID_INPUT:model_input');
-    expect(codeOf(() => datumBatch([{ input: [1], targets: [-1] }]))).toBe('ENGINE_INVALID_INPUT:target_tokens');
+    expect(errorCode(() => datumBatch([]))).toBe('ENGINE_INVALID_INPUT:data');
+    expect(errorCode(() => datumBatch([{ input: [1, 2], targets: [2] }]))).toBe('ENGINE_INVALID_INPUT:target_tokens');
+    expect(errorCode(() => datumBatch([{ input: [], targets: [] }]))).toBe('ENGINE_INVALID_INPUT:model_input');
+    expect(errorCode(() => datumBatch([{ input: [1], targets: [-1] }]))).toBe('ENGINE_INVALID_INPUT:target_tokens');
     const model = Model.fromWeights(config, weights, { trainable: false });
-    expect(codeOf(() => model.scoreTokens(datumBatch([{ input: [1], targets: [999] }]).batch))).toBe('ENGINE_INVALID_INPUT:targets');
+    expect(errorCode(() => model.scoreTokens(datumBatch([{ input: [1], targets: [999] }]).batch))).toBe('ENGINE_INVALID_INPUT:targets');
     model.dispose();
   });
 });

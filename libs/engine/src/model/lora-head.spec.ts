@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadHfModelDir, saveHfModelDir } from '../io/hf-model-dir';
-import { loadLoraAdapter, peftKey, saveLoraAdapter, type LoraAdapter } from '../io/peft-adapter';
+import { loadLoraAdapter, peftKey, saveLoraAdapter } from '../io/peft-adapter';
 import { SafetensorsFile, readSafetensors } from '../io/safetensors';
+import { randomisedAdapter } from '../testing/lora';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { ByteTokenizer } from '../tokenizer/byte-tokenizer';
 import { Trainer } from '../train/trainer';
@@ -28,12 +29,6 @@ const batch = padBatch([
   [1, 2, 3, 4, 5, 6, 7],
   [8, 9, 10],
 ]);
-
-function randomised(adapter: LoraAdapter, seed: number): LoraAdapter {
-  const rng = new Prng(seed);
-  const out = new Map([...adapter.weights].map(([m, f]) => [m, { A: f.A, B: { shape: f.B.shape, data: Float32Array.from(f.B.data, () => rng.normal() * 0.3) } }]));
-  return { config: adapter.config, weights: out };
-}
 
 function logits(model: Model, rows = batch): Float32Array {
   return tf.tidy(() => model.logits(rows).dataSync() as Float32Array);
@@ -149,7 +144,7 @@ describe.each(TEST_BACKENDS)('unembedding LoRA (lm_head) on %s', (backend) => {
     const weights = initWeights(tied, 5);
     const model = Model.fromWeights(tied, weights, { trainable: false });
     model.addLora({ r: 2, alpha: 32, targetModules: ['q_proj', 'lm_head'], seed: 6 }, 'u');
-    model.loadLora(randomised(model.exportLora(undefined, 'u'), 7), 'v');
+    model.loadLora(randomisedAdapter(model.exportLora(undefined, 'u'), 7, 0.3), 'v');
     const coef = Float32Array.from({ length: batch.ids.length }, (_, i) => Math.sin(i));
     const surrogate = () => {
       const s = model.scoreTokens(batch, { adapter: 'v' });
@@ -225,7 +220,7 @@ describe.each(TEST_BACKENDS)('unembedding LoRA (lm_head) on %s', (backend) => {
     const base = logits(model);
     model.addLora({ r: 3, alpha: 6, targetModules: ['v_proj', 'lm_head'], seed: 9 });
     expect(maxAbsDiff(logits(model), base)).toBe(0);
-    const adapter = randomised(model.exportLora(), 10);
+    const adapter = randomisedAdapter(model.exportLora(), 10, 0.3);
     model.removeLora();
     model.loadLora(adapter);
     const adapted = logits(model);

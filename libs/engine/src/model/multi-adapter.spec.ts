@@ -6,11 +6,11 @@ import { isEngineError } from '../errors';
 import { readOptimizerState, writeOptimizerState } from '../io/optimizer-state';
 import { loadLoraAdapter, saveLoraAdapter, type LoraAdapter } from '../io/peft-adapter';
 import { promptLogProbs, sample } from '../sampling/sampler';
+import { errorCode, randomisedAdapter } from '../testing/lora';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { stopStringHook } from '../tokenizer/stop-strings';
 import { crossEntropyCoefficients } from '../train/logprobs';
 import { Trainer } from '../train/trainer';
-import { Prng } from '../util/prng';
 import { loraStateBytes } from './lora';
 import { modelPreset } from './model-config';
 import { padBatch, type TokenBatch } from './token-batch';
@@ -33,15 +33,6 @@ const batchB = padBatch([
   [60, 61, 62, 63, 64],
 ]);
 
-function code(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return isEngineError(e) ? `${e.code}:${e.field ?? ''}` : String(e);
-  }
-  return 'none';
-}
-
 function flat(adapter: LoraAdapter): Float32Array {
   const parts = [...adapter.weights.keys()].sort().flatMap((m) => [adapter.weights.get(m)!.A.data, adapter.weights.get(m)!.B.data]);
   const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
@@ -51,13 +42,6 @@ function flat(adapter: LoraAdapter): Float32Array {
     at += p.length;
   }
   return out;
-}
-
-/** An adapter with random (non-zero) B on every factor, lm_head included when targeted. */
-function randomised(adapter: LoraAdapter, seed: number): LoraAdapter {
-  const rng = new Prng(seed);
-  const out = new Map([...adapter.weights].map(([m, f]) => [m, { A: f.A, B: { shape: f.B.shape, data: Float32Array.from(f.B.data, () => rng.normal() * 0.2) } }]));
-  return { config: adapter.config, weights: out };
 }
 
 function scoresOfRows(model: Model, batch: TokenBatch, adapter: Parameters<Model['withAdapter']>[0]): Float32Array {
@@ -112,7 +96,7 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
     const model = Model.fromWeights(config, weights, { trainable: false });
     const baseHeap = model.weightBytes().heap;
     model.addLora({ r: 4, alpha: 8, targetModules: [...ALL, 'lm_head'], seed: 3 }, 'policy');
-    model.loadLora(randomised(model.exportLora(undefined, 'policy'), 4), 'other');
+    model.loadLora(randomisedAdapter(model.exportLora(undefined, 'policy'), 4, 0.2), 'other');
     const trainer = new Trainer(model, { lr: 2e-2, weightDecay: 0, adapter: 'policy' });
     const ce = crossEntropyCoefficients(batchA);
     trainer.trainStep(batchA, ce);
@@ -134,9 +118,9 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
     const fromSnapshot = sample(model, [[1, 2, 3]], { ...greedy, adapter: s2 });
     s1.dispose();
     expect(s1.isDisposed).toBe(true);
-    expect(code(() => model.scoreTokens(batchA, { adapter: s1 }))).toBe('ENGINE_DISPOSED:adapter');
+    expect(errorCode(() => model.scoreTokens(batchA, { adapter: s1 }))).toBe('ENGINE_DISPOSED:adapter');
     const other = Model.fromWeights(config, weights, { trainable: false });
-    expect(code(() => other.scoreTokens(batchA, { adapter: s2 }))).toBe('ENGINE_INVALID_OPTIONS:adapter');
+    expect(errorCode(() => other.scoreTokens(batchA, { adapter: s2 }))).toBe('ENGINE_INVALID_OPTIONS:adapter');
     other.dispose();
     // Removing the adapter leaves its snapshot usable; disposing the model frees what is left.
     trainer.dispose();
@@ -153,9 +137,9 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
   it('a pass with a different adapter per row gives each row what a pass of its own gives', () => {
     const model = Model.fromWeights(config, weights, { trainable: false });
     model.addLora({ r: 2, alpha: 4, targetModules: ['q_proj', 'up_proj'], seed: 5 }, 'x');
-    model.loadLora(randomised(model.exportLora(undefined, 'x'), 6), 'x2');
+    model.loadLora(randomisedAdapter(model.exportLora(undefined, 'x'), 6, 0.2), 'x2');
     model.addLora({ r: 3, alpha: 6, targetModules: ['k_proj', 'down_proj', 'lm_head'], seed: 7 }, 'y');
-    model.loadLora(randomised(model.exportLora(undefined, 'y'), 8), 'y2');
+    model.loadLora(randomisedAdapter(model.exportLora(undefined, 'y'), 8, 0.2), 'y2');
     const snap = model.snapshotAdapter('y2');
     const rows = padBatch([
       [1, 2, 3, 4, 5],
@@ -183,15 +167,15 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
       expect(together[i].tokens).toEqual(alone.tokens);
       expect(maxAbsDiff(together[i].logProbs, alone.logProbs)).toBeLessThan(2e-5);
     });
-    expect(code(() => model.scoreTokens(rows, { adapter: ['x', 'y'] }))).toBe('ENGINE_INVALID_INPUT:adapter');
-    expect(code(() => model.scoreTokens(rows, { adapter: 'nope' }))).toBe('ENGINE_INVALID_OPTIONS:adapter');
+    expect(errorCode(() => model.scoreTokens(rows, { adapter: ['x', 'y'] }))).toBe('ENGINE_INVALID_INPUT:adapter');
+    expect(errorCode(() => model.scoreTokens(rows, { adapter: 'nope' }))).toBe('ENGINE_INVALID_OPTIONS:adapter');
     model.dispose();
   });
 
   it('samples several continuations per prompt from one prefill, with prompt log-probs equal to scoring', () => {
     const model = Model.fromWeights(config, weights, { trainable: false });
     model.addLora({ r: 2, alpha: 4, targetModules: [...ALL, 'lm_head'], seed: 9 }, 'p');
-    model.loadLora(randomised(model.exportLora(undefined, 'p'), 10), 'q');
+    model.loadLora(randomisedAdapter(model.exportLora(undefined, 'p'), 10, 0.2), 'q');
     const prompts = [
       [3, 1, 4, 1, 5],
       [9, 2],
@@ -259,11 +243,11 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
     const trainer = new Trainer(model, { lr: 1e-3, adapter: 'c' });
     trainer.accumulate(batchA, ce);
     const before = flat(model.exportLora(undefined, 'c'));
-    expect(code(() => trainer.step({ lr: -1 }))).toBe('ENGINE_INVALID_OPTIONS:lr');
-    expect(code(() => trainer.step({ betas: [0.9, 1] }))).toBe('ENGINE_INVALID_OPTIONS:betas');
-    expect(code(() => trainer.step({ eps: 0 }))).toBe('ENGINE_INVALID_OPTIONS:eps');
-    expect(code(() => trainer.step({ weightDecay: Number.NaN }))).toBe('ENGINE_INVALID_OPTIONS:weightDecay');
-    expect(code(() => trainer.step({ maxGradNorm: -1 }))).toBe('ENGINE_INVALID_OPTIONS:maxGradNorm');
+    expect(errorCode(() => trainer.step({ lr: -1 }))).toBe('ENGINE_INVALID_OPTIONS:lr');
+    expect(errorCode(() => trainer.step({ betas: [0.9, 1] }))).toBe('ENGINE_INVALID_OPTIONS:betas');
+    expect(errorCode(() => trainer.step({ eps: 0 }))).toBe('ENGINE_INVALID_OPTIONS:eps');
+    expect(errorCode(() => trainer.step({ weightDecay: Number.NaN }))).toBe('ENGINE_INVALID_OPTIONS:weightDecay');
+    expect(errorCode(() => trainer.step({ maxGradNorm: -1 }))).toBe('ENGINE_INVALID_OPTIONS:maxGradNorm');
     expect(trainer.pending).toBe(1);
     expect(trainer.steps).toBe(0);
     expect(maxAbsDiff(flat(model.exportLora(undefined, 'c')), before)).toBe(0);
@@ -321,10 +305,10 @@ describe.each(TEST_BACKENDS)('many LoRA adapters on one base (%s)', (backend) =>
     model.addLora({ r: 2, alpha: 4, seed: 1 });
     expect(model.hasLora).toBe(true);
     expect(model.adapterNames()).toEqual([DEFAULT_ADAPTER]);
-    expect(code(() => model.addLora({ r: 2, alpha: 4, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:lora');
-    expect(code(() => new Trainer(model, { lr: 1, adapter: 'missing' }))).toBe('ENGINE_INVALID_OPTIONS:adapter');
+    expect(errorCode(() => model.addLora({ r: 2, alpha: 4, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:lora');
+    expect(errorCode(() => new Trainer(model, { lr: 1, adapter: 'missing' }))).toBe('ENGINE_INVALID_OPTIONS:adapter');
     model.addLora({ r: 2, alpha: 4, seed: 2 }, 'second');
-    expect(code(() => model.mergeLora())).toBe('ENGINE_INVALID_OPTIONS:adapter');
+    expect(errorCode(() => model.mergeLora())).toBe('ENGINE_INVALID_OPTIONS:adapter');
     model.dispose();
   });
 });
