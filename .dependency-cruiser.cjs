@@ -23,8 +23,8 @@ module.exports = {
     {
       name: 'standalone-libs',
       severity: 'error',
-      comment: 'libs/rl and libs/env-sdk depend on no other workspace package.',
-      from: { path: '^libs/(rl|env-sdk)/' },
+      comment: 'libs/rl, libs/env-sdk and libs/tinker-wire depend on no other workspace package.',
+      from: { path: '^libs/(rl|env-sdk|tinker-wire)/' },
       to: { path: '^libs/', pathNot: '^libs/$1/' },
     },
     {

@@ -18,12 +18,18 @@ export default tseslint.config(
       '.gpu-check/**',
       // The Python readers of the metrics tests (test/metrics/setup-readers.sh).
       '.venv-metrics/**',
+      // The client SDKs of the client tests (test/clients/setup-clients.sh).
+      '.venv-clients/**',
+      // The official Tinker SDKs the Tinker wire tests run (test/tinker/setup-sdk.sh).
+      '.venv-tinker/**',
       // The engine bench's peer, transformers + PEFT (libs/engine/bench/install-peer.sh).
       'libs/engine/bench/.venv-peer/**',
       '.opentinker/**',
       'plugins/**',
       // Generated from openapi.json.
       'libs/client/src/generated/**',
+      // Generated from libs/tinker-wire/proto/tinker.proto.
+      'libs/tinker-wire/src/generated/**',
     ],
   },
   js.configs.recommended,

@@ -27,6 +27,7 @@ const common = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     '^@opentinker/env-sdk$': '<rootDir>/libs/env-sdk/src/index.ts',
     '^@opentinker/env-sdk/testing$': '<rootDir>/libs/env-sdk/src/testing/index.ts',
+    '^@opentinker/tinker-wire$': '<rootDir>/libs/tinker-wire/src/index.ts',
     '^@opentinker/env-math$': '<rootDir>/environments/math/src/index.ts',
     '^@opentinker/client$': '<rootDir>/libs/client/src/index.ts',
     '^@opentinker/engine$': '<rootDir>/libs/engine/src/index.ts',

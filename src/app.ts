@@ -4,8 +4,9 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
-import type { AppConfig } from './config/app-config';
+import { AppConfig } from './config/app-config';
 import { AppErrorFilter } from './core/error.filter';
+import { jsonBodyParser } from './core/json-body';
 import { PrometheusService } from './health/prometheus.service';
 import { buildOpenApiDocument } from './openapi';
 import { AuthService } from './auth/auth.service';
@@ -38,8 +39,9 @@ export async function createApi(options: CreateOptions): Promise<NestFastifyAppl
     logger: options.logger ?? logLevels(config),
     bufferLogs: false,
   });
-  app.useGlobalFilters(new AppErrorFilter());
+  app.useGlobalFilters(new AppErrorFilter(config.hostPaths));
   const fastify = app.getHttpAdapter().getInstance();
+  app.useBodyParser('application/json', { bodyLimit: config.values.body_limit_bytes }, jsonBodyParser(fastify, config.values.json_max_depth));
   const prometheus = app.get(PrometheusService);
   fastify.addHook('onResponse', (request, reply, done) => {
     prometheus.observe(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
@@ -68,7 +70,8 @@ async function exposeEnvironments(app: NestFastifyApplication): Promise<void> {
     await fastify.register(envProtocolRoutes, {
       prefix: `/v1/environments/${id}/protocol`,
       store: registry.store(id),
-      authorize: (header: string | undefined, address: string) => auth.authenticate(header, address).then((p) => p.userId),
+      authorize: (headers, address) => auth.authenticate(headers, address).then((p) => p.userId),
+      hostPaths: app.get(AppConfig).hostPaths,
     });
   }
 }

@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import type { HostConfigInput, HostLimit } from '@opentinker/env-sdk';
 import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
+import { HostPaths } from '../core/host-paths';
 import { InstallLayout } from './install-layout';
 import { configSchema, OTHER_VARIABLES, SETTINGS, settingEnvName, type AppConfigValues, type SettingKey } from './settings';
 
@@ -45,6 +46,19 @@ export class AppConfig {
     if (v.engine_memory_mb !== undefined) out.engine_memory_mb = v.engine_memory_mb;
     return out;
   }
+
+  /** The server's folders as tenants see them in errors and logs (`$OPENTINKER_HOME`, `<install>`, …). */
+  get hostPaths(): HostPaths {
+    this.hostPathsMemo ??= new HostPaths([
+      [this.home, '$OPENTINKER_HOME'],
+      [this.install.root, '<install>'],
+      [this.pluginsDir, '<plugins>'],
+      ...(this.values.hub_cache_dir ? ([[this.values.hub_cache_dir, '<hub_cache_dir>']] as const) : []),
+    ]);
+    return this.hostPathsMemo;
+  }
+
+  private hostPathsMemo?: HostPaths;
 
   jobDir(jobId: string): string {
     return join(this.values.home, 'jobs', jobId);

@@ -30,6 +30,11 @@ export class InstallLayout {
     return this.dist('inference', 'model-server.main.js');
   }
 
+  /** The process that checks an uploaded model folder. */
+  get modelCheckEntry(): string {
+    return this.dist('inference', 'model-check.main.js');
+  }
+
   /** The process that parses an uploaded dataset. */
   get datasetReaderEntry(): string {
     return this.dist('datasets', 'dataset-reader.main.js');

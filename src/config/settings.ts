@@ -88,10 +88,32 @@ export const SETTINGS = {
   }),
   open_registration: setting({ schema: booleanish.default(false), section: 'Server', doc: 'Let anyone `POST /v1/users` (creates plain users).' }),
   body_limit_bytes: setting({ schema: int(1024, 1024 ** 3).default(1024 * 1024), section: 'Server', doc: 'Largest request body.' }),
+  json_max_depth: setting({
+    schema: int(8, 10_000).default(64),
+    section: 'Server',
+    doc:
+      'Most objects and arrays one JSON body may nest, on every route (the API and `opentinker env serve`); deeper is `400 OT_ERR_JSON_TOO_DEEP` ' +
+      '(`ENV_BAD_REQUEST` on the environment protocols) naming the field, before anything validates it. A dataset row nested deeper is a bad row.',
+  }),
   auth_failures_per_minute: setting({
     schema: int(1, 1_000_000).default(20),
     section: 'Server',
-    doc: 'Failed authentications per client address, and per key prefix, before `429` (a valid key is always accepted).',
+    doc: 'Failed authentications per client address (IPv6: per /64), and per key id, before `429`; counted before any slow hashing, in a fixed 1 MiB table (a valid key is always accepted).',
+  }),
+  auth_key_checks: setting({
+    schema: int(1, 64).default(1),
+    section: 'Server',
+    doc: 'Slow key checks (scrypt, ~50 ms of one thread each, for keys an operator chose that this process has not verified yet) running at once.',
+  }),
+  auth_key_check_queue: setting({
+    schema: int(0, 100_000).default(256),
+    section: 'Server',
+    doc: 'Slow key checks waiting for one of `auth_key_checks`; beyond it `503 OT_ERR_AUTH_BUSY` (never "invalid key").',
+  }),
+  auth_key_check_timeout_seconds: setting({
+    schema: int(1, 600).default(10),
+    section: 'Server',
+    doc: 'How long a slow key check may wait for its turn before `503 OT_ERR_AUTH_BUSY`.',
   }),
   log_level: setting({
     schema: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
@@ -152,6 +174,11 @@ export const SETTINGS = {
     doc: 'GPUs a worker offers: `auto` (found with `nvidia-smi`), `none`, or indices such as `0,1`.',
   }),
   max_jobs_per_user: setting({ schema: int(1, 10_000).default(4), section: 'Workers and jobs', doc: 'Starting or running jobs one user may have at once.' }),
+  max_queued_jobs_per_user: setting({
+    schema: int(1, 1_000_000).default(1000),
+    section: 'Workers and jobs',
+    doc: 'Queued jobs one plain user may have at once; a submission past it is refused (`429 OT_ERR_QUEUED_JOBS_LIMIT`). Admins are exempt.',
+  }),
   max_user_priority: setting({
     schema: int(-100, 100).default(0),
     section: 'Workers and jobs',
@@ -201,13 +228,19 @@ export const SETTINGS = {
     schema: int(0, 1024 ** 5).default(50 * 1024 ** 3),
     section: 'Tenants and uploads',
     defaultText: '`53687091200` (50 GiB)',
-    doc: 'Bytes of datasets and checkpoints one plain user may keep (`0`: no quota).',
+    doc: 'Bytes of datasets, uploaded models and checkpoints one plain user may keep (`0`: no quota).',
   }),
   dataset_max_bytes: setting({
     schema: int(1024, 1024 ** 4).default(256 * 1024 * 1024),
     section: 'Tenants and uploads',
     defaultText: '`268435456` (256 MiB)',
     doc: 'Largest dataset upload (`POST /v1/datasets` streams to disk, so this bounds disk use, not memory).',
+  }),
+  model_upload_max_bytes: setting({
+    schema: int(1024, 1024 ** 5).default(20 * 1024 ** 3),
+    section: 'Tenants and uploads',
+    defaultText: '`21474836480` (20 GiB)',
+    doc: 'Largest model folder upload (`POST /v1/models`, a tar stream written to disk file by file; the storage quota applies too).',
   }),
   dataset_max_rows: setting({ schema: int(1, 100_000_000).default(1_000_000), section: 'Tenants and uploads', doc: 'Rows an uploaded dataset may have.' }),
   dataset_max_line_bytes: setting({

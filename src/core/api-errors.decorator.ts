@@ -10,7 +10,7 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'Conflicts with the current state',
   413: 'Body too large',
   415: 'Unsupported media type',
-  429: 'Too many failed authentications',
+  429: 'Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit)',
   503: 'Not ready',
 };
 

@@ -7,11 +7,15 @@ import { z } from 'zod';
 export enum ErrorCode {
   VALIDATION = 'OT_ERR_VALIDATION',
   BAD_JSON = 'OT_ERR_BAD_JSON',
+  /** A JSON body nests objects and arrays deeper than the operator's `json_max_depth`. */
+  JSON_TOO_DEEP = 'OT_ERR_JSON_TOO_DEEP',
   BODY_TOO_LARGE = 'OT_ERR_BODY_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE = 'OT_ERR_UNSUPPORTED_MEDIA_TYPE',
   UNAUTHENTICATED = 'OT_ERR_UNAUTHENTICATED',
   FORBIDDEN = 'OT_ERR_FORBIDDEN',
   AUTH_RATE_LIMITED = 'OT_ERR_AUTH_RATE_LIMITED',
+  /** The slow key checks (keys an operator chose) are all taken and the wait ran out: retry, the key was not refused. */
+  AUTH_BUSY = 'OT_ERR_AUTH_BUSY',
   NOT_FOUND = 'OT_ERR_NOT_FOUND',
   ROUTE_NOT_FOUND = 'OT_ERR_ROUTE_NOT_FOUND',
   METHOD_NOT_ALLOWED = 'OT_ERR_METHOD_NOT_ALLOWED',
@@ -30,6 +34,10 @@ export enum ErrorCode {
   MODEL_LOAD_FAILED = 'OT_ERR_MODEL_LOAD_FAILED',
   MODEL_UNAVAILABLE = 'OT_ERR_MODEL_UNAVAILABLE',
   CONTEXT_LENGTH_EXCEEDED = 'OT_ERR_CONTEXT_LENGTH_EXCEEDED',
+  /** An uploaded model folder was refused: a link, a path leaving the folder, a file a model folder does not hold, or not loadable. */
+  MODEL_INVALID = 'OT_ERR_MODEL_INVALID',
+  MODEL_TOO_LARGE = 'OT_ERR_MODEL_TOO_LARGE',
+  MODEL_IN_USE = 'OT_ERR_MODEL_IN_USE',
   DATASET_INVALID = 'OT_ERR_DATASET_INVALID',
   DATASET_TOO_LARGE = 'OT_ERR_DATASET_TOO_LARGE',
   DATASET_IN_USE = 'OT_ERR_DATASET_IN_USE',
@@ -44,16 +52,20 @@ export enum ErrorCode {
   URL_NOT_ALLOWED = 'OT_ERR_URL_NOT_ALLOWED',
   /** The user's datasets and checkpoints already fill their storage quota. */
   QUOTA_EXCEEDED = 'OT_ERR_QUOTA_EXCEEDED',
+  /** The user already has as many queued jobs as the operator allows (`max_queued_jobs_per_user`). */
+  QUEUED_JOBS_LIMIT = 'OT_ERR_QUEUED_JOBS_LIMIT',
 }
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.VALIDATION]: 400,
   [ErrorCode.BAD_JSON]: 400,
+  [ErrorCode.JSON_TOO_DEEP]: 400,
   [ErrorCode.BODY_TOO_LARGE]: 413,
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [ErrorCode.UNAUTHENTICATED]: 401,
   [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.AUTH_RATE_LIMITED]: 429,
+  [ErrorCode.AUTH_BUSY]: 503,
   [ErrorCode.NOT_FOUND]: 404,
   [ErrorCode.ROUTE_NOT_FOUND]: 404,
   [ErrorCode.METHOD_NOT_ALLOWED]: 405,
@@ -72,6 +84,9 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.MODEL_LOAD_FAILED]: 422,
   [ErrorCode.MODEL_UNAVAILABLE]: 503,
   [ErrorCode.CONTEXT_LENGTH_EXCEEDED]: 400,
+  [ErrorCode.MODEL_INVALID]: 400,
+  [ErrorCode.MODEL_TOO_LARGE]: 413,
+  [ErrorCode.MODEL_IN_USE]: 409,
   [ErrorCode.DATASET_INVALID]: 400,
   [ErrorCode.DATASET_TOO_LARGE]: 413,
   [ErrorCode.DATASET_IN_USE]: 409,
@@ -81,6 +96,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.UNSCHEDULABLE]: 400,
   [ErrorCode.URL_NOT_ALLOWED]: 400,
   [ErrorCode.QUOTA_EXCEEDED]: 413,
+  [ErrorCode.QUEUED_JOBS_LIMIT]: 429,
 };
 
 export interface AppErrorOptions {

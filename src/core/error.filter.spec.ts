@@ -1,6 +1,7 @@
 import { BadRequestException, HttpException, NotFoundException } from '@nestjs/common';
 import { AppError, ErrorCode } from './app-error';
 import { mapError } from './error.filter';
+import { HostPaths } from './host-paths';
 
 describe('mapError', () => {
   it('keeps the code, field and retry hint of app errors', () => {
@@ -21,5 +22,22 @@ describe('mapError', () => {
     expect(mapError(new BadRequestException('x')).body.code).toBe('OT_ERR_VALIDATION');
     const hidden = mapError(new Error('database password is hunter2'));
     expect(hidden.body).toEqual({ statusCode: 500, code: 'OT_ERR_INTERNAL', message: 'Internal server error' });
+  });
+
+  it("names the server's folders instead of spelling them out, in the message, the field and the details", () => {
+    const paths = new HostPaths([['/srv/opentinker', '$OPENTINKER_HOME']]);
+    const error = new AppError(ErrorCode.MODEL_LOAD_FAILED, 'model.path "/srv/opentinker/jobs/1/model": no config.json', {
+      field: 'model',
+      details: [{ path: 'model', message: '/srv/opentinker/jobs/1/model/config.json missing' }],
+    });
+    expect(mapError(error, paths).body).toEqual({
+      statusCode: 422,
+      code: 'OT_ERR_MODEL_LOAD_FAILED',
+      message: 'model.path "$OPENTINKER_HOME/jobs/1/model": no config.json',
+      field: 'model',
+      details: [{ path: 'model', message: '$OPENTINKER_HOME/jobs/1/model/config.json missing' }],
+    });
+    const nest = new BadRequestException('cannot open /srv/opentinker/x');
+    expect(mapError(nest, paths).body.message).toBe('cannot open $OPENTINKER_HOME/x');
   });
 });

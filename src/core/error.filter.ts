@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { AppError, ERROR_STATUS, ErrorBody, ErrorCode } from './app-error';
+import { HostPaths, NO_HOST_PATHS } from './host-paths';
 
 /** Fastify's own error codes for requests that never reach a controller. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -29,8 +30,21 @@ export interface MappedError {
 
 const logger = new Logger('Errors');
 
-/** The single place where any thrown value becomes an HTTP status and a stable error body. */
-export function mapError(error: unknown): MappedError {
+/**
+ * The single place where any thrown value becomes an HTTP status and a stable error body: the filters
+ * of every route (ours and the OpenAI-compatible ones) and errors sent inside an event stream come
+ * through here, and so does the naming of the server's folders (`hostPaths`: the data folder reads
+ * `$OPENTINKER_HOME`, the installation `<install>`) in everything a tenant reads of the answer.
+ */
+export function mapError(error: unknown, hostPaths: HostPaths = NO_HOST_PATHS): MappedError {
+  const { body, headers } = mapUnredacted(error);
+  body.message = hostPaths.redact(body.message);
+  if (body.field !== undefined) body.field = hostPaths.redact(body.field);
+  if (body.details !== undefined) body.details = hostPaths.redactJson(body.details);
+  return { body, headers };
+}
+
+function mapUnredacted(error: unknown): MappedError {
   if (error instanceof AppError) {
     const body: ErrorBody = { statusCode: error.status, code: error.code, message: error.message };
     if (error.field !== undefined) body.field = error.field;
@@ -75,17 +89,19 @@ interface ReplyLike {
   send(body: unknown): unknown;
 }
 
-export function sendError(reply: ReplyLike, error: unknown): void {
+export function sendError(reply: ReplyLike, error: unknown, hostPaths: HostPaths = NO_HOST_PATHS): void {
   if (reply.sent || reply.raw?.headersSent) return;
-  const { body, headers } = mapError(error);
+  const { body, headers } = mapError(error, hostPaths);
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
   reply.status(body.statusCode).send(body);
 }
 
 @Catch()
 export class AppErrorFilter implements ExceptionFilter {
+  constructor(private readonly hostPaths: HostPaths = NO_HOST_PATHS) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw exception;
-    sendError(host.switchToHttp().getResponse<ReplyLike>(), exception);
+    sendError(host.switchToHttp().getResponse<ReplyLike>(), exception, this.hostPaths);
   }
 }

@@ -47,6 +47,16 @@ describe('dataset files: reading and checking rows', () => {
     expect(seen).toEqual(Array.from({ length: n }, (_, i) => [i + 1, i]));
   });
 
+  it('makes a row nested past the depth ceiling a bad row, naming the setting, before any check walks it', async () => {
+    const path = join(dir, 'deep.jsonl');
+    writeFileSync(path, ['{"answer":"1"}', `{"answer":"2","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, '{"answer":"3","x":[[[]]]}'].join('\n'));
+    const report = await checkDatasetFile(path, 'jsonl', needsAnswer, { maxRows: 10, maxLineBytes: 1 << 20, maxDepth: 4 });
+    expect(report).toMatchObject({ rows: 3, valid_rows: 2, invalid_rows: 1 });
+    expect(report.bad_rows).toEqual([{ row: 2, reason: 'line 2 nests objects and arrays deeper than 4 levels (setting json_max_depth)' }]);
+    // Without caps the default ceiling (64) holds.
+    expect((await checkDatasetFile(path, 'jsonl', needsAnswer)).invalid_rows).toBe(1);
+  });
+
   it('says when a file is not parquet at all', async () => {
     const path = join(dir, 'fake.parquet');
     writeFileSync(path, '{"answer":"1"}\n');

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { fork } from 'node:child_process';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
+import { askOnce } from '../core/one-shot-child';
 import { REGISTRY_PATHS } from '../registry/environment-registry.service';
 import type { RegistryPaths } from '../registry/registry-loader';
 import type { DatasetReport } from './dataset-check';
@@ -39,7 +39,7 @@ export class DatasetReader {
   ) {}
 
   get caps(): DatasetCaps {
-    return { maxRows: this.config.values.dataset_max_rows, maxLineBytes: this.config.values.dataset_max_line_bytes };
+    return { maxRows: this.config.values.dataset_max_rows, maxLineBytes: this.config.values.dataset_max_line_bytes, maxDepth: this.config.values.json_max_depth };
   }
 
   /** Every row checked with `environment`'s row check. */
@@ -62,57 +62,31 @@ export class DatasetReader {
     return { id, hostRoot: this.registryPaths.hostRoot, pluginsDir: this.registryPaths.pluginsDir };
   }
 
-  private run(request: DatasetReaderRequest): Promise<Exclude<DatasetReaderReply, { failure: unknown }>> {
+  private async run(request: DatasetReaderRequest): Promise<Exclude<DatasetReaderReply, { failure: unknown }>> {
     const memoryMb = this.config.values.dataset_parse_memory_mb;
-    const entry = this.config.install.datasetReaderEntry;
-    return new Promise((resolve, reject) => {
-      const child = fork(entry, [], { execArgv: [`--max-old-space-size=${memoryMb}`], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'advanced' });
-      let stderr = '';
-      child.stderr?.on('data', (chunk: Buffer) => {
-        if (stderr.length < 64 * 1024) stderr += chunk.toString('utf8');
-      });
-      let settled = false;
-      const settle = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        fn();
-        if (child.exitCode === null) child.kill('SIGKILL');
-      };
-      const timer = setTimeout(
-        () => settle(() => reject(new AppError(ErrorCode.DATASET_TOO_LARGE, `Reading the dataset took longer than ${READ_TIMEOUT_MS / 60_000} minutes`))),
-        READ_TIMEOUT_MS,
-      );
-      child.once('message', (reply: DatasetReaderReply) =>
-        settle(() => {
-          if (!('failure' in reply)) return resolve(reply);
-          const f = reply.failure;
-          if (f.kind === 'cap') return reject(new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: ${f.message}`, { details: { setting: f.setting } }));
-          if (f.kind === 'format') {
-            return reject(
-              new AppError(ErrorCode.DATASET_INVALID, `Not a readable ${request.format} file: ${f.message}`, {
-                field: 'format',
-                details: { rows: 0, valid_rows: 0, invalid_rows: 0, bad_rows: [], columns: [] } satisfies DatasetReport,
-              }),
-            );
-          }
-          reject(new AppError(ErrorCode.INTERNAL, `Could not read the dataset: ${f.message}`));
-        }),
-      );
-      child.once('error', (error) => settle(() => reject(new AppError(ErrorCode.INTERNAL, `Could not start the dataset reader: ${error.message}`))));
-      child.once('exit', (code, signal) =>
-        settle(() => {
-          // V8 aborts a process that reaches its heap limit ("heap out of memory", SIGABRT).
-          if (/heap out of memory|Reached heap limit/.test(stderr) || signal === 'SIGABRT') {
-            reject(
-              new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: reading it needs more than ${memoryMb} MiB (setting dataset_parse_memory_mb)`, {
-                details: { setting: 'dataset_parse_memory_mb' },
-              }),
-            );
-          } else reject(new AppError(ErrorCode.INTERNAL, `The dataset reader stopped (${signal ?? `code ${code}`})`));
-        }),
-      );
-      child.send(request);
+    const outcome = await askOnce<DatasetReaderRequest, DatasetReaderReply>(this.config.install.datasetReaderEntry, request, {
+      memoryMb,
+      timeoutMs: READ_TIMEOUT_MS,
+      serialization: 'advanced',
     });
+    if ('timedOut' in outcome) throw new AppError(ErrorCode.DATASET_TOO_LARGE, `Reading the dataset took longer than ${READ_TIMEOUT_MS / 60_000} minutes`);
+    if ('startFailed' in outcome) throw new AppError(ErrorCode.INTERNAL, `Could not start the dataset reader: ${outcome.startFailed}`);
+    if ('outOfMemory' in outcome) {
+      throw new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: reading it needs more than ${memoryMb} MiB (setting dataset_parse_memory_mb)`, {
+        details: { setting: 'dataset_parse_memory_mb' },
+      });
+    }
+    if ('stopped' in outcome) throw new AppError(ErrorCode.INTERNAL, `The dataset reader stopped (${outcome.stopped})`);
+    const reply = outcome.reply;
+    if (!('failure' in reply)) return reply;
+    const f = reply.failure;
+    if (f.kind === 'cap') throw new AppError(ErrorCode.DATASET_TOO_LARGE, `Dataset refused: ${f.message}`, { details: { setting: f.setting } });
+    if (f.kind === 'format') {
+      throw new AppError(ErrorCode.DATASET_INVALID, `Not a readable ${request.format} file: ${f.message}`, {
+        field: 'format',
+        details: { rows: 0, valid_rows: 0, invalid_rows: 0, bad_rows: [], columns: [] } satisfies DatasetReport,
+      });
+    }
+    throw new AppError(ErrorCode.INTERNAL, `Could not read the dataset: ${f.message}`);
   }
 }

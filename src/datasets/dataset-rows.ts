@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { DEFAULT_JSON_MAX_DEPTH, tooDeepAt } from '@opentinker/env-sdk';
 import type { DatasetFormat } from './dataset-files';
 
 /** One row of a dataset file: 1-based `row` (the line number for JSONL), its value, or why it is not JSON. */
@@ -15,6 +16,8 @@ export interface DatasetCaps {
   maxRows: number;
   /** Bytes of one JSONL line. */
   maxLineBytes: number;
+  /** Objects and arrays one row may nest (setting json_max_depth; default 64): a deeper row is a bad row. */
+  maxDepth?: number;
 }
 
 /** Thrown when a file is past one of its {@link DatasetCaps}: names the cap and the setting that raises it. */
@@ -31,11 +34,21 @@ export class DatasetCapError extends Error {
  * The rows of a stored dataset file, streamed. Numbering and value conversion follow the math
  * environment's loader (`readRows` in @opentinker/env-math), so a row the upload check reports as row 7
  * is row 7 in a job's log too: JSONL rows are numbered by line (blank lines skipped), parquet rows by
- * position. With `caps`, a file past them throws {@link DatasetCapError}.
+ * position. With `caps`, a file past them throws {@link DatasetCapError}. A row nested deeper than
+ * `caps.maxDepth` comes with an error instead of its value: whatever reads a row next (a row check,
+ * JSON serialisation) recurses once per level.
  */
 export async function* readDatasetRows(path: string, format: DatasetFormat, caps?: DatasetCaps): AsyncGenerator<DatasetRow> {
-  if (format === 'jsonl') yield* readJsonlRows(path, caps);
-  else yield* readParquetRows(path, caps);
+  const maxDepth = caps?.maxDepth ?? DEFAULT_JSON_MAX_DEPTH;
+  for await (const row of format === 'jsonl' ? readJsonlRows(path, caps) : readParquetRows(path, caps)) {
+    if (row.error === undefined && tooDeepAt(row.value, maxDepth)) {
+      yield {
+        row: row.row,
+        value: null,
+        error: `${format === 'jsonl' ? 'line' : 'row'} ${row.row} nests objects and arrays deeper than ${maxDepth} levels (setting json_max_depth)`,
+      };
+    } else yield row;
+  }
 }
 
 async function* readJsonlRows(path: string, caps?: DatasetCaps): AsyncGenerator<DatasetRow> {

@@ -7,6 +7,7 @@ import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { AppError, ErrorCode } from '../core/app-error';
+import { drainRefused } from '../core/raw-upload-parser';
 import { ZodQuery, ZodResponse } from '../core/zod-api.decorators';
 import type { DatasetFormat } from './dataset-files';
 import { DATASET_UPLOAD_TYPES } from './dataset-upload-parser';
@@ -90,27 +91,6 @@ export class DatasetsController {
   async delete(@CurrentUser() caller: Principal, @Param('id', ParseUUIDPipe) id: string): Promise<void> {
     await this.datasets.delete(caller, id);
   }
-}
-
-/** What a refused upload may still send before the connection is cut (see {@link drainRefused}). */
-const DRAIN_BYTES = 32 * 1024 * 1024;
-const DRAIN_MS = 5_000;
-
-/**
- * Reads and drops what the client is still sending of a refused upload, within bounds, keeping the
- * connection open meanwhile. Closing at once would make the client's next write meet a TCP reset, which
- * can destroy the answer (a 413) before the client reads it; past the bounds the connection is cut.
- */
-function drainRefused(body: Readable): void {
-  let dropped = 0;
-  const cut = () => body.destroy();
-  const timer = setTimeout(cut, DRAIN_MS);
-  body.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > DRAIN_BYTES) cut();
-  });
-  body.once('close', () => clearTimeout(timer));
-  body.resume();
 }
 
 const TYPE_FORMATS: Record<string, DatasetFormat | undefined> = {

@@ -5,16 +5,18 @@ import { DATASET_FORMATS } from './dataset-files';
 import type { DatasetRow } from './dataset-rows';
 import type { DatasetEntity } from './dataset.entity';
 
+/** The name an upload (a dataset, a model folder) is given, for its owner to recognise it by. */
+export const UploadName = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[^\u0000-\u001f\u007f]+$/, { message: 'name must not contain control characters' })
+  .describe('A name for you to recognise it by');
+
 export const UploadDatasetQuery = z
   .object({
     environment: z.string().min(1).max(128).describe('Environment whose row check the file must pass (GET /v1/environments)').meta({ example: 'math' }),
-    name: z
-      .string()
-      .min(1)
-      .max(128)
-      .regex(/^[^\u0000-\u001f\u007f]+$/, { message: 'name must not contain control characters' })
-      .describe('A name for you to recognise it by')
-      .meta({ example: 'gsm8k-train' }),
+    name: UploadName.meta({ example: 'gsm8k-train' }),
     format: z.enum(DATASET_FORMATS).optional().describe('Needed with `application/octet-stream`; otherwise the content type decides (and must agree)'),
     strict: z
       .stringbool({ truthy: ['true', '1'], falsy: ['false', '0'] })

@@ -2,6 +2,7 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { JobsDataModule } from '../jobs/jobs-data.module';
+import { UserModelsDataModule } from '../models/user-models-data.module';
 import { DatasetReader } from './dataset-reader';
 import { registerDatasetUploadParser } from './dataset-upload-parser';
 import { StorageQuota } from './storage-quota.service';
@@ -14,7 +15,7 @@ import { DatasetsService } from './datasets.service';
  * submit-time check that a job's `environment.dataset` is the caller's.
  */
 @Module({
-  imports: [JobsDataModule],
+  imports: [JobsDataModule, UserModelsDataModule],
   controllers: [DatasetsController],
   providers: [DatasetsRepository, DatasetsService, DatasetReader, StorageQuota],
   exports: [DatasetsService, StorageQuota],

@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isAdmin, Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
+import { limitedBody } from '../core/byte-limit';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
 import type { DatasetReport } from './dataset-check';
 import { datasetDir, datasetFile, DatasetFormat, datasetPath, isDatasetId } from './dataset-files';
@@ -207,27 +207,13 @@ function tooLarge(limit: number): AppError {
   });
 }
 
-/**
- * Writes the body to `path`, failing past `limit` bytes. The body is piped rather than put in the
- * pipeline: a failed pipeline destroys its source, which for a request is the client's socket, and the
- * client would then see a reset instead of the 413.
- */
+/** Writes the body to `path`, failing past `limit` bytes. */
 async function receive(body: Readable, limit: number, path: string, refusal: () => AppError): Promise<void> {
-  const limiter = byteLimit(limit, refusal);
-  const written = pipeline(limiter, createWriteStream(path, { flags: 'wx' }));
-  const onError = (error: Error) => limiter.destroy(error);
-  const onClose = () => {
-    if (!body.readableEnded) limiter.destroy(new Error('the client closed the connection'));
-  };
-  body.once('error', onError);
-  body.once('close', onClose);
-  body.pipe(limiter);
+  const { stream, release } = limitedBody(body, limit, refusal);
   try {
-    await written.catch(interrupted);
+    await pipeline(stream, createWriteStream(path, { flags: 'wx' })).catch(interrupted);
   } finally {
-    body.off('error', onError);
-    body.off('close', onClose);
-    body.unpipe(limiter);
+    release();
   }
 }
 
@@ -236,17 +222,5 @@ function interrupted(error: unknown): never {
   if (error instanceof AppError || (error as NodeJS.ErrnoException)?.syscall) throw error;
   throw new AppError(ErrorCode.VALIDATION, `The upload stopped before the whole file arrived (${(error as Error)?.message ?? error})`, {
     cause: error,
-  });
-}
-
-/** Passes bytes through until `limit`, then fails the pipeline (which stops reading the upload). */
-function byteLimit(limit: number, refusal: () => AppError): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      seen += chunk.length;
-      if (seen > limit) done(refusal());
-      else done(null, chunk);
-    },
   });
 }

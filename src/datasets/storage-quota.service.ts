@@ -6,10 +6,11 @@ import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { kindsWith } from '../jobs/kinds/job-kinds';
+import { UserModelsRepository } from '../models/user-models.repository';
 import { DatasetsRepository } from './datasets.repository';
 
 /**
- * Storage one user keeps on this server: uploaded datasets (as recorded) and the checkpoints of their
+ * Storage one user keeps on this server: uploaded datasets and models (as recorded) and the checkpoints of their
  * jobs (their folders on this host; checkpoints on other workers' disks are not seen here). Plain users
  * are held to `storage_quota_bytes`: a full quota refuses uploads and new checkpointing jobs with
  * `OT_ERR_QUOTA_EXCEEDED` (413) until datasets are deleted. Admins have no quota.
@@ -20,11 +21,13 @@ export class StorageQuota {
     private readonly config: AppConfig,
     private readonly datasets: DatasetsRepository,
     private readonly jobs: JobsRepository,
+    private readonly models: UserModelsRepository,
   ) {}
 
-  async used(userId: string): Promise<{ datasets: number; checkpoints: number }> {
-    const [datasets, ids] = await Promise.all([
+  async used(userId: string): Promise<{ datasets: number; checkpoints: number; models: number }> {
+    const [datasets, models, ids] = await Promise.all([
       this.datasets.bytesOf(userId),
+      this.models.bytesOf(userId),
       this.jobs.idsOf(
         userId,
         kindsWith('checkpoints').map((k) => k.kind),
@@ -32,15 +35,15 @@ export class StorageQuota {
     ]);
     let checkpoints = 0;
     for (const id of ids) checkpoints += await folderBytes(join(this.config.values.home, 'jobs', id, 'work', 'checkpoints'));
-    return { datasets, checkpoints };
+    return { datasets, checkpoints, models };
   }
 
   /** Bytes the caller may still store (Infinity without a quota). */
   async remaining(caller: Principal): Promise<number> {
     const quota = this.config.values.storage_quota_bytes;
     if (quota === 0 || isAdmin(caller)) return Infinity;
-    const { datasets, checkpoints } = await this.used(caller.userId);
-    return quota - datasets - checkpoints;
+    const { datasets, checkpoints, models } = await this.used(caller.userId);
+    return quota - datasets - checkpoints - models;
   }
 
   /** Throws 413 when the caller's quota is already full. */
@@ -54,7 +57,7 @@ export class StorageQuota {
 export function quotaFull(quota: number, field?: string): AppError {
   return new AppError(
     ErrorCode.QUOTA_EXCEEDED,
-    `Your datasets and checkpoints fill your storage quota of ${quota} bytes (operator setting storage_quota_bytes); delete datasets to make room`,
+    `Your datasets, checkpoints and uploaded models fill your storage quota of ${quota} bytes (operator setting storage_quota_bytes); delete datasets or models to make room`,
     { field, details: { quota_bytes: quota } },
   );
 }

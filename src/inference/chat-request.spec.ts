@@ -19,7 +19,7 @@ describe('model names', () => {
     expect(parseModelName('')).toBeNull();
     expect(parseModelName('  ')).toBeNull();
     expect(parseModelName('n'.repeat(129))).toBeNull();
-    expect(checkpointModelId(ID, 4)).toBe(`${ID}/step-4`);
+    expect(checkpointModelId(ID, 4)).toBe(`job:${ID}/step-4`);
   });
 });
 
@@ -47,6 +47,7 @@ describe('chat request', () => {
       seed: 42,
       n: 3,
       logprobs: true,
+      top_logprobs: 4,
       stream: true,
       stream_options: { include_usage: true },
       presence_penalty: 0,
@@ -69,6 +70,7 @@ describe('chat request', () => {
         stop: ['END'],
         seed: 42,
         logprobs: true,
+        topLogprobs: 4,
         stream: true,
       },
     });
@@ -95,6 +97,8 @@ describe('chat request', () => {
     expect(field({ ...base, temperature: 2.5 })).toBe('temperature');
     expect(field({ ...base, top_p: 0 })).toBe('top_p');
     expect(field({ ...base, top_logprobs: 2 })).toBe('top_logprobs');
+    expect(field({ ...base, logprobs: true, top_logprobs: 21 })).toBe('top_logprobs');
+    expect(field({ ...base, logprobs: true, top_logprobs: 20 })).toBe('accepted');
     expect(field({ ...base, top_logprobs: 0 })).toBe('accepted');
     expect(field({ ...base, frequency_penalty: 0.5 })).toBe('frequency_penalty');
     expect(field({ ...base, tools: [] })).toBe('tools');

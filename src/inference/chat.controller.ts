@@ -1,33 +1,36 @@
-import { Controller, Get, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
+import { Controller, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
 import { ApiErrors } from '../core/api-errors.decorator';
 import { ErrorBody } from '../core/app-error';
-import { mapError } from '../core/error.filter';
-import { openEventStream } from '../core/event-stream-reply';
 import { API_SCHEMAS } from '../core/openapi-schemas';
-import { jsonResponse, ZodBody, ZodResponse } from '../core/zod-api.decorators';
+import { jsonResponse, ZodBody } from '../core/zod-api.decorators';
 import { ChatCompletionRequestDto } from './chat-request';
 import type { ChatCompletionRequest } from './chat-request';
-import { ChatCompletionChunkDto, ChatCompletionDto, ModelListDto } from './chat.dto';
+import { ChatCompletionChunkDto, ChatCompletionDto } from './chat.dto';
 import { ChatService } from './chat.service';
-import { openAiErrorBody, OpenAiErrorFilter } from './openai-error.filter';
+import { OpenAiErrorFilter } from './openai-error.filter';
+import { sendOpenAiStream } from './openai-stream';
 
 @ApiTags('serving')
 @ApiBearerAuth()
 @UseFilters(OpenAiErrorFilter)
 @Controller('v1')
 export class ChatController {
-  constructor(private readonly chat: ChatService) {}
+  constructor(
+    private readonly chat: ChatService,
+    private readonly config: AppConfig,
+  ) {}
 
   @Post('chat/completions')
   @HttpCode(200)
   @ApiOperation({
     summary: 'Chat with a job’s checkpoint or a cached Hugging Face model (OpenAI-compatible)',
     description:
-      'OpenAI’s chat completions API over a checkpoint of one of your jobs, so any OpenAI client can use a trained model, ' +
+      'OpenAI’s chat completions API over a checkpoint of one of your jobs (`job:<id>[/step-<n>]`) or a model folder you uploaded (`model:<id>`), so any OpenAI client can use a trained model, ' +
       'or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, any user; never downloaded by a request: ' +
       '404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) ' +
       '(base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: ' +
@@ -60,28 +63,6 @@ export class ChatController {
       return;
     }
     await this.chat.load(prepared);
-    const events = openEventStream(reply);
-    const write = (data: string) => events.write(`data: ${data}\n\n`);
-    try {
-      await this.chat.stream(prepared, (chunk) => write(JSON.stringify(chunk)));
-    } catch (error) {
-      // Headers are gone: the error travels as an event, the way OpenAI-compatible servers send it.
-      write(JSON.stringify(openAiErrorBody(mapError(error).body)));
-    }
-    write('[DONE]');
-    events.end();
-  }
-
-  @Get('models')
-  @ApiOperation({
-    summary: 'Checkpoints and Hub models you can chat with (OpenAI-compatible model list)',
-    description:
-      'One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first; then one per model snapshot in the server’s Hub cache ' +
-      '(`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` may name.',
-  })
-  @ZodResponse(200, ModelListDto)
-  @ApiErrors(401)
-  async models(@CurrentUser() caller: Principal): Promise<ModelListDto> {
-    return this.chat.models(caller);
+    await sendOpenAiStream(reply, this.config.hostPaths, (emit) => this.chat.stream(prepared, emit));
   }
 }

@@ -1,13 +1,21 @@
 import { z } from 'zod';
 
-/** The OpenAI-compatible answers of `POST /v1/chat/completions` and `GET /v1/models` (the request is `chat-request.ts`). */
+/** The OpenAI-compatible answers of `POST /v1/chat/completions` and `/v1/models` (the request is `chat-request.ts`). */
+
+const TopLogprobDto = z
+  .object({
+    token: z.string(),
+    logprob: z.number(),
+    bytes: z.array(z.number().int()).describe('UTF-8 bytes of the token'),
+  })
+  .meta({ id: 'TopLogprobDto' });
 
 const TokenLogprobDto = z
   .object({
     token: z.string(),
     logprob: z.number(),
     bytes: z.array(z.number().int()).describe('UTF-8 bytes of the token'),
-    top_logprobs: z.array(z.never()).describe('Always empty (top_logprobs is not supported)'),
+    top_logprobs: z.array(TopLogprobDto).describe('The `top_logprobs` most likely tokens at this place, most likely first (empty when not asked for)'),
   })
   .meta({ id: 'TokenLogprobDto' });
 
@@ -15,7 +23,7 @@ const ChoiceLogprobsDto = z.object({ content: z.array(TokenLogprobDto) }).meta({
 
 const FinishReason = z.enum(['stop', 'length']);
 
-const UsageDto = z
+export const UsageDto = z
   .object({
     prompt_tokens: z.number().int(),
     completion_tokens: z.number().int().describe('Sampled tokens over all choices (stop tokens included)'),
@@ -39,7 +47,7 @@ export const ChatCompletionDto = z
     id: z.string().meta({ example: 'chatcmpl-3f9a…' }),
     object: z.literal('chat.completion'),
     created: z.number().int().describe('Unix seconds'),
-    model: z.string().describe('The model that answered: `<job id>/step-<n>`, or `hf:Org/Name@<commit>`'),
+    model: z.string().describe('The model that answered: `job:<job id>/step-<n>`, `model:<id>`, or `hf:Org/Name@<commit>`'),
     choices: z.array(ChatChoiceDto),
     usage: UsageDto,
   })
@@ -70,14 +78,14 @@ export type ChatCompletionChunkDto = z.output<typeof ChatCompletionChunkDto>;
 
 const ModelBase = {
   object: z.literal('model'),
-  created: z.number().int().describe('Unix seconds (the job’s creation; a Hub model’s download)'),
-  owned_by: z.string().describe('You, for a checkpoint; the repo’s organisation for a Hub model'),
+  created: z.number().int().describe('Unix seconds (the job’s creation; an upload; a Hub model’s download)'),
+  owned_by: z.string().describe('You, for a checkpoint or an uploaded model; the repo’s organisation for a Hub model'),
 };
 
 /** A checkpoint of one of the caller's jobs. */
 const CheckpointModelDto = z
   .object({
-    id: z.string().meta({ example: '4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
+    id: z.string().describe('`job:<job id>/step-<n>`').meta({ example: 'job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20' }),
     ...ModelBase,
     job_id: z.uuid(),
     job_name: z.string().nullable(),
@@ -96,7 +104,21 @@ const HubModelDto = z
   })
   .meta({ id: 'HubModelDto' });
 
-const ModelDto = z.union([CheckpointModelDto, HubModelDto]).meta({ id: 'ModelDto' });
+/** A model folder the caller uploaded (`POST /v1/models`). */
+export const UserModelDto = z
+  .object({
+    id: z.string().describe('`model:<id>`').meta({ example: 'model:0b7e2c4a-5d1f-4e8a-9c3b-6f2d1a0e9b87' }),
+    ...ModelBase,
+    name: z.string(),
+    model_type: z.string().describe('config.json’s model_type').meta({ example: 'qwen2' }),
+    bytes: z.number().int(),
+    content_sha256: z.string().describe('sha256 over the sorted lines `<path>\\0<size>\\0<sha256 of the file>\\n`: the same folder uploaded again has the same hash'),
+    files: z.array(z.object({ path: z.string(), size: z.number().int() }).meta({ id: 'UserModelFileDto' })),
+  })
+  .meta({ id: 'UserModelDto' });
+export type UserModelDto = z.output<typeof UserModelDto>;
+
+export const ModelDto = z.union([CheckpointModelDto, UserModelDto, HubModelDto]).meta({ id: 'ModelDto' });
 export type ModelDto = z.output<typeof ModelDto>;
 
 export const ModelListDto = z.object({ object: z.literal('list'), data: z.array(ModelDto) }).meta({ id: 'ModelListDto' });

@@ -9,15 +9,18 @@ import { jobCheckpointsDir } from '../training/checkpoint-folders';
 import { listCheckpointSteps } from './checkpoint-store';
 import { CheckpointsService } from './checkpoints.service';
 import { ChatCompletionRequest, chatParams, ParsedChat } from './chat-request';
-import type { ChatCompletionChunkDto, ChatCompletionDto, ModelDto, ModelListDto, UsageDto } from './chat.dto';
+import type { ChatCompletionChunkDto, ChatCompletionDto, ModelDto, ModelListDto, UsageDto, UserModelDto } from './chat.dto';
 import { HubModelsService } from './hub-models.service';
 import { checkpointModelId, parseModelName } from './model-names';
 import { ModelPoolService } from './model-pool.service';
+import { UserModelsService } from './user-models.service';
+import { isUserModelRef, parseUserModelRef, userModelName } from '../models/user-model-files';
+import type { UserModelEntity } from '../models/user-model.entity';
 import type { GenerateResult, TokenLogprob } from '../training/generation';
 
-/** One model a request may use: a checkpoint of the caller's, or a Hub model of the server's cache. */
+/** One model a request may use: a checkpoint or uploaded model of the caller's, or a Hub model of the server's cache. */
 export interface ServedModel {
-  /** `<job id>/step-<n>`, or `hf:Org/Name@<commit>`: what answers and `GET /v1/models` name it. */
+  /** `job:<job id>/step-<n>`, `model:<id>` or `hf:Org/Name@<commit>`: what answers and `GET /v1/models` name it. */
   id: string;
   /** The Hugging Face folder to load. */
   dir: string;
@@ -41,17 +44,26 @@ export class ChatService {
     private readonly checkpoints: CheckpointsService,
     private readonly hubModels: HubModelsService,
     private readonly pool: ModelPoolService,
+    private readonly userModels: UserModelsService,
   ) {}
 
   /**
    * The model a name means for this caller: `hf:Org/Name[@revision]` a Hub model of the server's cache
-   * (any caller's), anything else one of the caller's checkpoints (another user's job is "not found").
+   * (any caller's), `model:<id>` a model folder the caller uploaded, anything else one of the caller's
+   * checkpoints (`job:<job id>[/step-<n>]`, also without `job:`, or a job's name). Another user's
+   * checkpoint or model is "not found"; `field` is the request field errors name.
    */
-  async resolve(caller: Principal, model: string): Promise<ServedModel> {
+  async resolve(caller: Principal, model: string, field = 'model'): Promise<ServedModel> {
     if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(model.trim());
+    const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field });
+    if (isUserModelRef(model.trim())) {
+      const id = parseUserModelRef(model.trim());
+      if (id === null) throw notFound('expected model:<id> (an id of GET /v1/models)');
+      const uploaded = await this.userModels.get(caller, id, field);
+      return { id: userModelName(uploaded.id), dir: this.userModels.dir(uploaded) };
+    }
     const name = parseModelName(model);
-    const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field: 'model' });
-    if (!name) throw notFound('expected <job id>, <job id>/step-<n> or a job name');
+    if (!name) throw notFound('expected job:<job id>, job:<job id>/step-<n> or a job name');
     let jobId: string;
     if (name.by === 'id') {
       try {
@@ -133,7 +145,7 @@ export class ChatService {
     if (p.chat.includeUsage) emit(chunk([], usageOf(result)));
   }
 
-  /** The caller's servable checkpoints (of their newest jobs), then the Hub models of the server's cache, as OpenAI's model list. */
+  /** The caller's servable checkpoints (of their newest jobs), then their uploaded models, then the Hub models of the server's cache, as OpenAI's model list. */
   async models(caller: Principal): Promise<ModelListDto> {
     const jobs = await this.jobs.recent(caller, MODELS_SCANNED);
     const data: ModelDto[] = [];
@@ -151,16 +163,48 @@ export class ChatService {
         });
       }
     }
+    for (const m of await this.userModels.list(caller)) data.push(userModelDto(m, caller));
     for (const m of await this.hubModels.list()) {
       data.push({ id: m.id, object: 'model', created: m.created, owned_by: m.owner, repo: m.repo, commit: m.commit, revisions: m.revisions });
     }
     return { object: 'list', data };
   }
+
+  /**
+   * One model as `GET /v1/models` lists it, by any name `model` takes; the answer's `id` is its
+   * canonical name (`job:<id>/step-<n>` for `job:<id>` or a job name, `hf:Org/Name@<commit>` for a branch).
+   */
+  async model(caller: Principal, name: string): Promise<ModelDto> {
+    const served = await this.resolve(caller, name, 'id');
+    const id = parseUserModelRef(served.id);
+    if (id !== null) return userModelDto(await this.userModels.get(caller, id), caller);
+    const listed = served.id.startsWith('hf:') ? (await this.hubModels.list()).find((m) => m.id === served.id) : undefined;
+    if (listed) return { id: listed.id, object: 'model', created: listed.created, owned_by: listed.owner, repo: listed.repo, commit: listed.commit, revisions: listed.revisions };
+    const checkpoint = parseModelName(served.id);
+    if (!checkpoint || checkpoint.by !== 'id' || checkpoint.step === null)
+      throw new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(name)} not found`, { field: 'id' });
+    const job = await this.jobs.get(caller, checkpoint.ref);
+    return { id: served.id, object: 'model', created: Math.floor(job.createdAt / 1000), owned_by: caller.name, job_id: job.id, job_name: job.name, step: checkpoint.step };
+  }
 }
 
-/** OpenAI clients expect `top_logprobs` on every entry; the sampler reports only the chosen token. */
+export function userModelDto(m: UserModelEntity, caller: Principal): UserModelDto {
+  return {
+    id: userModelName(m.id),
+    object: 'model',
+    created: Math.floor(m.createdAt / 1000),
+    owned_by: caller.name,
+    name: m.name,
+    model_type: m.modelType,
+    bytes: m.bytes,
+    content_sha256: m.contentSha256,
+    files: m.files.map((f) => ({ path: f.path, size: f.size })),
+  };
+}
+
+/** OpenAI's entry of a sampled token: `top_logprobs` holds the most likely tokens at its place (empty unless asked for). */
 function withTop(t: TokenLogprob) {
-  return { token: t.token, logprob: t.logprob, bytes: t.bytes, top_logprobs: [] as never[] };
+  return { token: t.token, logprob: t.logprob, bytes: t.bytes, top_logprobs: (t.top ?? []).map((a) => ({ token: a.token, logprob: a.logprob, bytes: a.bytes })) };
 }
 
 function usageOf(result: GenerateResult): UsageDto {

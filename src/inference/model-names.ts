@@ -1,7 +1,8 @@
 /**
- * What the `model` of a chat request may say: `<job id>` (its latest checkpoint), `<job id>/step-<n>`,
- * a job's name (unique among the caller's jobs), `<name>/step-<n>`, or any of these after `job:` (as a
- * job spec's `model.path` writes them).
+ * What the `model` of a chat or completion request may say of a checkpoint: `job:<job id>` (its latest
+ * checkpoint) or `job:<job id>/step-<n>`, the names answers and `GET /v1/models` give, as a job spec's
+ * `model.path` writes them; also without `job:`, and a job's name (unique among the caller's jobs),
+ * optionally `/step-<n>`.
  *
  * @example
  * ```ts
@@ -33,7 +34,7 @@ export function parseModelName(model: string): ModelName | null {
   return { by: 'name', ref: rest, step };
 }
 
-/** The canonical name of one checkpoint, as responses and `GET /v1/models` give it. */
+/** The canonical name of one checkpoint, as responses, `GET /v1/models`, the CLI and job specs' `model.path` write it. */
 export function checkpointModelId(jobId: string, step: number): string {
-  return `${jobId}/step-${step}`;
+  return `job:${jobId}/step-${step}`;
 }

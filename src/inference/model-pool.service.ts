@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import type { JobResources } from '../jobs/job.entity';
 import { DevicePoolService } from '../scheduler/device-pool.service';
+import { userModelsDir } from '../models/user-model-files';
 import { HubModelsService } from './hub-models.service';
 import { ModelPool } from './model-pool';
 
@@ -22,12 +23,12 @@ export class ModelPoolService extends ModelPool implements OnApplicationShutdown
       requestTimeoutMs: config.values.serving_request_timeout_seconds * 1000,
       home: config.home,
       jobsDir: join(config.home, 'jobs'),
-      // Chat serves jobs' checkpoints and the snapshots of this machine's Hub cache.
-      modelRoots: [join(config.home, 'jobs'), hubModels.cacheDir],
+      // Chat serves jobs' checkpoints, uploaded models and the snapshots of this machine's Hub cache.
+      modelRoots: [join(config.home, 'jobs'), userModelsDir(config.home), hubModels.cacheDir],
       engine: config.engine,
       log: (line) => logger.debug(line),
       devices: {
-        acquire: async (timeoutMs) => (await devices.get()).acquire(MODEL_SERVER_RESOURCES, timeoutMs),
+        acquire: async (timeoutMs, server) => (await devices.get()).acquire(MODEL_SERVER_RESOURCES, timeoutMs, server),
         release: (ids) => void devices.get().then((pool) => pool.release(ids)),
       },
     });

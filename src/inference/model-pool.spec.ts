@@ -55,6 +55,11 @@ describe('ModelPool', () => {
       modelRoots: [tmp],
       ...o,
     }));
+  /** Model servers on a device pool, one CPU slot each, as ModelPoolService places them. */
+  const onPool = (devices: DevicePool): ModelPoolOptions['devices'] => ({
+    acquire: (ms, server) => devices.acquire({ gpus: 0, cpu_slots: 1 }, ms, server),
+    release: (ids) => devices.release(ids),
+  });
   const answer = async (dir: string, content: string) => (await pool.generate(dir, request(content))).choices[0].text.split(' ');
 
   beforeAll(() => {
@@ -118,7 +123,7 @@ describe('ModelPool', () => {
 
   it('runs each model server on devices of the shared pool, waiting for a free slot, and gives them back on exit', async () => {
     const devices = new DevicePool([{ id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null }]);
-    make({ devices: { acquire: (ms) => devices.acquire({ gpus: 0, cpu_slots: 1 }, ms), release: (ids) => devices.release(ids) } });
+    make({ devices: onPool(devices) });
     await answer('/m/a', 'x');
     expect(devices.hasFree).toBe(false);
     // b waits for a's slot; a is idle-stopped by eviction only when the pool is full, so stop it by crashing it.
@@ -131,10 +136,29 @@ describe('ModelPool', () => {
     expect(devices.idle).toBe(true);
   });
 
+  it('gives an idle model server’s slot to a job that needs it, never the slot of one answering a request', async () => {
+    const devices = new DevicePool([
+      { id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null },
+      { id: 'cpu:1', kind: 'cpu', name: 'c', memoryMb: null },
+    ]);
+    make({ devices: onPool(devices) });
+    await answer('/m/a', 'x');
+    await answer('/m/b', 'x');
+    expect(devices.modelServerDevices).toEqual(['cpu:0', 'cpu:1']);
+    const slow = pool.generate('/m/b', request('slow'));
+    // a is idle, b is sampling: a job needing one slot gets a's, one needing two gets nothing.
+    expect(await devices.makeRoom({ gpus: 0, cpu_slots: 2 })).toBe(false);
+    expect(await devices.makeRoom({ gpus: 0, cpu_slots: 1 })).toBe(true);
+    devices.unreserve();
+    expect(pool.loaded()).toEqual(['/m/b']);
+    expect(devices.modelServerDevices).toEqual(['cpu:1']);
+    expect((await slow).choices[0].text).toContain('/m/b slow');
+  });
+
   it('answers 503 when no device frees up within the load time', async () => {
     const devices = new DevicePool([{ id: 'cpu:0', kind: 'cpu', name: 'c', memoryMb: null }]);
     devices.take(['cpu:0']); // a job holds the only slot
-    make({ loadTimeoutMs: 100, devices: { acquire: (ms) => devices.acquire({ gpus: 0, cpu_slots: 1 }, ms), release: (ids) => devices.release(ids) } });
+    make({ loadTimeoutMs: 100, devices: onPool(devices) });
     await expect(pool.generate('/m/a', request('x'))).rejects.toMatchObject({
       code: 'OT_ERR_MODEL_UNAVAILABLE',
       message: expect.stringMatching(/cannot start now: .*did not free up/),

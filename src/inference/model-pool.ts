@@ -2,9 +2,9 @@ import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
 import { ManagedProcess } from '../core/managed-process';
 import type { DeviceIds } from '../jobs/job.entity';
-import { cpuThreads, cudaVisibleDevices } from '../scheduler/device-pool';
-import type { GenerateRequest, GenerateResult, TokenLogprob } from '../training/generation';
-import type { FromModelServer, ToModelServer } from './model-protocol';
+import { cpuThreads, cudaVisibleDevices, type Evictable } from '../scheduler/device-pool';
+import type { TokenLogprob } from '../training/generation';
+import type { FromModelServer, ModelRequest, ModelResult, ToModelServer } from './model-protocol';
 
 export interface ModelPoolOptions {
   /** The model server entry (`dist/inference/model-server.main.js`). */
@@ -36,15 +36,18 @@ export interface ModelPoolOptions {
 
 /** Where model servers take their devices. */
 export interface ModelDevices {
-  /** Waits for the devices of one model server (rejects with the reason when none frees up in `timeoutMs`). */
-  acquire(timeoutMs: number): Promise<DeviceIds>;
+  /**
+   * Waits for the devices of one model server (rejects with the reason when none frees up in `timeoutMs`).
+   * The pool may evict `server` while it is idle, for a queued job.
+   */
+  acquire(timeoutMs: number, server: Evictable): Promise<DeviceIds>;
   release(ids: DeviceIds): void;
 }
 
 export type DeltaHandler = (index: number, text: string, logprobs: TokenLogprob[] | null) => void;
 
 interface Pending {
-  resolve(result: GenerateResult): void;
+  resolve(result: ModelResult): void;
   reject(error: Error): void;
   onDelta?: DeltaHandler;
   timer: NodeJS.Timeout;
@@ -56,7 +59,7 @@ let useCounter = 0;
 const KILL_GRACE_MS = 2000;
 
 /** One child process holding one checkpoint; requests run one at a time, in arrival order. */
-class ModelProcess {
+class ModelProcess implements Evictable {
   readonly ready: Promise<void>;
   lastUsed = ++useCounter;
   /** Requests accepted and not yet answered (queued or running). */
@@ -64,6 +67,8 @@ class ModelProcess {
   exited = false;
   /** Asked to exit: takes no new requests (a request arriving now starts a fresh process). */
   stopping = false;
+  /** Has loaded its checkpoint. */
+  private loaded = false;
   private process: ManagedProcess | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -93,7 +98,7 @@ class ModelProcess {
     const deadline = Date.now() + this.opts.loadTimeoutMs;
     let devices: DeviceIds = [];
     try {
-      if (this.opts.devices) devices = await this.opts.devices.acquire(this.opts.loadTimeoutMs);
+      if (this.opts.devices) devices = await this.opts.devices.acquire(this.opts.loadTimeoutMs, this);
     } catch (error) {
       this.ended();
       throw new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model ${this.dir} cannot start now: ${(error as Error).message}`, { field: 'model', retryAfter: 5 });
@@ -127,6 +132,7 @@ class ModelProcess {
     proc.child.on('message', (m: FromModelServer) => {
       if (m.type === 'ready') {
         clearTimeout(loadTimer);
+        this.loaded = true;
         this.opts.log?.(`model ${this.dir}: loaded (${m.source}, context ${m.contextLength}) in process ${proc.pid}${devices.length ? ` on ${devices.join(', ')}` : ''}`);
         loaded.resolve();
       } else if (m.type === 'load_failed') {
@@ -178,7 +184,7 @@ class ModelProcess {
   }
 
   /** Queues a request behind the ones already accepted. */
-  run(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+  run(request: ModelRequest, onDelta?: DeltaHandler): Promise<ModelResult> {
     this.inFlight++;
     this.lastUsed = ++useCounter;
     if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -195,10 +201,10 @@ class ModelProcess {
     });
   }
 
-  private send(request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+  private send(request: ModelRequest, onDelta?: DeltaHandler): Promise<ModelResult> {
     if (this.exited) return Promise.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${this.dir} has stopped`, { field: 'model', retryAfter: 1 }));
     const id = this.nextId++;
-    return new Promise<GenerateResult>((resolve, reject) => {
+    return new Promise<ModelResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model took longer than ${this.opts.requestTimeoutMs / 1000} s; its process was stopped`, { field: 'model' }));
@@ -211,6 +217,17 @@ class ModelProcess {
 
   private post(message: ToModelServer): void {
     if (!this.exited) this.process?.send(message);
+  }
+
+  /** Loaded and answering nothing: a queued job may evict it ({@link Evictable}). */
+  get idle(): boolean {
+    return this.loaded && this.inFlight === 0 && !this.stopping && !this.exited;
+  }
+
+  /** Stops an idle process for a job that needs its devices; resolves once they are given back. */
+  async evict(): Promise<void> {
+    this.opts.log?.(`model ${this.dir}: evicted for a queued job`);
+    await this.stop();
   }
 
   /** Stops once the requests already accepted are answered. */
@@ -265,9 +282,9 @@ export class ModelPool {
     return new Map([...this.models].map(([dir, p]) => [dir, p.pid]));
   }
 
-  generate(dir: string, request: GenerateRequest, onDelta?: DeltaHandler): Promise<GenerateResult> {
+  generate<R extends ModelRequest>(dir: string, request: R, onDelta?: DeltaHandler): Promise<ModelResult<R>> {
     if (this.closed) return Promise.reject(new AppError(ErrorCode.MODEL_UNAVAILABLE, 'The server is shutting down', { field: 'model' }));
-    return this.processFor(dir).run(request, onDelta);
+    return this.processFor(dir).run(request, onDelta) as Promise<ModelResult<R>>;
   }
 
   /** Starts (or finds) the model's process and waits until it has loaded; rejects as a request would. */

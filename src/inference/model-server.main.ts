@@ -2,8 +2,9 @@ import { isEngineError } from '@opentinker/engine';
 import { join } from 'node:path';
 import { configureEngine } from '../training/engine-settings';
 import { loadPolicy, type Policy } from '../training/policy';
-import { generateChat, GenerationError } from '../training/generation';
-import type { FromModelServer, ToModelServer } from './model-protocol';
+import { generateChat, GenerationError, type DeltaSink } from '../training/generation';
+import { isCompletionRequest, type FromModelServer, type ToModelServer } from './model-protocol';
+import { generateCompletion } from './text-completion';
 
 /**
  * A model server: a child process of the API that holds one checkpoint and answers chat requests over
@@ -43,7 +44,8 @@ async function handle(message: ToModelServer): Promise<void> {
     return;
   }
   try {
-    const result = generateChat(policy, request, (index, text, logprobs) => send({ type: 'delta', id, index, text, logprobs }));
+    const onDelta: DeltaSink = (index, text, logprobs) => send({ type: 'delta', id, index, text, logprobs });
+    const result = isCompletionRequest(request) ? generateCompletion(policy, request, onDelta) : generateChat(policy, request, onDelta);
     send({ type: 'result', id, result });
   } catch (error) {
     const e = error as Error;

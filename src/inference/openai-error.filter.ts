@@ -1,4 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import type { ErrorBody } from '../core/app-error';
 import { mapError } from '../core/error.filter';
 
@@ -39,11 +40,13 @@ interface ReplyLike {
 /** The OpenAI-compatible routes' filter (also sees the auth guard's 401). */
 @Catch()
 export class OpenAiErrorFilter implements ExceptionFilter {
+  constructor(private readonly config: AppConfig) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw exception;
     const reply = host.switchToHttp().getResponse<ReplyLike>();
     if (reply.sent || reply.raw?.headersSent) return;
-    const { body, headers } = mapError(exception);
+    const { body, headers } = mapError(exception, this.config.hostPaths);
     for (const [name, value] of Object.entries(headers)) reply.header(name, value);
     reply.status(body.statusCode).send(openAiErrorBody(body));
   }

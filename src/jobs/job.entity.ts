@@ -22,7 +22,13 @@ export interface JobProgress {
 
 @Entity('jobs')
 @Index('idx_jobs_queue', ['state', 'priority', 'createdAt'])
+/**
+ * Queued jobs only, each user's in the order they start: (owner, admin_priority DESC, priority DESC, created_at, id).
+ * The migration creates it with those directions (`FairDispatch1765710000000`); TypeORM's decorator cannot state them.
+ */
+@Index('idx_jobs_dispatch', ['ownerId', 'adminPriority', 'priority', 'createdAt', 'id'], { where: `"state" = 'queued'` })
 @Index('idx_jobs_owner', ['ownerId', 'createdAt', 'id'])
+@Index('idx_jobs_owner_started', ['ownerId', 'startedAt'], { where: '"started_at" IS NOT NULL' })
 @Index('idx_jobs_created', ['createdAt', 'id'])
 export class JobEntity {
   @PrimaryColumn({ type: 'varchar', length: 36 })
@@ -42,6 +48,13 @@ export class JobEntity {
 
   @Column({ type: 'integer' })
   priority!: number;
+
+  /**
+   * The part of `priority` that counts across users: the priority itself when an admin gave one above
+   * `max_user_priority` (only admins can), else 0. Other priorities order only their owner's own jobs.
+   */
+  @Column({ name: 'admin_priority', type: 'integer', default: 0 })
+  adminPriority!: number;
 
   /** The spec's `environment.id` (train, inference and session jobs), kept beside it so listings need not read the spec. */
   @Column({ name: 'environment_id', type: 'varchar', length: 128, nullable: true })
@@ -110,4 +123,4 @@ export class JobEntity {
 export const NEXT_VERSION = { version: () => '"version" + 1' } as const;
 
 /** What a job listing shows: the job without its spec and the worker's bookkeeping (resume state, lease). */
-export type JobSummary = Omit<JobEntity, 'spec' | 'resumeState' | 'leaseExpiresAt'>;
+export type JobSummary = Omit<JobEntity, 'spec' | 'resumeState' | 'leaseExpiresAt' | 'adminPriority'>;

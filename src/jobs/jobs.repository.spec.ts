@@ -1,41 +1,14 @@
 import type { DataSource } from 'typeorm';
-import { jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
-import { JobEntity } from './job.entity';
+import { jobRow, jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
 import { JobsRepository } from './jobs.repository';
 
-/** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less three fields. */
+/** The list reads rows past TypeORM; its summaries must be the entities TypeORM loads, less four fields. */
 describe.each(testDatabases('jobs-repository'))('JobsRepository page and summaries (%s)', (_, open) => {
   let database: TestDatabase;
   let db: DataSource;
   let repo: JobsRepository;
 
-  const job = (id: string, createdAt: number, over: Partial<JobEntity> = {}): JobEntity =>
-    Object.assign(new JobEntity(), {
-      id,
-      ownerId: 'u1',
-      kind: 'sleep',
-      name: null,
-      state: 'queued',
-      priority: 0,
-      environmentId: null,
-      spec: { kind: 'sleep', steps: 1 },
-      resources: { gpus: 0, cpu_slots: 1 },
-      devices: null,
-      workerId: null,
-      attempts: 0,
-      maxAttempts: 1,
-      error: null,
-      exitCode: null,
-      progress: null,
-      resumeState: null,
-      cancelRequestedAt: null,
-      leaseExpiresAt: null,
-      createdAt,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: createdAt,
-      ...over,
-    });
+  const job = jobRow;
 
   beforeAll(async () => {
     database = await open();
@@ -75,7 +48,7 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
     await database?.drop();
   });
 
-  it('answers each job as TypeORM loads it, without spec, resume state and lease, newest first', async () => {
+  it('answers each job as TypeORM loads it, without spec, resume state, lease and admin priority, newest first', async () => {
     const { rows, total } = await repo.page({ limit: 10, offset: 0 });
     expect(total).toBe(4);
     expect(rows.map((j) => j.id.slice(-1))).toEqual(['4', '3', '2', '1']);
@@ -83,7 +56,8 @@ describe.each(testDatabases('jobs-repository'))('JobsRepository page and summari
     const items = rows.map((r) => byId.get(r.id)!);
     expect(rows.map((r) => r.version)).toEqual(items.map((s) => s.version));
     for (const item of items) {
-      const { spec, resumeState, leaseExpiresAt, ...summary } = { ...(await repo.findById(item.id))! };
+      const { spec, resumeState, leaseExpiresAt, adminPriority, ...summary } = { ...(await repo.findById(item.id))! };
+      expect(adminPriority).toBe(0);
       expect(spec).toBeDefined();
       expect(resumeState !== undefined && leaseExpiresAt !== undefined).toBe(true);
       expect(item).toEqual(summary);

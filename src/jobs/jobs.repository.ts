@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, FindOptionsWhere, In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
-import { ACTIVE_STATES, DeviceIds, FINAL_STATES, JOB_STATES, JobEntity, JobState, JobSummary, NEXT_VERSION } from './job.entity';
+import { ACTIVE_STATES, DeviceIds, FINAL_STATES, JOB_STATES, JobEntity, JobResources, JobState, JobSummary, NEXT_VERSION } from './job.entity';
 import { JobSecretEntity } from './job-secret.entity';
 
 export interface JobListQuery {
@@ -81,7 +81,46 @@ function summaryOf(r: Record<string, unknown>): JobSummary {
 
 export type ClaimResult = 'claimed' | 'user_limit' | 'gone';
 
+/** A queued job as dispatch sees it (no spec): enough to order, place and claim it. */
+export interface QueuedJob {
+  id: string;
+  ownerId: string;
+  adminPriority: number;
+  priority: number;
+  resources: JobResources;
+  createdAt: number;
+}
+
+/** A user's first queued job, and when that user's last job started (null: never). */
+export interface QueueHead extends QueuedJob {
+  ownerLastStartedAt: number | null;
+}
+
+/** What one user's starting and running jobs hold. */
+export interface OwnerUsage {
+  jobs: number;
+  gpus: number;
+  cpuSlots: number;
+}
+
 class UserLimitReached extends Error {}
+class QueuedLimitReached extends Error {}
+
+/** The columns of a {@link QueuedJob}, and the order a user's own queued jobs start in (`idx_jobs_dispatch`). */
+const QUEUED_SELECT =
+  '"jobs"."id", "jobs"."owner_id" AS "ownerId", "jobs"."admin_priority" AS "adminPriority", "jobs"."priority", "jobs"."resources", "jobs"."created_at" AS "createdAt"';
+const OWN_ORDER = 'ORDER BY "admin_priority" DESC, "priority" DESC, "created_at" ASC, "id" ASC';
+
+function queuedJobOf(r: Record<string, unknown>): QueuedJob {
+  return {
+    id: r.id as string,
+    ownerId: r.ownerId as string,
+    adminPriority: num(r.adminPriority),
+    priority: num(r.priority),
+    resources: json(r.resources),
+    createdAt: num(r.createdAt),
+  };
+}
 
 /**
  * Job rows and their state transitions. Every transition is a conditional UPDATE on the state the caller
@@ -100,14 +139,37 @@ export class JobsRepository {
     this.jobs = dataSource.getRepository(JobEntity);
   }
 
-  /** A new job, with the secrets taken out of its spec (see {@link JobSecretEntity}), in one transaction. */
-  async insert(job: JobEntity, secrets: Record<string, string> = {}): Promise<void> {
-    await this.dataSource.transaction(async (m) => {
-      await m.insert(JobEntity, job as never);
-      const rows = Object.entries(secrets).map(([path, value]) => ({ jobId: job.id, path, value }));
-      if (rows.length > 0) await m.insert(JobSecretEntity, rows);
-      await this.stateEvent(m, job.id, 'queued', null, job.createdAt);
-    });
+  /**
+   * A new job, with the secrets taken out of its spec (see {@link JobSecretEntity}), in one transaction.
+   * With `maxQueued`, refused (`'queued_limit'`, nothing written) when its owner would then have more
+   * queued jobs than that: the row is written first so SQLite holds its write lock while counting, and on
+   * PostgreSQL the owner's advisory lock (the one claims take) serialises one user's submissions.
+   */
+  async insert(job: JobEntity, secrets: Record<string, string> = {}, maxQueued?: number): Promise<'inserted' | 'queued_limit'> {
+    try {
+      await this.dataSource.transaction(async (m) => {
+        if (maxQueued !== undefined && this.config.usesPostgres) await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [job.ownerId]);
+        await m.insert(JobEntity, job as never);
+        if (maxQueued !== undefined && (await this.countQueuedOf(m, job.ownerId, maxQueued + 1)) > maxQueued) throw new QueuedLimitReached();
+        const rows = Object.entries(secrets).map(([path, value]) => ({ jobId: job.id, path, value }));
+        if (rows.length > 0) await m.insert(JobSecretEntity, rows);
+        await this.stateEvent(m, job.id, 'queued', null, job.createdAt);
+      });
+      return 'inserted';
+    } catch (error) {
+      if (error instanceof QueuedLimitReached) return 'queued_limit';
+      throw error;
+    }
+  }
+
+  /** The owner's queued jobs, counted up to `upTo` (reads at most that many index entries). */
+  private async countQueuedOf(m: EntityManager, ownerId: string, upTo: number): Promise<number> {
+    const p = this.placeholders();
+    const rows: { n: unknown }[] = await m.query(
+      `SELECT COUNT(*) AS "n" FROM (SELECT 1 FROM ${this.queuedJobs} WHERE "state" = 'queued' AND "owner_id" = ${p(1)} LIMIT ${p(2)}) AS "q"`,
+      [ownerId, upTo],
+    );
+    return Number(rows[0].n);
   }
 
   /** A job's secrets by dotted spec path, for its runner. */
@@ -174,13 +236,22 @@ export class JobsRepository {
    * as JSON text, so a LIKE on the uuid narrows the rows; parsing confirms it is one of the dataset keys.
    */
   async unfinishedUsingDataset(datasetId: string): Promise<string[]> {
-    const rows = await this.jobs
+    return (await this.unfinishedMentioning(datasetId)).filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
+  }
+
+  /** Unfinished jobs whose `model.path` is `name` (an uploaded model, `model:<id>`). */
+  async unfinishedUsingModel(name: string): Promise<string[]> {
+    return (await this.unfinishedMentioning(name)).filter((job) => (job.spec.model as { path?: unknown } | undefined)?.path === name).map((job) => job.id);
+  }
+
+  /** Unfinished jobs whose stored spec contains `needle` somewhere (the caller checks where). */
+  private unfinishedMentioning(needle: string): Promise<Pick<JobEntity, 'id' | 'spec'>[]> {
+    return this.jobs
       .createQueryBuilder('j')
       .select(['j.id', 'j.spec'])
       .where({ state: In(JOB_STATES.filter((s) => !FINAL_STATES.includes(s))) })
-      .andWhere('j.spec LIKE :needle', { needle: `%${datasetId}%` })
+      .andWhere('j.spec LIKE :needle', { needle: `%${needle}%` })
       .getMany();
-    return rows.filter((job) => namesDataset(job.spec, datasetId)).map((job) => job.id);
   }
 
   async countByState(): Promise<Record<string, number>> {
@@ -198,9 +269,64 @@ export class JobsRepository {
     return this.jobs.find({ select: { id: true, kind: true, progress: true }, where: { state: In([...ACTIVE_STATES]) } });
   }
 
-  /** Queued jobs in dispatch order: priority first, then first come first served. */
+  /** Queued jobs, the oldest first (the BullMQ reconciler compares them with Redis). */
   queued(limit: number): Promise<JobEntity[]> {
-    return this.jobs.find({ where: { state: 'queued' }, order: { priority: 'DESC', createdAt: 'ASC', id: 'ASC' }, take: limit });
+    return this.jobs.find({ where: { state: 'queued' }, order: { createdAt: 'ASC', id: 'ASC' }, take: limit });
+  }
+
+  /**
+   * Each user's first queued job in the order their own jobs start (admin priority, priority, age; see
+   * `idx_jobs_dispatch`), one per user with queued jobs, with when that user's last job started. One
+   * statement: a skip scan over the index finds the next owner after the last one (a seek each), one seek
+   * finds that owner's first job and one (`idx_jobs_owner_started`) their last start, so the cost grows
+   * with the number of users with queued jobs, not with how many jobs each has queued or has run.
+   */
+  async queueHeads(): Promise<QueueHead[]> {
+    const rows: Record<string, unknown>[] = await this.dataSource.query(
+      `WITH RECURSIVE "owners" ("owner_id") AS (
+        SELECT (SELECT "owner_id" FROM ${this.queuedJobs} WHERE "state" = 'queued' ORDER BY "owner_id" LIMIT 1)
+        UNION ALL
+        SELECT (SELECT "owner_id" FROM ${this.queuedJobs} WHERE "state" = 'queued' AND "owner_id" > "o"."owner_id" ORDER BY "owner_id" LIMIT 1)
+        FROM "owners" "o" WHERE "o"."owner_id" IS NOT NULL
+      )
+      SELECT ${QUEUED_SELECT},
+        (SELECT "started_at" FROM "jobs" WHERE "owner_id" = "o"."owner_id" AND "started_at" IS NOT NULL ORDER BY "started_at" DESC LIMIT 1) AS "ownerLastStartedAt"
+      FROM "owners" "o" JOIN "jobs" ON "jobs"."id" = (
+        SELECT "id" FROM ${this.queuedJobs} WHERE "state" = 'queued' AND "owner_id" = "o"."owner_id" ${OWN_ORDER} LIMIT 1
+      )`,
+    );
+    return rows.map((r) => ({ ...queuedJobOf(r), ownerLastStartedAt: num(r.ownerLastStartedAt) }));
+  }
+
+  /** Which of these jobs are still queued. */
+  async stillQueued(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.jobs.find({ select: { id: true }, where: { id: In(ids), state: 'queued' } });
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** One user's first `limit` queued jobs, in the order they start. */
+  async queuedOf(ownerId: string, limit: number): Promise<QueuedJob[]> {
+    const p = this.placeholders();
+    const rows: Record<string, unknown>[] = await this.dataSource.query(
+      `SELECT ${QUEUED_SELECT} FROM ${this.queuedJobs} WHERE "state" = 'queued' AND "owner_id" = ${p(1)} ${OWN_ORDER} LIMIT ${p(2)}`,
+      [ownerId, limit],
+    );
+    return rows.map(queuedJobOf);
+  }
+
+  /** What each user's starting and running jobs hold (read from those jobs only: as many as the devices they hold). */
+  async usageByOwner(): Promise<Map<string, OwnerUsage>> {
+    const rows = await this.jobs.find({ select: { ownerId: true, resources: true }, where: { state: In([...ACTIVE_STATES]) } });
+    const usage = new Map<string, OwnerUsage>();
+    for (const { ownerId, resources } of rows) {
+      const u = usage.get(ownerId) ?? { jobs: 0, gpus: 0, cpuSlots: 0 };
+      u.jobs += 1;
+      u.gpus += resources.gpus;
+      u.cpuSlots += resources.cpu_slots;
+      usage.set(ownerId, u);
+    }
+    return usage;
   }
 
   /**
@@ -208,7 +334,7 @@ export class JobsRepository {
    * The claim is written first so SQLite takes its write lock before counting; on PostgreSQL an advisory
    * lock per owner serialises concurrent claims for one user across workers.
    */
-  async claim(job: JobEntity, workerId: string, devices: DeviceIds, userLimit: number): Promise<ClaimResult> {
+  async claim(job: Pick<JobEntity, 'id' | 'ownerId'>, workerId: string, devices: DeviceIds, userLimit: number): Promise<ClaimResult> {
     const now = Date.now();
     try {
       return await this.dataSource.transaction(async (m) => {
@@ -335,6 +461,20 @@ export class JobsRepository {
 
   async saveResumeState(id: string, workerId: string, resumeState: unknown): Promise<void> {
     await this.jobs.update({ id, workerId }, { resumeState: resumeState as object, ...NEXT_VERSION });
+  }
+
+  /**
+   * The jobs table, read through `idx_jobs_dispatch` (queued jobs only). PostgreSQL's planner takes the
+   * partial index by itself; SQLite's, without statistics (nothing runs `ANALYZE`), would rather read
+   * `idx_jobs_queue` and sort every queued row, so it is named there.
+   */
+  private get queuedJobs(): string {
+    return this.config.usesPostgres ? '"jobs"' : '"jobs" INDEXED BY "idx_jobs_dispatch"';
+  }
+
+  /** `$n` on PostgreSQL, `?` on SQLite. */
+  private placeholders(): (n: number) => string {
+    return this.config.usesPostgres ? (n) => `$${n}` : () => '?';
   }
 
   private heldBy(job: JobEntity, leaseExpiredBy?: number): FindOptionsWhere<JobEntity> {

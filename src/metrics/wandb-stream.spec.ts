@@ -226,6 +226,8 @@ describe('WandbStream against hostile or odd answers', () => {
         /UpsertBucket answer names no project and entity W&B would accept/,
       ],
       [() => new Response(new Uint8Array(2 * 1024 * 1024)), /answer is larger than 1048576 bytes/],
+      // An error nested 100,000 deep, which JSON.stringify would overflow the stack on.
+      [() => new Response(`{"errors":[${'['.repeat(100_000)}${']'.repeat(100_000)}]}`), /UpsertBucket: W&B's answer nests deeper than 64 levels/],
     ];
     for (const [answer, reason] of cases) {
       const logs: string[] = [];

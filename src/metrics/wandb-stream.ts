@@ -25,6 +25,7 @@
  * log with how to upload the offline run. The key is sent only in the Authorization header and never
  * appears in a log line, even when a server echoes it back.
  */
+import { DEFAULT_JSON_MAX_DEPTH, tooDeepAt } from '@opentinker/env-sdk';
 import { arch, platform } from 'node:os';
 import { WANDB_NAME } from './metric-logger-names';
 
@@ -567,11 +568,15 @@ export class WandbStream {
           if (this.retrying) this.o.log(`wandb: W&B answers again (${what})`);
           this.retrying = false;
           this.lastProblem = null;
+          let answer: unknown;
           try {
-            return JSON.parse(text);
+            answer = JSON.parse(text);
           } catch {
             return null;
           }
+          // Whatever reads the answer next (JSON.stringify of an error included) recurses once per level.
+          if (tooDeepAt(answer, DEFAULT_JSON_MAX_DEPTH)) throw new StreamStopped(`${what}: W&B's answer nests deeper than ${DEFAULT_JSON_MAX_DEPTH} levels`);
+          return answer;
         }
         if (res.status >= 300 && res.status < 400)
           throw new StreamStopped(`${what}: W&B redirected to another address (HTTP ${res.status}); set trainer.wandb.base_url to the address it names`);

@@ -2,6 +2,7 @@ import { configJsonSchema, CreateEpisodeRequest, EnvironmentError, isEnvironment
 import type { CreateEpisodeResponse, InfoResponse, JsonObject, JsonValue, ProtocolError, StepResponse, TasksResponse } from '@opentinker/env-sdk';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
+import { NO_HOST_PATHS, type HostPaths } from '../core/host-paths';
 import type { EpisodeStore } from './episode-store';
 
 export interface ProtocolRouteOptions {
@@ -9,10 +10,12 @@ export interface ProtocolRouteOptions {
   /** Bearer token every call except /health must carry; none means open. */
   token?: string;
   /**
-   * Checks the Authorization header instead of a fixed token (the main server's API keys); throws to
+   * Checks the request's key headers instead of a fixed token (the main server's API keys); throws to
    * refuse. Returns the caller's id: episodes belong to the caller that created them.
    */
-  authorize?: (header: string | undefined, address: string) => Promise<string>;
+  authorize?: (headers: FastifyRequest['headers'], address: string) => Promise<string>;
+  /** The server's folders, named in error answers instead of spelled out (the API's; `env serve` shows its own). */
+  hostPaths?: HostPaths;
 }
 
 /** The HTTP status of each environment error code, on both protocols' routes. */
@@ -41,7 +44,7 @@ const MAX_EPISODE_ID_CHARS = 64;
  * queries and bodies are checked with the SDK's schemas, so a bad call is a 400 `ENV_BAD_REQUEST` with
  * the field, never a crash.
  */
-export async function envProtocolRoutes(app: FastifyInstance, { store, token, authorize }: ProtocolRouteOptions): Promise<void> {
+export async function envProtocolRoutes(app: FastifyInstance, { store, token, authorize, hostPaths = NO_HOST_PATHS }: ProtocolRouteOptions): Promise<void> {
   const expected = token ? Buffer.from(`Bearer ${token}`) : null;
   // The caller's id per request (one owner, '', when a fixed token or none guards the server).
   const owners = new WeakMap<FastifyRequest, string>();
@@ -49,7 +52,7 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (authorize) {
       try {
-        owners.set(request, await authorize(request.headers.authorization, request.ip));
+        owners.set(request, await authorize(request.headers, request.ip));
       } catch (e) {
         const {
           statusCode = 401,
@@ -71,10 +74,11 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
     }
   });
   app.setErrorHandler((err: unknown, _request, reply) => {
-    if (isEnvironmentError(err)) return reply.code(ENV_ERROR_STATUS[err.code] ?? 500).send(error(ENV_ERROR_STATUS[err.code] ?? 500, err.code, err.message, err.field));
-    const e = err as { statusCode?: number; message?: string };
-    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(error(e.statusCode, 'ENV_BAD_REQUEST', e.message ?? 'bad request'));
-    return reply.code(500).send(error(500, 'ENV_INTERNAL', `${store.env.id} failed: ${e.message ?? String(err)}`));
+    const send = (status: number, code: string, message: string, field?: string) => reply.code(status).send(error(status, code, hostPaths.redact(message), field));
+    if (isEnvironmentError(err)) return send(ENV_ERROR_STATUS[err.code] ?? 500, err.code, err.message, err.field);
+    const e = err as { statusCode?: number; message?: string; field?: string };
+    if (e.statusCode && e.statusCode < 500) return send(e.statusCode, 'ENV_BAD_REQUEST', e.message ?? 'bad request', e.field);
+    return send(500, 'ENV_INTERNAL', `${store.env.id} failed: ${e.message ?? String(err)}`);
   });
   if (!authorize) {
     app.setNotFoundHandler((request, reply) => reply.code(404).send(error(404, 'ENV_NO_ROUTE', `No route ${request.method} ${request.url}`)));

@@ -1,5 +1,6 @@
-import type { Environment, HostConfigInput } from '@opentinker/env-sdk';
+import { DEFAULT_JSON_MAX_DEPTH, type Environment, type HostConfigInput } from '@opentinker/env-sdk';
 import Fastify, { FastifyInstance } from 'fastify';
+import { limitJsonDepth } from '../core/json-body';
 import { EpisodeStore } from './episode-store';
 import { envProtocolRoutes } from './env-protocol.routes';
 import { OpenTinkerServerState, openTinkerProtocolRoutes } from './opentinker-protocol.routes';
@@ -14,6 +15,8 @@ export interface EnvServerOptions {
   callTimeoutSeconds?: number;
   maxEpisodes?: number;
   bodyLimitBytes?: number;
+  /** Most objects and arrays a request body may nest (setting json_max_depth). */
+  jsonMaxDepth?: number;
   log?: (message: string) => void;
 }
 
@@ -62,5 +65,7 @@ function episodeStore(env: Environment<unknown, unknown>, options: EnvServerOpti
 }
 
 function fastify(options: EnvServerOptions): FastifyInstance {
-  return Fastify({ bodyLimit: options.bodyLimitBytes ?? 2 * 1024 * 1024, logger: false });
+  const app = Fastify({ bodyLimit: options.bodyLimitBytes ?? 2 * 1024 * 1024, logger: false });
+  limitJsonDepth(app, options.jsonMaxDepth ?? DEFAULT_JSON_MAX_DEPTH);
+  return app;
 }

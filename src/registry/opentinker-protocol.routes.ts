@@ -71,11 +71,11 @@ export async function openTinkerProtocolRoutes(app: FastifyInstance, { store, st
         .code(err.code === 'ENV_NOT_RESET' || err.code === 'ENV_STEP_AFTER_DONE' ? 404 : (ENV_ERROR_STATUS[err.code] ?? 500))
         .send(detail(err.message, err.code, err.field));
     }
-    const e = err as { statusCode?: number; message?: string; code?: string };
+    const e = err as { statusCode?: number; message?: string; code?: string; field?: string };
     // Fastify's own refusals of a body, in FastAPI's words: malformed JSON, a body that is not JSON.
     if (e.statusCode === 400 && e.code?.startsWith('FST_ERR_CTP')) return reply.code(422).send(invalid('body', '', 'JSON decode error', 'json_invalid'));
     if (e.statusCode === 415) return reply.code(422).send(invalid('body', '', NOT_AN_OBJECT, 'model_attributes_type'));
-    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST'));
+    if (e.statusCode && e.statusCode < 500) return reply.code(e.statusCode).send(detail(e.message ?? 'bad request', 'ENV_BAD_REQUEST', e.field));
     return reply.code(500).send(detail(`${store.env.id} failed: ${e.message ?? String(err)}`, 'ENV_INTERNAL'));
   });
   // FastAPI answers 405 for a known path asked with another method, 404 for an unknown path.

@@ -1,7 +1,7 @@
 import type { EngineSettings } from '@opentinker/engine/settings';
 import type { HostConfigInput } from '@opentinker/env-sdk';
 import type { HubSettings } from '../hub/hub-settings';
-import type { UrlPolicy } from '../registry/url-policy';
+import type { UrlPolicy } from '../egress/egress-policy';
 /**
  * Messages between a worker and the job runner child process it spawned (Node IPC channel). Logs do
  * not travel here: the runner's stdout and stderr are the job's log.

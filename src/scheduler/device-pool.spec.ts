@@ -1,5 +1,5 @@
 import { detectDevices, parseNvidiaSmi } from './device-detector';
-import { cpuThreads, cudaVisibleDevices, DevicePool } from './device-pool';
+import { cpuThreads, cudaVisibleDevices, DevicePool, type Evictable } from './device-pool';
 
 describe('parseNvidiaSmi', () => {
   it('reads index, name and memory, skipping noise', () => {
@@ -60,6 +60,40 @@ describe('DevicePool', () => {
     p.take(['cpu:1']);
     await expect(p.acquire({ gpus: 0, cpu_slots: 1 }, 50)).rejects.toThrow(/did not free up within 0.05 s \(3 of 4 devices are in use\)/);
     await expect(p.acquire({ gpus: 0, cpu_slots: 3 }, 1000)).rejects.toThrow(/this machine offers 2 and 2/);
+  });
+
+  it('evicts the fewest idle model servers a job needs, least recently used first, and keeps their devices for the job', async () => {
+    const p = pool();
+    const changes: string[][] = [];
+    p.onModelServersChanged((ids) => changes.push(ids));
+    const evicted: string[] = [];
+    /** A model server holding what it acquired; evicting it gives that back. */
+    const server = async (name: string, lastUsed: number, r: { gpus: number; cpu_slots: number }, idle = true): Promise<Evictable> => {
+      const s: Evictable = { idle, lastUsed, evict: async () => (evicted.push(name), p.release(ids)) };
+      const ids = await p.acquire(r, 100, s);
+      return s;
+    };
+    await server('old', 1, { gpus: 0, cpu_slots: 1 });
+    await server('recent', 2, { gpus: 0, cpu_slots: 1 });
+    await server('busy', 0, { gpus: 1, cpu_slots: 0 }, false);
+    expect(p.modelServerDevices).toEqual(['cpu:0', 'cpu:1', 'gpu:0']);
+    expect(changes.at(-1)).toEqual(['cpu:0', 'cpu:1', 'gpu:0']);
+    expect(p.hasFree && p.hasEvictable).toBe(true);
+
+    // Two GPUs: only the busy server holds the other one, so nothing is evicted.
+    expect(await p.makeRoom({ gpus: 2, cpu_slots: 0 })).toBe(false);
+    expect(evicted).toEqual([]);
+    // One CPU slot: the least recently used idle server goes, and a model server waiting for a slot does not get it.
+    const waiting = p.acquire({ gpus: 0, cpu_slots: 1 }, 5000);
+    expect(await p.makeRoom({ gpus: 0, cpu_slots: 1 })).toBe(true);
+    expect(evicted).toEqual(['old']);
+    expect(p.modelServerDevices).toEqual(['cpu:1', 'gpu:0']);
+    const job = p.choose({ gpus: 0, cpu_slots: 1 })!;
+    expect(job).toEqual(['cpu:0']);
+    p.take(job);
+    p.unreserve();
+    p.release(job);
+    expect(await waiting).toEqual(['cpu:0']);
   });
 
   it('builds CUDA_VISIBLE_DEVICES from GPU ids only', () => {

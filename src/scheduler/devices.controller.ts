@@ -15,7 +15,11 @@ const DeviceDto = z
     name: z.string().meta({ example: 'NVIDIA H100 80GB HBM3' }),
     memory_mb: z.number().nullable(),
     job_id: z.string().nullable().describe("The job holding the device (another user's job shows as `busy`, without its id)"),
-    busy: z.boolean().describe('Whether a job holds the device'),
+    busy: z.boolean().describe('Whether a job or a model server holds the device'),
+    held_by: z
+      .enum(['job', 'model_server'])
+      .nullable()
+      .describe('What holds the device: a job, or a model server answering chat completions (which model, and for whom, is not shown); null when free'),
   })
   .meta({ id: 'DeviceDto' });
 
@@ -29,7 +33,7 @@ export class DevicesController {
   constructor(private readonly devices: DevicesService) {}
 
   @Get()
-  @ApiOperation({ summary: "Each live worker's devices and the job holding each" })
+  @ApiOperation({ summary: "Each live worker's devices and what holds each (a job or a model server)" })
   @ZodResponse(200, WorkerDevicesDto.array())
   @ApiErrors(401)
   async list(@CurrentUser() caller: Principal): Promise<WorkerDevicesDto[]> {
@@ -37,7 +41,7 @@ export class DevicesController {
       worker_id: w.workerId,
       hostname: w.hostname,
       last_seen_at: iso(w.lastSeenAt)!,
-      devices: w.devices.map((d) => ({ id: d.id, kind: d.kind, name: d.name, memory_mb: d.memoryMb, job_id: d.jobId, busy: d.busy })),
+      devices: w.devices.map((d) => ({ id: d.id, kind: d.kind, name: d.name, memory_mb: d.memoryMb, job_id: d.jobId, busy: d.busy, held_by: d.heldBy })),
     }));
   }
 }

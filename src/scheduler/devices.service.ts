@@ -9,7 +9,7 @@ export interface WorkerDevices {
   workerId: string;
   hostname: string;
   lastSeenAt: number;
-  devices: (DeviceInfo & { jobId: string | null; busy: boolean })[];
+  devices: (DeviceInfo & { jobId: string | null; busy: boolean; heldBy: 'job' | 'model_server' | null })[];
 }
 
 @Injectable()
@@ -21,9 +21,10 @@ export class DevicesService {
   ) {}
 
   /**
-   * Live workers (heartbeat within one lease) with each device and the job that holds it. A plain user
-   * sees the ids of their own jobs only; another user's job shows as busy (its id would name a
-   * checkpoint folder and a target for guessing).
+   * Live workers (heartbeat within one lease) with each device and what holds it: a job, or one of the
+   * API's model servers (chat). A plain user sees the ids of their own jobs only; another user's job
+   * shows as busy (its id would name a checkpoint folder and a target for guessing), and a model server
+   * shows as one, without which model it serves or for whom.
    */
   async list(caller: Principal): Promise<WorkerDevices[]> {
     const since = Date.now() - this.config.values.lease_seconds * 1000;
@@ -37,7 +38,8 @@ export class DevicesService {
       lastSeenAt: w.lastSeenAt,
       devices: w.devices.map((d) => {
         const job = holder.get(`${w.id}/${d.id}`);
-        return { ...d, jobId: visible(job), busy: job !== undefined };
+        const heldBy = job ? 'job' : w.modelServerDevices?.includes(d.id) ? 'model_server' : null;
+        return { ...d, jobId: visible(job), busy: heldBy !== null, heldBy };
       }),
     }));
   }

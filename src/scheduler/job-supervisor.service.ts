@@ -8,7 +8,7 @@ import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPo
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import type { RunnerMessage } from '../runner/runner-protocol';
-import { urlPolicyFor } from '../registry/url-policy';
+import { urlPolicyFor } from '../egress/egress-policy';
 import type { AttachedJobHook, JobHook } from './job-hooks';
 import { JobProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
@@ -49,8 +49,6 @@ interface Running {
 export class JobSupervisor {
   private readonly logger = new Logger('JobSupervisor');
   private readonly running = new Map<string, Running>();
-  /** Host paths that job logs and errors (the tenant's to read) show by name instead. */
-  private readonly paths: Array<[string, string]>;
   private readonly hooks: JobHook[] = [];
 
   constructor(
@@ -59,20 +57,11 @@ export class JobSupervisor {
     private readonly events: JobEventsRepository,
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
-  ) {
-    const paths: Array<[string, string]> = [
-      [config.home, '$OPENTINKER_HOME'],
-      [config.install.root, '<install>'],
-    ];
-    // The longer first: one may hold the other.
-    this.paths = paths.sort((a, b) => b[0].length - a[0].length);
-  }
+  ) {}
 
-  /** Text for the tenant: the data folder and the installation named, not spelled out. */
+  /** Text for the tenant (job logs and errors): the server's folders named, not spelled out. */
   private redact(text: string): string {
-    let out = text;
-    for (const [path, name] of this.paths) if (path.length > 1) out = out.split(path).join(name);
-    return out;
+    return this.config.hostPaths.redact(text);
   }
 
   /** Adds work for the running jobs of the kinds the hook applies to (registered by the capability's module). */

@@ -4,6 +4,7 @@ import { JobsDataModule } from '../jobs/jobs-data.module';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { BullmqQueue } from './bullmq.queue';
 import { EmbeddedQueue } from './embedded.queue';
+import { FairDispatcher } from './fair-dispatcher';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
 import { LeaseReaper } from './lease-reaper.service';
@@ -53,7 +54,10 @@ class QueueKeeper implements OnApplicationBootstrap, OnApplicationShutdown {
     {
       provide: JOB_QUEUE,
       inject: [AppConfig, JobsRepository],
-      useFactory: (config: AppConfig, jobs: JobsRepository): JobQueue => (config.values.redis_url ? new BullmqQueue(config.values.redis_url, jobs) : new EmbeddedQueue(jobs)),
+      useFactory: (config: AppConfig, jobs: JobsRepository): JobQueue => {
+        const dispatcher = new FairDispatcher(jobs);
+        return config.values.redis_url ? new BullmqQueue(config.values.redis_url, jobs, dispatcher) : new EmbeddedQueue(jobs, dispatcher);
+      },
     },
     WorkersRepository,
     LeaseReaper,

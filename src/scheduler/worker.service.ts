@@ -31,6 +31,8 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   private again = false;
   private stopping = false;
   private unsubscribe?: () => void;
+  private modelServerDevices: string[] = [];
+  private recording = false;
 
   constructor(
     private readonly config: AppConfig,
@@ -59,6 +61,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
         hostname: hostname(),
         pid: process.pid,
         devices: this.pool.devices,
+        modelServerDevices: this.pool.modelServerDevices,
         startedAt: now,
         lastSeenAt: now,
         stoppedAt: null,
@@ -70,7 +73,13 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     }
     const gpus = this.pool.gpus.length;
     this.logger.log(`Worker ${this.id} offers ${gpus} GPU(s) and ${this.pool.cpuSlots.length} CPU slot(s) (queue: ${this.queue.name})`);
-    this.unsubscribe = this.bus.onJobQueued(() => this.kick());
+    const unsubscribeQueued = this.bus.onJobQueued(() => this.kick());
+    // The API's model servers in this process take devices from this worker's pool: shown by GET /v1/devices.
+    const unsubscribeModels = this.pool.onModelServersChanged((ids) => this.recordModelServers(ids));
+    this.unsubscribe = () => {
+      unsubscribeQueued();
+      unsubscribeModels();
+    };
     this.dispatchTimer = setInterval(() => this.kick(), DISPATCH_MS);
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), v.heartbeat_seconds * 1000);
     this.kick();
@@ -95,8 +104,30 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
       });
   }
 
+  /**
+   * Writes which devices model servers hold to this worker's row, one write at a time, the newest last
+   * (model servers start and stop rarely, so this is a write per start or stop).
+   */
+  private recordModelServers(ids: string[]): void {
+    this.modelServerDevices = ids;
+    // Shutting down: the row is marked stopped, and the database may be closing.
+    if (this.recording || this.stopping) return;
+    this.recording = true;
+    void (async () => {
+      try {
+        for (let written: string[] | null = null; written !== this.modelServerDevices && !this.stopping;) {
+          written = this.modelServerDevices;
+          await this.workers.setModelServerDevices(this.id, written).catch((e: Error) => this.logger.warn(`Could not record model servers' devices: ${e.message}`));
+        }
+      } finally {
+        this.recording = false;
+      }
+    })();
+  }
+
+  /** Claims jobs while devices are free, or held by idle model servers a job may evict. */
   private async dispatch(): Promise<void> {
-    while (!this.stopping && this.pool.hasFree) {
+    while (!this.stopping && (this.pool.hasFree || this.pool.hasEvictable)) {
       const job = await this.queue.claimNext({ workerId: this.id, pool: this.pool, userLimit: this.config.values.max_jobs_per_user });
       if (!job) return;
       // What the job may reach (loopback environment servers) depends on its owner's role; its secrets

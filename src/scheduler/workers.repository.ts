@@ -18,6 +18,11 @@ export class WorkersRepository {
     await this.workers.update({ id }, { lastSeenAt: at, stoppedAt: null });
   }
 
+  /** The devices the API's model servers hold on this worker's machine. */
+  async setModelServerDevices(id: string, ids: string[]): Promise<void> {
+    await this.workers.update({ id }, { modelServerDevices: ids });
+  }
+
   async stopped(id: string, at: number): Promise<void> {
     await this.workers.update({ id }, { stoppedAt: at, lastSeenAt: at });
   }

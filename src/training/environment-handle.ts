@@ -6,7 +6,8 @@ import { datasetFile } from '../datasets/dataset-files';
 import { asJobError, datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../jobs/kinds/spec/environment-checks';
 import type { EnvironmentSpec } from '../jobs/kinds/spec/rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
-import { checkRemoteUrl, policyFetch } from '../registry/url-policy';
+import { egressFetch } from '../egress/egress-fetch';
+import { checkRemoteUrl, ENVIRONMENT_URL } from '../egress/egress-policy';
 import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
 
 /** An environment made ready for a job: its instance, what it is, and how to free it. */
@@ -87,13 +88,14 @@ async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): P
       config: spec.config as JsonObject,
       timeoutMs: ctx.timeoutMs ?? 30_000,
       retries: 3,
-      fetch: policyFetch(ctx.policy.remoteEnvironments),
+      fetch: egressFetch(ctx.policy.remoteEnvironments, ENVIRONMENT_URL),
       // The URL is the tenant's: what failed at the transport level stays in this process, so a job's
       // error cannot map the server's network (open, closed or HTTP ports look the same).
       opaqueErrors: true,
+      urlField: ENVIRONMENT_URL.field,
     });
   } catch (error) {
-    throw new Error(`environment.url: ${(error as Error).message}`);
+    throw new Error(namingUrl((error as Error).message));
   }
   if (env.info.id !== spec.id) {
     throw new Error(`environment.id: the server at ${spec.url} serves environment ${env.info.id}, not ${spec.id}`);
@@ -104,7 +106,7 @@ async function openRemote(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): P
 
 /**
  * An OpenTinker game server (or several shards of one): every shard URL passes the same policy as any
- * tenant URL, before any connection and again on each connection (policyFetch); its errors stay opaque
+ * tenant URL, before any connection and again on each connection (egressFetch); its errors stay opaque
  * below the protocol, like our own protocol's.
  */
 async function openOpenTinker(spec: EnvironmentSpec, ctx: OpenEnvironmentContext): Promise<EnvironmentHandle> {
@@ -122,16 +124,23 @@ async function openOpenTinker(spec: EnvironmentSpec, ctx: OpenEnvironmentContext
       tasks: spec.tasks as { train?: JsonObject[]; test?: JsonObject[] } | undefined,
       timeoutMs: ctx.timeoutMs ?? 30_000,
       retries: 3,
-      fetch: policyFetch(ctx.policy.remoteEnvironments),
+      fetch: egressFetch(ctx.policy.remoteEnvironments, ENVIRONMENT_URL),
       opaqueErrors: true,
+      urlField: ENVIRONMENT_URL.field,
     });
   } catch (error) {
-    const field = isEnvironmentError(error) && error.field === 'shards' ? 'environment.shards' : 'environment.url';
-    throw new Error(`${field}: ${(error as Error).message}`);
+    const message = (error as Error).message;
+    throw new Error(isEnvironmentError(error) && error.field === 'shards' ? `environment.shards: ${message}` : namingUrl(message));
   }
   const shards = env.urls.length > 1 ? ` (${env.urls.length} shards, ports ${new URL(env.urls[0]).port}-${new URL(env.urls[env.urls.length - 1]).port})` : '';
   ctx.log(`environment: ${id} at ${spec.url}${shards}, OpenTinker game-server protocol (multi-turn)`);
   return { env, meta: { id, turnMode: 'multi', version: 'opentinker' }, close: closer(env) };
+}
+
+/** A remote environment's error, naming `environment.url` once (the client names it in errors about the address). */
+function namingUrl(message: string): string {
+  const prefix = `${ENVIRONMENT_URL.field}: `;
+  return message.startsWith(prefix) ? message : prefix + message;
 }
 
 function closer(env: EnvironmentInstance): () => Promise<void> {

@@ -1,14 +1,20 @@
 import { sample, StopStringScanner, unicodeToByte } from '@opentinker/engine';
-import type { Tokenizer } from '@opentinker/engine';
+import type { TokenAlternative, Tokenizer } from '@opentinker/engine';
 import type { Policy } from './policy';
 import type { Message } from '@opentinker/env-sdk';
 
-/** One sampled token as OpenAI reports it. */
-export interface TokenLogprob {
+/** One token as OpenAI reports it. */
+export interface TokenAlternativeLogprob {
   token: string;
   logprob: number;
   /** UTF-8 bytes of the token (a token may hold part of a character). */
   bytes: number[];
+}
+
+/** One sampled token as OpenAI reports it, with the most likely tokens at its place when asked (`top_logprobs`). */
+export interface TokenLogprob extends TokenAlternativeLogprob {
+  /** Most likely first; empty unless `topLogprobs` asked for some. */
+  top: TokenAlternativeLogprob[];
 }
 
 export interface GenerateRequest {
@@ -22,9 +28,14 @@ export interface GenerateRequest {
   stop: string[];
   seed: number;
   logprobs: boolean;
+  /** With `logprobs`: also this many most likely tokens at each place (default 0). */
+  topLogprobs?: number;
   /** Send {@link DeltaMessage}s as text becomes final. */
   stream: boolean;
 }
+
+/** How to sample the choices of one prompt (a chat's rendered messages, or a completion's prompt). */
+export type SampleRequest = Omit<GenerateRequest, 'messages'>;
 
 export interface GeneratedChoice {
   text: string;
@@ -70,11 +81,16 @@ function tokenBytes(tokenizer: Tokenizer, id: number, text: string): number[] {
   return bytes;
 }
 
-function logprobEntries(tokenizer: Tokenizer, ids: readonly number[], logProbs: readonly number[], from: number, to: number): TokenLogprob[] {
+/** A token id as OpenAI names it: its text, its log-prob, its bytes. */
+export function tokenEntry(tokenizer: Tokenizer, id: number, logprob: number): TokenAlternativeLogprob {
+  const token = tokenizer.decode([id]);
+  return { token, logprob, bytes: tokenBytes(tokenizer, id, token) };
+}
+
+function logprobEntries(tokenizer: Tokenizer, ids: readonly number[], logProbs: readonly number[], top: readonly TokenAlternative[][] | undefined, count: number): TokenLogprob[] {
   const out: TokenLogprob[] = [];
-  for (let i = from; i < to; i++) {
-    const token = tokenizer.decode([ids[i]]);
-    out.push({ token, logprob: logProbs[i], bytes: tokenBytes(tokenizer, ids[i], token) });
+  for (let i = 0; i < count; i++) {
+    out.push({ ...tokenEntry(tokenizer, ids[i], logProbs[i]), top: (top?.[i] ?? []).map((a) => tokenEntry(tokenizer, a.id, a.logProb)) });
   }
   return out;
 }
@@ -94,21 +110,30 @@ function pendingStopPrefix(text: string, stops: readonly string[]): number {
 }
 
 /**
- * Answers a chat: renders the messages with the policy's chat template, samples `n` choices in one
- * batch with the engine's KV-cache sampler, cuts each at its stop token or the first stop string, and
- * reports per-token log-probs under the model (temperature 1, unfiltered: the `logProbs` the trainer
- * uses). With `stream`, `onDelta` gets text as soon as it can no longer be part of a stop string or
- * of an unfinished character; the deltas of a choice concatenate to its final text, and its log-probs
- * come whole with its last delta.
+ * Answers a chat: renders the messages with the policy's chat template and samples the choices
+ * ({@link sampleChoices}). Errors name the request's field (`messages`, `max_tokens`).
  */
 export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: DeltaSink): GenerateResult {
-  const { tokenizer } = policy;
   const prompt = policy.renderPrompt(req.messages);
   if (prompt.length === 0) throw new GenerationError('invalid', 'the messages render to no tokens', 'messages');
   const room = policy.contextLength - prompt.length;
   if (room < 1) {
     throw new GenerationError('context_length', `the messages take ${prompt.length} tokens; this model's context is ${policy.contextLength}`, 'messages');
   }
+  return { promptTokens: prompt.length, choices: sampleChoices(policy, prompt, req, onDelta) };
+}
+
+/**
+ * Samples `n` choices of one prompt in one batch with the engine's KV-cache sampler, cuts each at its
+ * stop token or the first stop string, and reports per-token log-probs under the model (temperature 1,
+ * unfiltered: the `logProbs` the trainer uses), with the `topLogprobs` most likely tokens at each place.
+ * With `stream`, `onDelta` gets text as soon as it can no longer be part of a stop string or of an
+ * unfinished character (choice `indexBase + row`); the deltas of a choice concatenate to its final
+ * text, and its log-probs come whole with its last delta.
+ */
+export function sampleChoices(policy: Policy, prompt: readonly number[], req: SampleRequest, onDelta?: DeltaSink, indexBase = 0): GeneratedChoice[] {
+  const { tokenizer } = policy;
+  const room = policy.contextLength - prompt.length;
   if (req.maxTokens !== undefined && req.maxTokens > room) {
     throw new GenerationError(
       'context_length',
@@ -124,6 +149,7 @@ export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: Del
   }));
   const streaming = req.stream && onDelta !== undefined;
   const needHook = streaming || req.stop.length > 0;
+  const topLogprobs = req.logprobs ? (req.topLogprobs ?? 0) : 0;
 
   const release = (row: number, generated: readonly number[]) => {
     const r = rows[row];
@@ -132,7 +158,7 @@ export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: Del
     while (text.endsWith('\uFFFD')) text = text.slice(0, -1);
     const safe = text.slice(0, text.length - pendingStopPrefix(text, req.stop));
     if (safe.length <= r.emitted.length || !safe.startsWith(r.emitted)) return;
-    onDelta!(row, safe.slice(r.emitted.length), null);
+    onDelta!(indexBase + row, safe.slice(r.emitted.length), null);
     r.emitted = safe;
   };
 
@@ -146,6 +172,7 @@ export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: Del
       seed: req.seed,
       stopTokenIds: policy.stopTokenIds,
       vocabLimit: policy.tokenizer.vocabSize,
+      ...(topLogprobs > 0 ? { topLogprobs } : {}),
       stopCheck: needHook
         ? (row, generated) => {
             const r = rows[row];
@@ -159,19 +186,18 @@ export function generateChat(policy: Policy, req: GenerateRequest, onDelta?: Del
     },
   );
 
-  const choices: GeneratedChoice[] = seqs.map((seq, row) => {
+  return seqs.map((seq, row) => {
     const r = rows[row];
     const match = r.scanner.match;
     let kept = match ? seq.tokens.slice(0, match.tokenCount) : seq.tokens;
     if (!match && seq.finishReason === 'stop' && stopIds.has(kept[kept.length - 1])) kept = kept.slice(0, -1);
     const text = match ? match.text : tokenizer.decode(kept, { skipSpecial: true });
-    const logprobs = req.logprobs ? logprobEntries(tokenizer, kept, seq.logProbs, 0, kept.length) : null;
+    const logprobs = req.logprobs ? logprobEntries(tokenizer, kept, seq.logProbs, seq.topLogProbs, kept.length) : null;
     if (streaming) {
       // The sampler's hook sees tokens but not their log-probs, so a choice's log-probs all come with its last delta.
       const rest = text.startsWith(r.emitted) ? text.slice(r.emitted.length) : '';
-      if (rest.length > 0 || (logprobs && logprobs.length > 0)) onDelta!(row, rest, logprobs);
+      if (rest.length > 0 || (logprobs && logprobs.length > 0)) onDelta!(indexBase + row, rest, logprobs);
     }
     return { text, finishReason: match ? 'stop' : seq.finishReason, completionTokens: seq.tokens.length, logprobs };
   });
-  return { promptTokens: prompt.length, choices };
 }

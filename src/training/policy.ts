@@ -22,6 +22,7 @@ import { engineOptions } from './engine-settings';
 import { sharedHubCache } from '../hub/hub-cache';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { openableModelDir } from './model-roots';
+import { isUserModelRef, parseUserModelRef, userModelDir } from '../models/user-model-files';
 import type { RunnerPaths } from '../runner/runner-protocol';
 import { checkpointSteps, jobCheckpointsDir } from './checkpoint-folders';
 
@@ -148,12 +149,20 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
 }
 
 /**
- * The model folder a `model.path` names: a train job's checkpoint (`job:<id>[/step-<n>]`), a Hub repo
- * (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing), or a folder under the roots.
+ * The model folder a `model.path` names: a train job's checkpoint (`job:<id>[/step-<n>]`), a model
+ * folder its owner uploaded (`model:<id>`, `<home>/models/<id>`; the API checked the owner at
+ * submission), a Hub repo (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing), or a
+ * folder under the roots.
  */
 async function modelDirOf(path: string, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<string> {
   const ref = parseJobModelRef(path);
   if (ref) return resolveJobModelDir(ref, ctx.paths.jobsDir);
+  if (isUserModelRef(path)) {
+    const id = parseUserModelRef(path);
+    const dir = id === null ? null : userModelDir(ctx.paths.home, id);
+    if (dir === null || !existsSync(join(dir, 'config.json'))) throw new Error(`model.path ${JSON.stringify(path)}: no such uploaded model on this server (deleted?)`);
+    return dir;
+  }
   if (isHubRef(path)) {
     if (!ctx.paths.hub) throw new Error(`model.path ${JSON.stringify(path)}: this process has no Hub settings`);
     return (await sharedHubCache(ctx.paths.hub).resolve(parseHubRef(path), { log: ctx.log })).dir;
@@ -194,7 +203,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   }
   const chat = pickTemplate(spec.chat_template, loaded.chatTemplate?.source ?? null);
   const template = chat.name === 'folder' ? loaded.chatTemplate! : new ChatTemplate(chat.source, specialVariables(loaded.tokenizer));
-  const source = path.startsWith('job:') || isHubRef(path) ? `${path} (${dir})` : dir;
+  const source = path.startsWith('job:') || isUserModelRef(path) || isHubRef(path) ? `${path} (${dir})` : dir;
   ctx.log(`policy: ${source}, ${loaded.config.model_type}, ${loaded.config.num_hidden_layers} layers, chat template ${chat.name}, ${weightsSummary(model)}`);
   return makePolicy({ model, tokenizer: loaded.tokenizer, template, chat, stopTokenIds: loaded.stopTokenIds, source, dir, rawConfig: loaded.rawConfig });
 }

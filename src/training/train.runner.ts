@@ -10,7 +10,8 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { TrainSpec } from '../jobs/kinds/train/train.kind';
 import { MetricLoggers } from '../metrics/metric-loggers';
-import { policyFetch, WANDB_URL } from '../registry/url-policy';
+import { egressFetch } from '../egress/egress-fetch';
+import { WANDB_URL } from '../egress/egress-policy';
 import type { RunContext } from '../runner/runner-protocol';
 import { mixSeed } from './agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from './checkpoints';
@@ -36,7 +37,7 @@ export async function runTrain(jobCtx: RunContext<TrainSpec>): Promise<void> {
   // `trainer.logger`: the job's metrics also go to the console line, TensorBoard and W&B it names; W&B
   // is reached under the same URL policy as remote environments (a self-hosted one is a tenant's URL).
   const loggers = new MetricLoggers(jobCtx, spec.trainer ?? { logger: [], project_name: 'opentinker' }, 'train', {
-    wandbFetch: policyFetch(jobCtx.policy.remoteEnvironments, WANDB_URL),
+    wandbFetch: egressFetch(jobCtx.policy.remoteEnvironments, WANDB_URL),
   });
   const ctx = loggers.wrap(jobCtx);
   let exitCode = 1;

@@ -38,8 +38,8 @@ describe('health, metrics, devices and the OpenAPI contract', () => {
     expect(res.status).toBe(200);
     expect(res.body).toHaveLength(1);
     expect(res.body[0].devices).toEqual([
-      { id: 'cpu:0', kind: 'cpu', name: 'CPU slot', memory_mb: null, job_id: job.id, busy: true },
-      { id: 'cpu:1', kind: 'cpu', name: 'CPU slot', memory_mb: null, job_id: job.id, busy: true },
+      { id: 'cpu:0', kind: 'cpu', name: 'CPU slot', memory_mb: null, job_id: job.id, busy: true, held_by: 'job' },
+      { id: 'cpu:1', kind: 'cpu', name: 'CPU slot', memory_mb: null, job_id: job.id, busy: true, held_by: 'job' },
     ]);
     await t.request('POST', `/v1/jobs/${job.id}/cancel`);
     await waitForState(t, job.id, ['cancelled']);

@@ -91,7 +91,7 @@ describe('serving checkpoints (e2e)', () => {
     });
     expect(res.status).toBe(200);
     const body = res.body;
-    expect(body).toMatchObject({ object: 'chat.completion', model: `${jobId}/step-1` });
+    expect(body).toMatchObject({ object: 'chat.completion', model: `job:${jobId}/step-1` });
     expect(body.id).toMatch(/^chatcmpl-/);
     expect(body.choices).toHaveLength(2);
     for (const [i, c] of body.choices.entries()) {
@@ -128,7 +128,7 @@ describe('serving checkpoints (e2e)', () => {
     const lines = res.text.split('\n\n').filter(Boolean);
     expect(lines[lines.length - 1]).toBe('data: [DONE]');
     const chunks = lines.slice(0, -1).map((l) => JSON.parse(l.replace(/^data: /, '')));
-    for (const c of chunks) expect(c).toMatchObject({ object: 'chat.completion.chunk', id: chunks[0].id, model: `${jobId}/step-1` });
+    for (const c of chunks) expect(c).toMatchObject({ object: 'chat.completion.chunk', id: chunks[0].id, model: `job:${jobId}/step-1` });
     expect(chunks[0].choices[0].delta.role).toBe('assistant');
     const text = chunks.flatMap((c) => c.choices.map((ch: { delta: { content?: string } }) => ch.delta.content ?? '')).join('');
     expect(text).toBe(whole.choices[0].message.content);
@@ -145,7 +145,7 @@ describe('serving checkpoints (e2e)', () => {
   it('lists the checkpoint as a model', async () => {
     const res = await t.request('GET', '/v1/models', { key: alice });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ object: 'list', data: [expect.objectContaining({ id: `${jobId}/step-1`, object: 'model', job_id: jobId, job_name: 'tiny-chat', step: 1 })] });
+    expect(res.body).toEqual({ object: 'list', data: [expect.objectContaining({ id: `job:${jobId}/step-1`, object: 'model', job_id: jobId, job_name: 'tiny-chat', step: 1 })] });
   });
 
   it('gives errors OpenAI clients can read', async () => {
@@ -155,10 +155,16 @@ describe('serving checkpoints (e2e)', () => {
     expect(bad.body.error.param).toBe(bad.body.field);
     const top = await t.request('POST', '/v1/chat/completions', {
       key: alice,
-      body: { model: jobId, messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 3 },
+      body: { model: jobId, messages: [{ role: 'user', content: 'x' }], top_logprobs: 3 },
     });
     expect(top.status).toBe(400);
     expect(top.body.error.param).toBe('top_logprobs');
+    const tooMany = await t.request('POST', '/v1/chat/completions', {
+      key: alice,
+      body: { model: jobId, messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 21 },
+    });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.param).toBe('top_logprobs');
     const long = await t.request('POST', '/v1/chat/completions', { key: alice, body: { model: jobId, messages: [{ role: 'user', content: 'x' }], max_tokens: 500 } });
     expect(long.status).toBe(400);
     expect(long.body).toMatchObject({ code: 'OT_ERR_CONTEXT_LENGTH_EXCEEDED', field: 'max_tokens' });
@@ -227,7 +233,7 @@ describe('serving checkpoints (e2e)', () => {
       let text = '';
       for await (const chunk of client.chat({ ...request, stream: true })) text += chunk.choices[0]?.delta.content ?? '';
       expect(text).toBe(whole.choices[0].message.content);
-      expect((await client.models()).data.map((m) => m.id)).toEqual([`${jobId}/step-1`]);
+      expect((await client.models()).data.map((m) => m.id)).toEqual([`job:${jobId}/step-1`]);
       await expect(client.chat({ ...request, model: 'nope' })).rejects.toMatchObject({ code: 'OT_ERR_MODEL_NOT_FOUND', field: 'model', status: 404 });
     });
 

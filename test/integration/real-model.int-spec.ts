@@ -66,7 +66,7 @@ describe('a Qwen2.5-0.5B-shaped checkpoint end to end', () => {
         body: { model: `${id}/step-1`, messages: [{ role: 'user', content: '2+2=' }], max_tokens: 3, temperature: 0, logprobs: true },
       });
       expect(chat.status).toBe(200);
-      expect(chat.body).toMatchObject({ object: 'chat.completion', model: `${id}/step-1` });
+      expect(chat.body).toMatchObject({ object: 'chat.completion', model: `job:${id}/step-1` });
       expect(chat.body.usage.completion_tokens).toBeGreaterThan(0);
       expect(chat.body.usage.completion_tokens).toBeLessThanOrEqual(3);
       expect(chat.body.choices[0].logprobs.content.length).toBe(chat.body.usage.completion_tokens);

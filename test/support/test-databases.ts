@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../../src/config/app-config';
 import { ENTITIES, MIGRATIONS } from '../../src/database/data-source';
+import { JobEntity } from '../../src/jobs/job.entity';
 import { JobsRepository } from '../../src/jobs/jobs.repository';
 
 /** A throw-away database and how to remove it. */
@@ -59,4 +60,47 @@ export async function jobsFixture(database: TestDatabase): Promise<{ db: DataSou
   await db.runMigrations({ transaction: 'all' });
   await db.query(`INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'alice', 'user', 1), ('u2', 'bob', 'user', 1)`);
   return { db, repo: new JobsRepository(db, { usesPostgres: database.options.type === 'postgres', values: { lease_seconds: 30 } } as AppConfig) };
+}
+
+/** Opens the database, runs these migrations on it, and hands it to `use` (closed afterwards). */
+export async function withMigrations<T>(database: TestDatabase, migrations: typeof MIGRATIONS, use: (db: DataSource) => Promise<T>): Promise<T> {
+  const db = new DataSource({ ...database.options, entities: ENTITIES, migrations, logging: false } as DataSourceOptions);
+  await db.initialize();
+  try {
+    await db.runMigrations({ transaction: 'all' });
+    return await use(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** A queued `sleep` job of `u1` created at `createdAt`, with `over` applied: a row for repository specs. */
+export function jobRow(id: string, createdAt: number, over: Partial<JobEntity> = {}): JobEntity {
+  return Object.assign(new JobEntity(), {
+    id,
+    ownerId: 'u1',
+    kind: 'sleep',
+    name: null,
+    state: 'queued',
+    priority: 0,
+    adminPriority: 0,
+    environmentId: null,
+    spec: { kind: 'sleep', steps: 1 },
+    resources: { gpus: 0, cpu_slots: 1 },
+    devices: null,
+    workerId: null,
+    attempts: 0,
+    maxAttempts: 1,
+    error: null,
+    exitCode: null,
+    progress: null,
+    resumeState: null,
+    cancelRequestedAt: null,
+    leaseExpiresAt: null,
+    createdAt,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: createdAt,
+    ...over,
+  });
 }

@@ -2,6 +2,7 @@ import type { Client } from 'openapi-fetch';
 import { DatasetsApi } from './api/datasets-api';
 import type { DatasetSource, UploadDatasetOptions } from './api/datasets-api';
 import { ChatApi } from './api/chat-api';
+import { ModelsApi } from './api/models-api';
 import { DevicesApi } from './api/devices-api';
 import { EnvironmentsApi } from './api/environments-api';
 import { HealthApi } from './api/health-api';
@@ -47,6 +48,8 @@ export class OpenTinkerClient {
   readonly health: HealthApi;
   /** Chat completions over checkpoints (`create`, `stream`, `models`); {@link chat} is the short form. */
   readonly chatApi: ChatApi;
+  /** Models you can name, and the model folders you upload (`list`, `get`, `upload`, `delete`); {@link models} lists them too. */
+  readonly modelsApi: ModelsApi;
   /** Client-driven training sessions (`start`, then `trainStep`, `validate`, `fit`, `sample`, `close`). */
   readonly sessions: SessionsApi;
   /** Uploaded datasets (`upload` streams a file, `list`, `get`, `preview`, `delete`). */
@@ -69,6 +72,7 @@ export class OpenTinkerClient {
     this.devices = new DevicesApi(this.transport);
     this.health = new HealthApi(this.transport);
     this.chatApi = new ChatApi(this.transport);
+    this.modelsApi = new ModelsApi(this.transport);
     this.sessions = new SessionsApi(this.transport);
     this.datasets = new DatasetsApi(this.transport);
   }
@@ -132,7 +136,7 @@ export class OpenTinkerClient {
     return request.stream ? this.chatApi.stream(request, options) : this.chatApi.create(request, options);
   }
 
-  /** The checkpoints the caller can chat with (OpenAI's model list). */
+  /** The checkpoints, uploaded models and Hub models the caller can name (OpenAI's model list). */
   models(options: RequestOptions = {}): Promise<ModelList> {
     return this.chatApi.models(options);
   }

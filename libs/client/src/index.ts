@@ -5,6 +5,8 @@ export type { ClientErrorCode, ErrorBody, OpenTinkerErrorCode, ServerErrorCode }
 export { DatasetsApi } from './api/datasets-api';
 export type { DatasetSource, UploadDatasetOptions } from './api/datasets-api';
 export { ChatApi } from './api/chat-api';
+export { ModelsApi } from './api/models-api';
+export type { ModelTarSource } from './api/models-api';
 export { DevicesApi } from './api/devices-api';
 export { EnvironmentsApi } from './api/environments-api';
 export { HealthApi } from './api/health-api';

@@ -46,8 +46,18 @@ export type ChatMessage = Schemas['ChatMessageDto'];
 export type ChatCompletion = Schemas['ChatCompletionDto'];
 /** OpenAI's `chat.completion.chunk`: one event of a streamed answer. */
 export type ChatChunk = Schemas['ChatCompletionChunkDto'];
-/** `GET /v1/models`: the checkpoints a user can chat with. */
+/** `GET /v1/models`: the checkpoints, uploaded models and Hub models a user can name. */
 export type ModelList = Schemas['ModelListDto'];
+/** One entry of a {@link ModelList} (`GET /v1/models/{id}`). */
+export type Model = Schemas['ModelDto'];
+/** A model folder the user uploaded (`model:<id>`). */
+export type UploadedModel = Schemas['UserModelDto'];
+/** OpenAI's answer to deleting a model. */
+export type DeletedModel = Schemas['DeletedModelDto'];
+/** The body of `POST /v1/completions` (OpenAI's legacy completion request). */
+export type CompletionRequest = Schemas['CompletionRequestDto'];
+/** OpenAI's `text_completion`. */
+export type Completion = Schemas['CompletionDto'];
 
 export type User = Schemas['UserDto'];
 export type CreateUser = Schemas['CreateUserDto'];

@@ -1,10 +1,17 @@
 import { EnvironmentError, EnvironmentErrorCode } from './errors';
+import { DEFAULT_JSON_MAX_DEPTH, tooDeepAt } from './json-depth';
 import type { ProtocolError } from './protocol';
 
 /**
  * The HTTP client every remote environment transport uses (our `/v1` protocol in
  * `remote-environment.ts`, OpenTinker's game-server protocol in `opentinker-environment.ts`): one set of
  * timeouts, retry rules and error codes for both.
+ *
+ * It never follows a redirect, whatever `fetch` it is given: requests go out with `redirect: 'manual'`,
+ * and an answer that is a redirect (or that a `fetch` ignoring that option reached by following one) is
+ * an error. A redirect could send a call, body and token included, to an address the URL's owner never
+ * named, which a host that checks the URL it was given has not checked. Answers nested deeper than
+ * {@link DEFAULT_JSON_MAX_DEPTH} are an error too, before anything walks them.
  */
 export interface CallOptions {
   /** Base URL, without a trailing slash. */
@@ -17,6 +24,8 @@ export interface CallOptions {
   fetch: typeof fetch;
   /** See `RemoteEnvironmentOptions.opaqueErrors`. */
   opaqueErrors: boolean;
+  /** See `RemoteEnvironmentOptions.urlField`. */
+  urlField?: string;
 }
 
 /** How one request may be treated, beyond what its method says. */
@@ -45,6 +54,11 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
  * received and even applied the request, so only idempotent calls are sent again.
  */
 const CONNECTION_LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/** A redirect the client was told of (`redirect: 'manual'`), or one a `fetch` followed anyway. */
+function isRedirect(res: Response): boolean {
+  return res.redirected || res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400);
+}
 
 /** GETs read and a DELETE of an episode that is already gone is harmless; POSTs create episodes or take steps. */
 const isIdempotentMethod = (method: string) => method === 'GET' || method === 'DELETE';
@@ -86,6 +100,7 @@ export async function call<T>(o: CallOptions, method: string, path: string, body
           ...(o.token ? { authorization: `Bearer ${o.token}` } : {}),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        redirect: 'manual',
         signal: AbortSignal.timeout(o.timeoutMs),
       });
     } catch (error) {
@@ -106,6 +121,12 @@ export async function call<T>(o: CallOptions, method: string, path: string, body
       }
       if (o.opaqueErrors) throw unreachable();
       throw new EnvironmentError('ENV_UNAVAILABLE', `${where} failed: ${describeFailure(error)}`);
+    }
+    if (isRedirect(res)) {
+      await res.body?.cancel().catch(() => undefined);
+      // Only what this server answered is described: the address it names was never contacted.
+      const what = res.redirected ? 'was redirected' : `answered with a redirect${res.status ? ` (HTTP ${res.status})` : ''}`;
+      throw new EnvironmentError('ENV_UNAVAILABLE', `${o.urlField ? `${o.urlField}: ` : ''}${where} ${what}; redirects are not followed`, o.urlField ?? 'url');
     }
     if (res.status === 204) return undefined as T;
     // A 5xx of an idempotent call is worth another attempt; a POST that got an answer was handled.
@@ -128,6 +149,8 @@ export async function call<T>(o: CallOptions, method: string, path: string, body
     } catch {
       isJson = false;
     }
+    const deep = isJson ? tooDeepAt(parsed, DEFAULT_JSON_MAX_DEPTH) : null;
+    if (deep) throw new EnvironmentError('ENV_UNAVAILABLE', `${where}: the answer nests deeper than ${DEFAULT_JSON_MAX_DEPTH} levels`);
     if (!isJson) {
       lastError = new Error(`answered ${res.status} with non-JSON`);
       if (retryable) continue;

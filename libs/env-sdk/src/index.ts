@@ -15,6 +15,7 @@ export { HOST_LIMITS, HOST_SETTINGS, isHostOnlyKey, datasetConfigKey } from './c
 export type { ConfigPolicy, ConfigKeyPolicy, HostLimit, HostSetting } from './config-policy';
 export { resolveTenantConfig } from './tenant-config';
 export type { HostConfigInput } from './tenant-config';
+export { DEFAULT_JSON_MAX_DEPTH, tooDeepAt, dottedPath } from './json-depth';
 export { createRng } from './rng';
 export type { Rng } from './rng';
 export { parseTaggedAction, extractCodeBlocks, extractBoxed } from './actions';

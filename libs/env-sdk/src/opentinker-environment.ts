@@ -37,6 +37,8 @@ export interface OpenTinkerEnvironmentOptions {
   fetch?: typeof fetch;
   /** See `RemoteEnvironmentOptions.opaqueErrors`. */
   opaqueErrors?: boolean;
+  /** See `RemoteEnvironmentOptions.urlField`. */
+  urlField?: string;
 }
 
 /** Longest `detail` of a server's error quoted in ours. */
@@ -107,6 +109,7 @@ export class OpenTinkerEnvironment implements EnvironmentInstance<JsonValue> {
       backoffMs: options.backoffMs ?? 200,
       fetch: options.fetch ?? globalThis.fetch,
       opaqueErrors: options.opaqueErrors ?? false,
+      urlField: options.urlField,
       token: options.token,
     };
     const shards = shardUrls(options.url, options.shards ?? 1).map((url) => ({ ...base, url }));

@@ -31,6 +31,8 @@ export interface RemoteEnvironmentOptions {
    * that connect to URLs typed by someone else, so errors cannot map the host's network. Default false.
    */
   opaqueErrors?: boolean;
+  /** What the caller's config calls the url (e.g. `environment.url`): errors about the address itself (a redirect) name it. */
+  urlField?: string;
 }
 
 /**
@@ -57,7 +59,7 @@ export class RemoteEnvironment implements EnvironmentInstance<JsonValue> {
   private readonly taskCache = new Map<string, JsonValue>();
 
   private constructor(
-    private readonly options: Required<Omit<RemoteEnvironmentOptions, 'token' | 'config'>> & Pick<RemoteEnvironmentOptions, 'token' | 'config'>,
+    private readonly options: Required<Omit<RemoteEnvironmentOptions, 'token' | 'config' | 'urlField'>> & Pick<RemoteEnvironmentOptions, 'token' | 'config' | 'urlField'>,
     /** What the server said about itself at connect time (`GET /v1/info`). */
     readonly info: InfoResponse,
   ) {

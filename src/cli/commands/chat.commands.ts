@@ -23,7 +23,8 @@ const PREFIX = /^[0-9a-f-]{4,36}$/i;
 const STEP = /^(.*)\/step-(\d+)$/;
 
 /**
- * `chat <model>`: talk to a job's checkpoint, or a Hub model of the server's cache (`hf:Org/Name[@rev]`),
+ * `chat <model>`: talk to a job's checkpoint (`job:<id>[/step-<n>]`, the id a unique prefix), a model
+ * folder you uploaded (`model:<id>`), or a Hub model of the server's cache (`hf:Org/Name[@rev]`),
  * through `POST /v1/chat/completions`. On a terminal without
  * `--message` it is a conversation (the history is sent each turn; `/reset` forgets it, `/exit` or
  * Ctrl-D leaves); with `--message`, or text on stdin, it answers once and exits. Answers stream.
@@ -31,7 +32,7 @@ const STEP = /^(.*)\/step-(\d+)$/;
  * @example
  * ```bash
  * opentinker chat 4f0c                               # a conversation with the latest checkpoint
- * opentinker chat 4f0c/step-20 --message '12+30=' --temperature 0
+ * opentinker chat job:4f0c/step-20 --message '12+30=' --temperature 0
  * echo '7+8=' | opentinker chat math-grpo --json     # by job name; the whole completion as JSON
  * opentinker chat hf:Qwen/Qwen2.5-0.5B-Instruct      # a base model the server's Hub cache holds
  * ```
@@ -40,8 +41,11 @@ export function registerChatCommands(program: Command): void {
   withCommonOptions(
     program
       .command('chat')
-      .description("Chat with a job's checkpoint or a cached Hugging Face model (OpenAI-compatible chat completions)")
-      .argument('<model>', "job id or unique prefix, a job name, optionally /step-<n> (default: the latest checkpoint); or hf:Org/Name[@revision] in the server's Hub cache"),
+      .description("Chat with a job's checkpoint, an uploaded model or a cached Hugging Face model (OpenAI-compatible chat completions)")
+      .argument(
+        '<model>',
+        "job:<id> (a unique prefix will do; the job: may be left out) or a job name, optionally /step-<n> (default: the latest checkpoint); model:<id> (an uploaded model); or hf:Org/Name[@revision] in the server's Hub cache",
+      ),
   )
     .option('-m, --message <text>', 'ask once and exit (also: pipe the message on stdin)')
     .option('--system <text>', 'a system message first')
@@ -70,13 +74,17 @@ export function registerChatCommands(program: Command): void {
     );
 }
 
-/** `4f0c` and `4f0c/step-3` become full job ids; anything else (a job name, `hf:Org/Name`) is sent as it is. */
+/**
+ * `4f0c`, `job:4f0c` and `job:4f0c/step-3` become `job:<full id>[/step-<n>]`, the names the server
+ * answers with; anything else (a job name, `model:<id>`, `hf:Org/Name`) is sent as it is.
+ */
 async function modelName(client: OpenTinkerClient, ref: string): Promise<string> {
-  const m = STEP.exec(ref);
-  const base = m ? m[1] : ref;
+  const bare = ref.startsWith('job:') ? ref.slice(4) : ref;
+  const m = STEP.exec(bare);
+  const base = m ? m[1] : bare;
   if (!PREFIX.test(base)) return ref;
   const id = await resolveJobId(client, base);
-  return m ? `${id}/step-${m[2]}` : id;
+  return m ? `job:${id}/step-${m[2]}` : `job:${id}`;
 }
 
 function samplingParams(o: ChatOptions): Sampling {

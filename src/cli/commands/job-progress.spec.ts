@@ -134,7 +134,7 @@ describe('progress without a terminal', () => {
   const metrics = (id: number, n: number): JobEvent => ({
     type: 'metrics',
     id,
-    data: { points: ['reward/mean', 'loss', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l'].map((name, i) => ({ name, step: n, value: n + i / 10 })) },
+    data: { points: ['reward/mean', 'loss', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l'].map((name, i) => ({ name, step: n, value: n + i / 10 })), time: at(n) },
   });
 
   /** Feeds a job's events to a PlainProgress whose clock reads `clock[i]` at event i; returns every printed line. */

@@ -11,7 +11,7 @@ import { buildJobSpec, SEED_KEYS } from './job-overrides';
 import type { OverrideKind, OverrideResult } from './job-overrides';
 import { readJobSpec } from './job-spec-file';
 import { watchJobUntilEnd } from './job-watch';
-import { submit } from './jobs.commands';
+import { submitWithLocalModel } from './model-upload';
 import { printJson, printLine } from './output';
 import { saveDownload } from './save-download';
 import { readSeedTasks } from './seed-tasks';
@@ -66,7 +66,7 @@ function register(program: Command, name: string, kind: OverrideKind, descriptio
       );
     }
     await sendData(client, built, json);
-    const job = await submit(client, built.spec);
+    const job = await submitWithLocalModel(client, built.spec, json);
     if (options.watch) {
       if (!json) printLine(`Submitted ${kind} job ${job.id}${job.name ? ` "${job.name}"` : ''}.`);
       const code = await watchJobUntilEnd(client, job.id, { json, logs: options.logs === true, metrics: LINE_METRICS[kind] }, connection.url);

@@ -75,9 +75,11 @@ export function mountDevices(ctx, main) {
                       'Held by',
                       d.job_id
                         ? h('a', { href: `#/jobs/${d.job_id}` }, `job ${shortId(d.job_id)}`)
-                        : d.busy
-                          ? h('span', {}, "another user's job")
-                          : h('span', { class: 'muted' }, 'free'),
+                        : d.held_by === 'model_server'
+                          ? h('span', {}, 'a model server (chat)')
+                          : d.busy
+                            ? h('span', {}, "another user's job")
+                            : h('span', { class: 'muted' }, 'free'),
                     ),
                   ),
                 ),

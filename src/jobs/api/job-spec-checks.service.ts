@@ -10,10 +10,12 @@ import { AppError, ErrorCode } from '../../core/app-error';
 import { DatasetsService } from '../../datasets/datasets.service';
 import { StorageQuota } from '../../datasets/storage-quota.service';
 import { EnvironmentRegistry } from '../../registry/environment-registry.service';
-import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../../registry/url-policy';
+import { checkRemoteUrl, ENVIRONMENT_URL, UrlNotAllowedError, urlPolicyFor, WANDB_URL, type RemoteUrlUse } from '../../egress/egress-policy';
 import { WorkersRepository } from '../../scheduler/workers.repository';
 import { isHubRef, parseHubRef } from '../../hub/hub-ref';
 import { modelPathAllowed, modelPathRefusal } from '../../training/model-roots';
+import { isUserModelRef, parseUserModelRef, userModelDir } from '../../models/user-model-files';
+import { UserModelsRepository } from '../../models/user-models.repository';
 import type { JobEntity } from '../job.entity';
 import { datasetFiles, refuseDatasetsOfRemote, tenantEnvironmentConfig, unknownEnvironment } from '../kinds/spec/environment-checks';
 import { findJobKind, kindList, kindsWith } from '../kinds/job-kinds';
@@ -59,6 +61,7 @@ export class JobSpecChecksService {
       throw invalid('model.preset', `Unknown model preset ${model.preset} (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
     }
     if (model?.path?.startsWith('job:')) await this.checkJobPath(model.path, visibleJob);
+    else if (model?.path !== undefined && isUserModelRef(model.path)) await this.checkUserModel(model.path, caller);
     // A Hub repo is fetched by the worker that runs the job, into its own cache: only its name is checked here.
     else if (model?.path !== undefined && isHubRef(model.path)) parseHubRef(model.path);
     else if (model?.path !== undefined && !modelPathAllowed(model.path, this.config.values.model_roots)) {
@@ -79,9 +82,12 @@ export class JobSpecChecksService {
   private checkFullFineTuning(model: { preset?: string; path?: string }): void {
     let config: ModelConfig | undefined;
     if (model.preset !== undefined) config = modelPreset(model.preset);
-    else if (model.path !== undefined && !model.path.startsWith('job:') && !isHubRef(model.path) && existsSync(join(model.path, 'config.json'))) {
+    else if (model.path !== undefined && !model.path.startsWith('job:') && !isHubRef(model.path)) {
+      const id = parseUserModelRef(model.path);
+      const dir = id !== null ? userModelDir(this.config.home, id) : isUserModelRef(model.path) ? null : model.path;
+      if (dir === null || !existsSync(join(dir, 'config.json'))) return;
       try {
-        config = validateModelConfig(JSON.parse(readFileSync(join(model.path, 'config.json'), 'utf8')));
+        config = validateModelConfig(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
       } catch {
         return; // an unreadable config is the runner's to report, with the folder's own error
       }
@@ -181,6 +187,22 @@ export class JobSpecChecksService {
       throw error;
     }
     if (!findJobKind(job.kind)?.checkpoints) throw invalid('model.path', `Job ${m[1]} is a ${job.kind} job; only ${kindList(kindsWith('checkpoints'))} jobs save checkpoints`);
+  }
+
+  /** `model:<id>`: a model folder the caller uploaded; anyone else's (or none) is 404, as on the models routes. */
+  private async checkUserModel(path: string, caller: Principal | undefined): Promise<void> {
+    const id = parseUserModelRef(path);
+    const models = this.optional(UserModelsRepository);
+    // A process without the table's module (a worker-only one) leaves the check to the job runner.
+    if (id !== null && !models) return;
+    const model = id === null ? null : await models!.findById(id);
+    if (!model || (caller !== undefined && model.ownerId !== caller.userId)) {
+      throw new AppError(
+        ErrorCode.MODEL_NOT_FOUND,
+        `model.path ${JSON.stringify(path)}: no uploaded model of yours has that name (${id === null ? 'expected model:<id>' : 'GET /v1/models lists yours'})`,
+        { field: 'model.path' },
+      );
+    }
   }
 
   private registry(): EnvironmentRegistry | null {

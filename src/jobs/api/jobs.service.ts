@@ -4,6 +4,7 @@ import { createReadStream, existsSync, ReadStream } from 'node:fs';
 import { isAdmin, Principal } from '../../auth/principal';
 import { AppError, ErrorCode } from '../../core/app-error';
 import { LocalBus } from '../../core/local-bus';
+import { AppConfig } from '../../config/app-config';
 import { JOB_QUEUE } from '../../scheduler/job-queue';
 import type { JobQueue } from '../../scheduler/job-queue';
 import { JobArtifactEntity } from '../job-artifact.entity';
@@ -27,23 +28,30 @@ export class JobsService {
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
     private readonly checks: JobSpecChecksService,
+    private readonly config: AppConfig,
   ) {}
 
   private readonly summaryJson = new JobSummaryCache();
 
-  /** Stores and queues a spec that `JobSpecBody` has parsed, once the checks that need the database or the registry pass. */
+  /**
+   * Stores and queues a spec that `JobSpecBody` has parsed, once the checks that need the database or the
+   * registry pass. A plain user with `max_queued_jobs_per_user` queued jobs is refused (429); admins are
+   * exempt. A priority above `max_user_priority` (which only an admin may give) also counts across users.
+   */
   async submit(caller: Principal, body: ParsedJobSpec['spec']): Promise<JobEntity> {
     const { kind, spec: parsed } = parsedSpec(body);
     await this.checks.check(parsed, (id) => this.get(caller, id), caller);
     const { spec, secrets } = takeSecrets(parsed);
     const now = Date.now();
+    const priority = spec.priority as number;
     const job = Object.assign(new JobEntity(), {
       id: randomUUID(),
       ownerId: caller.userId,
       kind: kind.kind,
       name: spec.name ?? null,
       state: 'queued' as JobState,
-      priority: spec.priority,
+      priority,
+      adminPriority: isAdmin(caller) && priority > this.config.values.max_user_priority ? priority : 0,
       environmentId: environmentIdOf(spec),
       spec,
       resources: spec.resources,
@@ -63,7 +71,14 @@ export class JobsService {
       updatedAt: now,
       version: 0,
     });
-    await this.jobs.insert(job, secrets);
+    const maxQueued = this.config.values.max_queued_jobs_per_user;
+    if ((await this.jobs.insert(job, secrets, isAdmin(caller) ? undefined : maxQueued)) === 'queued_limit') {
+      throw new AppError(
+        ErrorCode.QUEUED_JOBS_LIMIT,
+        `You have ${maxQueued} queued jobs, the most this server allows one user (operator setting max_queued_jobs_per_user); wait until some start, or cancel some`,
+        { details: { setting: 'max_queued_jobs_per_user', limit: maxQueued }, retryAfter: 10 },
+      );
+    }
     try {
       await this.queue.enqueue(job);
     } catch (error) {

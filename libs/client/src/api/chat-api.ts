@@ -6,7 +6,7 @@ import type { RequestOptions } from './request-options';
 
 /**
  * OpenAI-compatible chat over your jobs' checkpoints (`POST /v1/chat/completions`, `GET /v1/models`).
- * `model` is `<job id>` (latest checkpoint), `<job id>/step-<n>`, or a job name unique among your jobs.
+ * `model` is `job:<job id>` (latest checkpoint), `job:<job id>/step-<n>`, a job name unique among your jobs, `model:<id>` (an uploaded model) or `hf:Org/Name`.
  * Never retried: a second attempt would sample again.
  *
  * @example

@@ -1,5 +1,6 @@
 import { OpenTinkerError } from '../errors';
-import { checkFile, isNode, nodePost, nodeReadable } from '../node-upload';
+import { checkFile, isNode } from '../node-upload';
+import { uploadFromNode } from './stream-upload';
 import type { Transport } from '../transport';
 import type { Dataset, DatasetFormat, DatasetPage, DatasetPreview, UploadedDataset } from '../types';
 import type { RequestOptions } from './request-options';
@@ -77,24 +78,7 @@ export class DatasetsApi {
     signal?: AbortSignal,
   ): Promise<UploadedDataset> {
     if (typeof source === 'string') await checkFile(source, (message) => invalid('source', message));
-    const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[format] };
-    if (this.t.authorization) headers.authorization = this.t.authorization;
-    let response: Response;
-    try {
-      response = await nodePost(`${this.t.baseUrl}/v1/datasets?${new URLSearchParams(query)}`, headers, await nodeReadable(source), signal);
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      throw OpenTinkerError.connection(this.t.baseUrl, error);
-    }
-    const text = await response.text();
-    let answer: unknown = text;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      // not JSON: fromResponse quotes the text
-    }
-    if (!response.ok) throw OpenTinkerError.fromResponse(response, answer);
-    return answer as UploadedDataset;
+    return uploadFromNode<UploadedDataset>(this.t, '/v1/datasets', query, CONTENT_TYPES[format], source, signal);
   }
 
   /** Datasets, newest first (yours; everyone's for an admin). */

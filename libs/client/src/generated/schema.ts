@@ -66,9 +66,29 @@ export interface paths {
         put?: never;
         /**
          * Chat with a job’s checkpoint or a cached Hugging Face model (OpenAI-compatible)
-         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs, so any OpenAI client can use a trained model, or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, any user; never downloaded by a request: 404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
+         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs (`job:<id>[/step-<n>]`) or a model folder you uploaded (`model:<id>`), so any OpenAI client can use a trained model, or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, any user; never downloaded by a request: 404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
          */
         post: operations["Chat_completions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete a prompt with a checkpoint, an uploaded model or a cached Hugging Face model (OpenAI’s legacy completions)
+         * @description OpenAI’s legacy completions API (what vLLM-style clients call), over the models `POST /v1/chat/completions` serves: the prompt as text or token ids, one or several, used as it is (no chat template). `max_tokens` defaults to 16, as OpenAI’s; `logprobs` (0 to 5) gives each token’s log-prob and the most likely tokens at its place; `echo` puts the prompt (and its tokens’ log-probs) before the answer. With `stream: true`: `data: <text_completion>` events, a finishing event per choice with its log-probs, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`.
+         */
+        post: operations["Completions_complete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -141,7 +161,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Each live worker's devices and the job holding each */
+        /** Each live worker's devices and what holds each (a job or a model server) */
         get: operations["Devices_list"];
         put?: never;
         post?: never;
@@ -583,13 +603,41 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Checkpoints and Hub models you can chat with (OpenAI-compatible model list)
-         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first; then one per model snapshot in the server’s Hub cache (`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` may name.
+         * Checkpoints, uploaded models and Hub models you can use (OpenAI-compatible model list)
+         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first (`job:<job id>/step-<n>`); then your uploaded models (`model:<id>`); then one per model snapshot in the server’s Hub cache (`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` (chat, completions) and a job’s `model.path` may name.
          */
-        get: operations["Chat_models"];
+        get: operations["Models_list"];
+        put?: never;
+        /**
+         * Upload a Hugging Face model folder (a tar stream as the raw body); it becomes model:<id>, yours only
+         * @description The body is a tar of the folder (its files at the top, or under one folder), streamed to disk (limit: setting model_upload_max_bytes and your storage quota; over them 413 OT_ERR_MODEL_TOO_LARGE or OT_ERR_QUOTA_EXCEEDED). Only regular files named as a model folder’s are taken: *.safetensors (and the index), config.json, generation_config.json, tokenizer files, chat template files; a link, a device, an absolute or `..` path, a subfolder or any other file refuses the whole upload (400 OT_ERR_MODEL_INVALID), as does a folder the engine cannot load (checked in a separate process: config, tokenizer, safetensors headers). The answer’s `id` (`model:<id>`) names it in chat, completions and any job’s model.path; `content_sha256` lets a client find an upload of the same folder.
+         */
+        post: operations["Models_upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One model, by any name `model` takes (OpenAI-compatible)
+         * @description The entry `GET /v1/models` lists for it; `id` is its canonical name (`job:<id>` answers `job:<id>/step-<latest>`, a Hub branch its commit). A name with a `/` is sent percent-encoded (`job:4f0c…%2Fstep-20`, as OpenAI SDKs send it). Someone else’s is 404 `OT_ERR_MODEL_NOT_FOUND`.
+         */
+        get: operations["Models_get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a model you uploaded, and its files (OpenAI-compatible answer)
+         * @description `model:<id>` (or the bare id). Refused with 409 OT_ERR_MODEL_IN_USE while a queued or running job names it. Checkpoints and Hub models are not deleted here (400).
+         */
+        delete: operations["Models_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -646,8 +694,8 @@ export interface components {
             last_used_at: string | null;
             name: string;
             /**
-             * @description First characters of the key
-             * @example otk_3fA9x2Lq
+             * @description The non-secret start of the key: `otk_` and its key id (`otk_…` for a key an operator chose)
+             * @example otk_3fA9x2LqB7kM
              */
             prefix: string;
             /** Format: date-time */
@@ -698,7 +746,7 @@ export interface components {
             created: number;
             /** @example chatcmpl-3f9a… */
             id: string;
-            /** @description The model that answered: `<job id>/step-<n>`, or `hf:Org/Name@<commit>` */
+            /** @description The model that answered: `job:<job id>/step-<n>`, `model:<id>`, or `hf:Org/Name@<commit>` */
             model: string;
             /** @enum {string} */
             object: "chat.completion";
@@ -719,8 +767,8 @@ export interface components {
             /** @description Rendered with the checkpoint’s chat template */
             messages: components["schemas"]["ChatMessageDto"][];
             /**
-             * @description A checkpoint: `<job id>` (its latest), `<job id>/step-<n>`, or a job name unique among your jobs (optionally `/step-<n>`); or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)
-             * @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20
+             * @description A checkpoint: `job:<job id>` (its latest), `job:<job id>/step-<n>` (both also without `job:`), or a job name unique among your jobs (optionally `/step-<n>`); a model folder you uploaded: `model:<id>`; or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)
+             * @example job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20
              */
             model: string;
             /**
@@ -730,7 +778,7 @@ export interface components {
             n?: number | null;
             /** @description Only 0 */
             presence_penalty?: number;
-            /** @description Same seed, same request, same checkpoint: same answer */
+            /** @description Same seed, same request, same model: same answer */
             seed?: number | null;
             /** @description Stop strings (not included in the answer) */
             stop?: (string | string[]) | null;
@@ -745,7 +793,7 @@ export interface components {
              * @default 1
              */
             temperature?: number | null;
-            /** @description Not supported: only 0 or absent */
+            /** @description With `logprobs: true`: also the most likely tokens at each place of the answer (0 to 20), under the model at temperature 1 */
             top_logprobs?: number | null;
             /** @default 1 */
             top_p?: number | null;
@@ -799,16 +847,19 @@ export interface components {
             size: number;
         };
         CheckpointModelDto: {
-            /** @description Unix seconds (the job’s creation; a Hub model’s download) */
+            /** @description Unix seconds (the job’s creation; an upload; a Hub model’s download) */
             created: number;
-            /** @example 4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20 */
+            /**
+             * @description `job:<job id>/step-<n>`
+             * @example job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20
+             */
             id: string;
             /** Format: uuid */
             job_id: string;
             job_name: string | null;
             /** @enum {string} */
             object: "model";
-            /** @description You, for a checkpoint; the repo’s organisation for a Hub model */
+            /** @description You, for a checkpoint or an uploaded model; the repo’s organisation for a Hub model */
             owned_by: string;
             step: number;
         };
@@ -827,6 +878,115 @@ export interface components {
             content?: string;
             /** @enum {string} */
             role?: "assistant";
+        };
+        CompletionChoiceDto: {
+            /**
+             * @description stop: a stop token or stop string; length: max_tokens or the context reached
+             * @enum {string}
+             */
+            finish_reason: "stop" | "length";
+            /** @description prompt index · n + j */
+            index: number;
+            logprobs: components["schemas"]["CompletionLogprobsDto"] | null;
+            text: string;
+        };
+        CompletionChunkChoiceDto: {
+            /** @enum {string|null} */
+            finish_reason: "stop" | "length" | null;
+            index: number;
+            /** @description A choice’s log-probs come whole with its finishing chunk */
+            logprobs: components["schemas"]["CompletionLogprobsDto"] | null;
+            text: string;
+        };
+        CompletionChunkDto: {
+            choices: components["schemas"]["CompletionChunkChoiceDto"][];
+            created: number;
+            id: string;
+            model: string;
+            /** @enum {string} */
+            object: "text_completion";
+            /** @description With stream_options.include_usage: null on every chunk but the last */
+            usage?: components["schemas"]["UsageDto"] | null;
+        };
+        CompletionDto: {
+            choices: components["schemas"]["CompletionChoiceDto"][];
+            /** @description Unix seconds */
+            created: number;
+            /** @example cmpl-3f9a… */
+            id: string;
+            /** @description The model that answered: `job:<job id>/step-<n>`, `model:<id>`, or `hf:Org/Name@<commit>` */
+            model: string;
+            /** @enum {string} */
+            object: "text_completion";
+            usage: components["schemas"]["UsageDto"];
+        };
+        CompletionLogprobsDto: {
+            /** @description Where each token starts in the choice’s text (characters) */
+            text_offset: number[];
+            /** @description null for the first token of an echoed prompt (nothing comes before it) */
+            token_logprobs: (number | null)[];
+            tokens: string[];
+            /** @description The `logprobs` most likely tokens at each place, and the sampled one, token → log-prob; null where token_logprobs is */
+            top_logprobs: ({
+                [key: string]: number;
+            } | null)[];
+        };
+        CompletionRequestDto: {
+            /** @description Only equal to n (no choice is picked among more) */
+            best_of?: number | null;
+            /**
+             * @description Put the prompt before each choice’s text (and its tokens’ log-probs before the sampled ones)
+             * @default false
+             */
+            echo?: boolean | null;
+            /** @description Only 0 */
+            frequency_penalty?: number;
+            /** @description Not supported: only null or empty */
+            logit_bias?: {
+                [key: string]: number;
+            } | null;
+            /** @description Per-token log-probs (under the model at temperature 1) and this many most likely tokens at each place (OpenAI's limit, 5); the sampled token's is always in top_logprobs, so it may hold one more */
+            logprobs?: number | null;
+            /**
+             * @description New tokens per choice; 0 samples nothing (with echo: scores the prompt)
+             * @default 16
+             */
+            max_tokens?: number | null;
+            /**
+             * @description A checkpoint: `job:<job id>` (its latest), `job:<job id>/step-<n>` (both also without `job:`), or a job name unique among your jobs (optionally `/step-<n>`); a model folder you uploaded: `model:<id>`; or a Hugging Face model in the server's Hub cache: `hf:Org/Name` (its main branch) or `hf:Org/Name@<revision>` (branch, tag or commit)
+             * @example job:4f0c8b1e-7d7a-4c1e-9a57-2b1f0e6c9d00/step-20
+             */
+            model: string;
+            /**
+             * @description Choices per prompt (choice index = prompt index · n + j; at most 64 in all)
+             * @default 1
+             */
+            n?: number | null;
+            /** @description Only 0 */
+            presence_penalty?: number;
+            /** @description Text (tokenized with the model's tokenizer, its special tokens added as Hugging Face's tokenizers add them), token ids, or a list of either (at most 32); used as it is, without a chat template */
+            prompt: string | string[] | number[] | number[][];
+            /** @description Same seed, same request, same model: same answer */
+            seed?: number | null;
+            /** @description Stop strings (not included in the answer) */
+            stop?: (string | string[]) | null;
+            /**
+             * @description Server-Sent Events of `text_completion` chunks, ended by `data: [DONE]`
+             * @default false
+             */
+            stream?: boolean | null;
+            stream_options?: components["schemas"]["StreamOptionsDto"] | null;
+            /** @description Not supported: only null or empty */
+            suffix?: string | null;
+            /**
+             * @description 0 = greedy
+             * @default 1
+             */
+            temperature?: number | null;
+            /** @default 1 */
+            top_p?: number | null;
+            /** @description Accepted and ignored */
+            user?: string;
         };
         CreateKeyDto: {
             /**
@@ -894,9 +1054,22 @@ export interface components {
             rows: number;
             valid_rows: number;
         };
+        DeletedModelDto: {
+            /** @enum {boolean} */
+            deleted: true;
+            /** @example model:0b7e2c4a-5d1f-4e8a-9c3b-6f2d1a0e9b87 */
+            id: string;
+            /** @enum {string} */
+            object: "model";
+        };
         DeviceDto: {
-            /** @description Whether a job holds the device */
+            /** @description Whether a job or a model server holds the device */
             busy: boolean;
+            /**
+             * @description What holds the device: a job, or a model server answering chat completions (which model, and for whom, is not shown); null when free
+             * @enum {string|null}
+             */
+            held_by: "job" | "model_server" | null;
             /**
              * @description `gpu:<index>` or `cpu:<slot>`
              * @example gpu:0
@@ -1042,7 +1215,7 @@ export interface components {
             version: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED";
+        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_JSON_TOO_DEEP" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_AUTH_BUSY" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_MODEL_INVALID" | "OT_ERR_MODEL_TOO_LARGE" | "OT_ERR_MODEL_IN_USE" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED" | "OT_ERR_QUEUED_JOBS_LIMIT";
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
@@ -1059,7 +1232,7 @@ export interface components {
         HubModelDto: {
             /** @description The commit sha of the snapshot */
             commit: string;
-            /** @description Unix seconds (the job’s creation; a Hub model’s download) */
+            /** @description Unix seconds (the job’s creation; an upload; a Hub model’s download) */
             created: number;
             /**
              * @description `hf:<repo>@<commit>`
@@ -1068,7 +1241,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "model";
-            /** @description You, for a checkpoint; the repo’s organisation for a Hub model */
+            /** @description You, for a checkpoint or an uploaded model; the repo’s organisation for a Hub model */
             owned_by: string;
             /** @example Qwen/Qwen2.5-0.5B-Instruct */
             repo: string;
@@ -1081,7 +1254,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             /**
-             * @description The secret key. Shown once: store it now.
+             * @description The secret key. Shown once: store it now. The Tinker SDK takes it as `tml-` + the key.
              * @example otk_…
              */
             key: string;
@@ -1089,8 +1262,8 @@ export interface components {
             last_used_at: string | null;
             name: string;
             /**
-             * @description First characters of the key
-             * @example otk_3fA9x2Lq
+             * @description The non-secret start of the key: `otk_` and its key id (`otk_…` for a key an operator chose)
+             * @example otk_3fA9x2LqB7kM
              */
             prefix: string;
             /** Format: date-time */
@@ -1253,7 +1426,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), job:<id>[/step-<n>] (a checkpoint of one of your jobs), model:<id> (a model folder you uploaded, POST /v1/models), or a model folder on the worker under model_roots */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1271,7 +1444,7 @@ export interface components {
              */
             num_tasks?: number;
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1552,7 +1725,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), job:<id>[/step-<n>] (a checkpoint of one of your jobs), model:<id> (a model folder you uploaded, POST /v1/models), or a model folder on the worker under model_roots */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1609,7 +1782,7 @@ export interface components {
                 weight_decay?: number;
             };
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1716,7 +1889,7 @@ export interface components {
             /** @description A label for listings */
             name?: string;
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -1938,7 +2111,7 @@ export interface components {
                      */
                     target_modules?: string[];
                 };
-                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>] */
+                /** @description hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), job:<id>[/step-<n>] (a checkpoint of one of your jobs), model:<id> (a model folder you uploaded, POST /v1/models), or a model folder on the worker under model_roots */
                 path?: string;
                 /** @description Built-in preset with random weights, e.g. tiny-char */
                 preset?: string;
@@ -1997,7 +2170,7 @@ export interface components {
                 weight_decay?: number;
             };
             /**
-             * @description Higher runs first; FIFO within a priority
+             * @description Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts
              * @default 0
              */
             priority?: number;
@@ -2213,7 +2386,7 @@ export interface components {
             time: string;
             value: number;
         };
-        ModelDto: components["schemas"]["CheckpointModelDto"] | components["schemas"]["HubModelDto"];
+        ModelDto: components["schemas"]["CheckpointModelDto"] | components["schemas"]["UserModelDto"] | components["schemas"]["HubModelDto"];
         ModelListDto: {
             data: components["schemas"]["ModelDto"][];
             /** @enum {string} */
@@ -2285,8 +2458,14 @@ export interface components {
             bytes: number[];
             logprob: number;
             token: string;
-            /** @description Always empty (top_logprobs is not supported) */
-            top_logprobs: unknown[];
+            /** @description The `top_logprobs` most likely tokens at this place, most likely first (empty when not asked for) */
+            top_logprobs: components["schemas"]["TopLogprobDto"][];
+        };
+        TopLogprobDto: {
+            /** @description UTF-8 bytes of the token */
+            bytes: number[];
+            logprob: number;
+            token: string;
         };
         UploadedDatasetDto: {
             dataset: components["schemas"]["DatasetDto"];
@@ -2306,6 +2485,33 @@ export interface components {
             name: string;
             /** @enum {string} */
             role: "user" | "admin";
+        };
+        UserModelDto: {
+            bytes: number;
+            /** @description sha256 over the sorted lines `<path>\0<size>\0<sha256 of the file>\n`: the same folder uploaded again has the same hash */
+            content_sha256: string;
+            /** @description Unix seconds (the job’s creation; an upload; a Hub model’s download) */
+            created: number;
+            files: components["schemas"]["UserModelFileDto"][];
+            /**
+             * @description `model:<id>`
+             * @example model:0b7e2c4a-5d1f-4e8a-9c3b-6f2d1a0e9b87
+             */
+            id: string;
+            /**
+             * @description config.json’s model_type
+             * @example qwen2
+             */
+            model_type: string;
+            name: string;
+            /** @enum {string} */
+            object: "model";
+            /** @description You, for a checkpoint or an uploaded model; the repo’s organisation for a Hub model */
+            owned_by: string;
+        };
+        UserModelFileDto: {
+            path: string;
+            size: number;
         };
         WorkerDevicesDto: {
             devices: components["schemas"]["DeviceDto"][];
@@ -2447,7 +2653,86 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The model process stopped or timed out (OT_ERR_MODEL_UNAVAILABLE); retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Completions_complete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompletionRequestDto"];
+            };
+        };
+        responses: {
+            /** @description The completion, or (stream) an event stream of chunks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletionDto"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The model cannot be loaded (OT_ERR_MODEL_LOAD_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2505,7 +2790,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2586,7 +2871,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2643,7 +2928,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2708,7 +2993,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2767,7 +3052,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2804,7 +3089,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2841,7 +3126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2889,7 +3174,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3323,7 +3608,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3375,7 +3660,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3434,7 +3719,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3491,7 +3776,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3548,7 +3833,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3615,7 +3900,7 @@ export interface operations {
                     "application/octet-stream": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3674,7 +3959,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3757,7 +4042,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3827,7 +4112,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3893,7 +4178,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3950,7 +4235,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4009,7 +4294,7 @@ export interface operations {
                     "application/x-tar": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4072,7 +4357,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4132,7 +4417,7 @@ export interface operations {
                     "text/plain": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4195,7 +4480,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4262,7 +4547,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4299,7 +4584,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4349,7 +4634,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4406,7 +4691,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4417,7 +4702,7 @@ export interface operations {
             };
         };
     };
-    Chat_models: {
+    Models_list: {
         parameters: {
             query?: never;
             header?: never;
@@ -4443,7 +4728,203 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Models_upload: {
+        parameters: {
+            query: {
+                /** @description A name for you to recognise it by */
+                name: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The tar stream */
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+                "application/x-tar": string;
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserModelDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Models_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    Models_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedModelDto"];
+                };
+            };
+            /** @description Invalid input (the body names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Missing, malformed or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Not found (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4489,7 +4970,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4557,7 +5038,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4594,7 +5075,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many failed authentications */
+            /** @description Too many requests: failed authentications (and, submitting a job, queued jobs past the per-user limit) */
             429: {
                 headers: {
                     [name: string]: unknown;

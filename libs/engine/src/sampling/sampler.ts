@@ -7,6 +7,7 @@ import { sliceAdapterRefs, type Model, type RunResult } from '../model/transform
 import type { AdapterRef } from '../model/lora-state';
 import { Prng } from '../util/prng';
 import { drawTokens, type TokenSamplingParams } from './sample-token';
+import { topAlternatives, type TokenAlternative } from './top-alternatives';
 
 /** Options of {@link sample}. */
 export interface SamplingOptions {
@@ -48,6 +49,8 @@ export interface SamplingOptions {
    * the sampling needs anyway: `log p(prompt[i] | prompt[<i])` at temperature 1, NaN at position 0.
    */
   promptLogProbs?: boolean;
+  /** Also report this many most likely tokens at each step (`SampledSequence.topLogProbs`), among the ids below `vocabLimit`; default 0. */
+  topLogprobs?: number;
 }
 
 /** One generated continuation. */
@@ -63,6 +66,8 @@ export interface SampledSequence {
   logProbs: number[];
   /** Log-probs under the distribution actually sampled from (temperature, top-k, top-p applied); 0 when greedy. */
   samplingLogProbs: number[];
+  /** With `topLogprobs`: the most likely tokens at each step, most likely first, log-probs as in `logProbs`. */
+  topLogProbs?: TokenAlternative[][];
   /** `stop`: a stop token or the stop hook ended it; `length`: `maxNewTokens` reached. */
   finishReason: 'stop' | 'length';
   /**
@@ -86,6 +91,8 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
   if (o.vocabLimit !== undefined && !(Number.isInteger(o.vocabLimit) && o.vocabLimit >= 1)) bad(`vocabLimit must be a positive integer, got ${o.vocabLimit}`, 'vocabLimit');
   const numSamples = o.numSamples ?? 1;
   if (!Number.isInteger(numSamples) || numSamples < 1) bad(`numSamples must be a positive integer, got ${o.numSamples}`, 'numSamples');
+  if (o.topLogprobs !== undefined && !(Number.isInteger(o.topLogprobs) && o.topLogprobs >= 0))
+    bad(`topLogprobs must be a non-negative integer, got ${o.topLogprobs}`, 'topLogprobs');
   if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
   if (Array.isArray(o.adapter) && o.adapter.length !== prompts.length) bad(`${o.adapter.length} per-prompt adapters for ${prompts.length} prompts`, 'adapter');
   const vocab = model.config.vocab_size;
@@ -241,8 +248,16 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
   const stops = new Set(options.stopTokenIds ?? defaultStops(model));
   const seed = options.seed ?? 0;
   const b = prompts.length * n;
+  const v = model.config.vocab_size;
   const rngs = Array.from({ length: b }, (_, row) => new Prng(seed ^ Math.imul(row + 1, 0x9e3779b1)));
-  const out: SampledSequence[] = Array.from({ length: b }, () => ({ tokens: [], logProbs: [], samplingLogProbs: [], finishReason: 'length' }));
+  const top = options.topLogprobs ?? 0;
+  const out: SampledSequence[] = Array.from({ length: b }, () => ({
+    tokens: [],
+    logProbs: [],
+    samplingLogProbs: [],
+    ...(top > 0 ? { topLogProbs: [] } : {}),
+    finishReason: 'length',
+  }));
   const done = new Uint8Array(b);
   let remaining = b;
 
@@ -269,6 +284,11 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
         seq.tokens.push(drawn.token);
         seq.logProbs.push(drawn.logProb);
         seq.samplingLogProbs.push(drawn.samplingLogProb);
+        // The draw's logProb is logits[token] - logZ: the same normaliser serves the alternatives.
+        if (top > 0) {
+          const rowLogits = values.subarray(row * v, (row + 1) * v);
+          seq.topLogProbs!.push(topAlternatives(rowLogits, top, rowLogits[drawn.token] - drawn.logProb, params.vocabLimit));
+        }
         next[row] = drawn.token;
         if (stops.has(drawn.token) || (options.stopCheck?.(row, seq.tokens) ?? false)) {
           seq.finishReason = 'stop';
@@ -292,29 +312,4 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
     cache.dispose();
   }
   return out;
-}
-
-/**
- * Each prompt's log-probs under the model (Tinker's `compute_logprobs`): `log p(prompt[i] | prompt[<i])`
- * at temperature 1, NaN at position 0, through `Model.scoreTokens` (the trainer's and the sampler's path).
- *
- * @example
- * ```ts
- * const [lp] = promptLogProbs(model, [[1, 5, 7]], { adapter: 'client-1' }); // [NaN, log p(5|1), log p(7|1 5)]
- * ```
- */
-export function promptLogProbs(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, options: { adapter?: AdapterRef | readonly AdapterRef[] } = {}): Float32Array[] {
-  if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
-  prompts.forEach((p, i) => {
-    if (p.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', `prompt ${i} is empty`, 'prompts');
-  });
-  const batch = padBatch(prompts, { side: 'left' });
-  const { logProbs } = model.scoreTokens(batch, options.adapter === undefined ? {} : { adapter: options.adapter });
-  const t = batch.seqLen;
-  return prompts.map((p, row) => {
-    const out = new Float32Array(p.length).fill(NaN);
-    const pad = t - p.length;
-    for (let i = 1; i < p.length; i++) out[i] = logProbs[row * t + pad + i];
-    return out;
-  });
 }

@@ -19,7 +19,13 @@ export type JobKindCapabilities = z.output<typeof JobKindCapabilities>;
 /** Keys every job has, whatever its kind. */
 export const commonSpecShape = {
   name: z.string().min(1).max(128).optional().describe('A label for listings'),
-  priority: z.number().int().min(-100).max(100).default(0).describe('Higher runs first; FIFO within a priority'),
+  priority: z
+    .number()
+    .int()
+    .min(-100)
+    .max(100)
+    .default(0)
+    .describe("Orders your own jobs (higher first, then oldest); across users only an admin's priority above the server's max_user_priority counts"),
   resources: z
     .object({
       gpus: z.number().int().min(0).max(64).default(0).describe('GPUs the job needs (CUDA_VISIBLE_DEVICES)'),

@@ -84,7 +84,9 @@ export const modelSpec = z
       .min(1)
       .max(4096)
       .optional()
-      .describe("hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), a model folder on the worker, or job:<id>[/step-<n>]"),
+      .describe(
+        "hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), job:<id>[/step-<n>] (a checkpoint of one of your jobs), model:<id> (a model folder you uploaded, POST /v1/models), or a model folder on the worker under model_roots",
+      ),
     lora: loraSpec.optional().describe('Train LoRA adapters with the base frozen (PEFT layout)'),
     chat_template: z
       .enum(['auto', 'chatml', 'plain'])
