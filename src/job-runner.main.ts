@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseStoredSpec } from './jobs/kinds/job-kinds';
 import { configureEngine } from './training/engine-settings';
+import { JobHub, type JobHubAccess } from './hub/job-hub';
 import type { CallInbox, CallMessage, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner/runner-protocol';
 
 const controller = new AbortController();
@@ -115,8 +116,13 @@ function runnerPaths(start: StartMessage): RunnerPaths {
     datasetsDir: join(home, 'datasets'),
     // The job's own folder holds what it saves and resumes from.
     modelRoots: [...start.policy.modelRoots, join(home, 'jobs', start.job.id)],
-    ...(start.policy.hub ? { hub: start.policy.hub } : {}),
+    ...(start.policy.hub ? { hub: new JobHub(start.policy.hub, start.policy.hubAccess ?? noHubRecords(), (use) => send({ type: 'hub', use })) } : {}),
   };
+}
+
+/** A worker that sent no records: the owner may use only what the Hub lets them fetch, with no quota. */
+function noHubRecords(): JobHubAccess {
+  return { userId: '', admin: false, granted: [], budgetBytes: null, quotaBytes: 0 };
 }
 
 function main(): void {

@@ -4,7 +4,6 @@ import { AppConfig } from '../config/app-config';
 import type { JobResources } from '../jobs/job.entity';
 import { DevicePoolService } from '../scheduler/device-pool.service';
 import { userModelsDir } from '../models/user-model-files';
-import { hubSettings } from '../hub/hub-settings';
 import { HubModelsService } from './hub-models.service';
 import { ModelPool } from './model-pool';
 
@@ -25,9 +24,8 @@ export class ModelPoolService extends ModelPool implements OnApplicationShutdown
       home: config.home,
       jobsDir: join(config.home, 'jobs'),
       // Chat serves jobs' checkpoints, uploaded models and the snapshots of this machine's Hub cache; a
-      // Tinker checkpoint's base may also be a model folder under model_roots, or an hf: model of the cache.
+      // Tinker checkpoint's base may also be a model folder under model_roots.
       modelRoots: [join(config.home, 'jobs'), userModelsDir(config.home), hubModels.cacheDir, ...config.values.model_roots],
-      hub: { ...hubSettings(config.values), offline: true, maxDownloadBytes: 0 },
       engine: config.engine,
       log: (line) => logger.debug(line),
       devices: {

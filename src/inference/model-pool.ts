@@ -1,4 +1,3 @@
-import type { HubSettings } from '../hub/hub-settings';
 import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
 import { ManagedProcess } from '../core/managed-process';
@@ -23,8 +22,6 @@ export interface ModelPoolOptions {
   jobsDir: string;
   /** Folders a model server may load a model from (jobs' checkpoints, this machine's Hub cache), links followed. */
   modelRoots: string[];
-  /** How a model server resolves an `hf:` base of what it loads (a Tinker checkpoint's): the cache only, never a download. */
-  hub?: HubSettings;
   /** The engine settings each model server starts its engine with (default: the engine's own defaults). */
   engine?: EngineSettings;
   /** Diagnostics (process start and exit, its stderr). */
@@ -175,15 +172,7 @@ class ModelProcess implements Evictable {
     // A model server's engine runs as many threads as the CPU slots it holds, unless the settings name a count.
     const engine: EngineSettings | undefined =
       this.opts.devices && this.opts.engine ? { ...this.opts.engine, engine_threads: this.opts.engine.engine_threads ?? cpuThreads(devices) } : this.opts.engine;
-    this.post({
-      type: 'load',
-      dir: this.dir,
-      jobsDir: this.opts.jobsDir,
-      modelRoots: this.opts.modelRoots,
-      home: this.opts.home,
-      engine,
-      ...(this.opts.hub ? { hub: this.opts.hub } : {}),
-    });
+    this.post({ type: 'load', dir: this.dir, jobsDir: this.opts.jobsDir, modelRoots: this.opts.modelRoots, home: this.opts.home, engine });
     await ready;
   }
 

@@ -1,5 +1,4 @@
 import type { EngineSettings } from '@opentinker/engine/settings';
-import type { HubSettings } from '../hub/hub-settings';
 import type { GenerateErrorKind, GenerateRequest, GenerateResult, TokenLogprob } from '../training/generation';
 import type { CompletionRequest, CompletionResult } from './text-completion';
 
@@ -19,8 +18,7 @@ export type ModelResult<R extends ModelRequest = ModelRequest> = R extends Compl
  */
 
 export type ToModelServer =
-  | { type: 'load'; dir: string; jobsDir: string; modelRoots: string[]; home: string; engine?: EngineSettings; hub?: HubSettings }
-  | { type: 'generate'; id: number; request: ModelRequest };
+  { type: 'load'; dir: string; jobsDir: string; modelRoots: string[]; home: string; engine?: EngineSettings } | { type: 'generate'; id: number; request: ModelRequest };
 
 export interface DeltaMessage {
   type: 'delta';

@@ -30,7 +30,6 @@ async function handle(message: ToModelServer): Promise<void> {
         jobsDir: message.jobsDir,
         datasetsDir: join(message.home, 'datasets'),
         modelRoots: message.modelRoots,
-        ...(message.hub ? { hub: message.hub } : {}),
       };
       policy = await loadPolicy({ path: message.dir, chat_template: 'auto', seed: 0 }, { paths, log: (line) => process.stderr.write(`${line}\n`) }, { trainable: false });
       send({ type: 'ready', contextLength: policy.contextLength, source: policy.source });

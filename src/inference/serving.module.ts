@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { allowRawUpload } from '../core/raw-upload-parser';
 import { DatasetsModule } from '../datasets/datasets.module';
+import { HubAccessModule } from '../hub/hub-access.module';
 import { JobsModule } from '../jobs/api/jobs.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { UserModelsDataModule } from '../models/user-models-data.module';
@@ -26,7 +27,7 @@ import { UserModelsService } from './user-models.service';
  * over them and the cached Hub models. API role only.
  */
 @Module({
-  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, TinkerModule],
+  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, HubAccessModule, TinkerModule],
   controllers: [CheckpointsController, ChatController, CompletionsController, ModelsController],
   providers: [CheckpointsService, ChatService, CompletionsService, HubModelsService, ModelPoolService, UserModelsService, ModelChecker],
 })

@@ -1,6 +1,8 @@
 import type { EngineSettings } from '@opentinker/engine/settings';
 import type { HostConfigInput } from '@opentinker/env-sdk';
+import type { HubUse } from '../hub/hub-access';
 import type { HubSettings } from '../hub/hub-settings';
+import type { HubResolver, JobHubAccess } from '../hub/job-hub';
 import type { UrlPolicy } from '../egress/egress-policy';
 /**
  * Messages between a worker and the job runner child process it spawned (Node IPC channel). Logs do
@@ -36,6 +38,8 @@ export interface RunnerPolicy {
   remoteEnvironments: UrlPolicy;
   /** How `hf:` models are fetched on this worker (its own cache, endpoint, token, limit). */
   hub?: HubSettings;
+  /** What the job's owner may use from the Hub cache, and may still download (see JobHub). */
+  hubAccess?: JobHubAccess;
   /** How a job streams to W&B (settings wandb_stream_seconds, wandb_finish_seconds); absent: their defaults. */
   wandb?: WandbStreamSettings;
 }
@@ -52,6 +56,8 @@ export type RunnerMessage =
   | { type: 'checkpoint'; state: unknown }
   | { type: 'resumed'; step: number; keepPrefixes: string[] }
   | { type: 'artifact'; name: string; path: string }
+  /** A Hub snapshot the job used: recorded for its owner (who may use it, the bytes downloaded). */
+  | { type: 'hub'; use: HubUse }
   | { type: 'failed'; message: string }
   | { type: 'call-result'; id: number; result?: unknown; error?: string }
   | { type: 'done' };
@@ -118,6 +124,6 @@ export interface RunnerPaths {
   datasetsDir: string;
   /** Folders a model may be loaded from when named by path (see `openableModelDir`). */
   modelRoots: string[];
-  /** Where `hf:` models come from; absent: this process cannot fetch them. */
-  hub?: HubSettings;
+  /** Where `hf:` models come from, on the job owner's behalf; absent: this process cannot fetch them. */
+  hub?: HubResolver;
 }

@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { CachedHubModels } from '../hub/cached-hub-models';
+import { HubAccessService } from '../hub/hub-access.service';
 import { HUB_PREFIX, isHubRef, parseHubRef } from '../hub/hub-ref';
 import { isUserModelRef, parseUserModelRef, userModelDir, userModelName } from '../models/user-model-files';
 import { UserModelsRepository } from '../models/user-models.repository';
@@ -43,6 +44,7 @@ export class TinkerBaseModels {
   constructor(
     private readonly config: AppConfig,
     private readonly uploads: UserModelsRepository,
+    private readonly hubAccess: HubAccessService,
   ) {
     this.hub = new CachedHubModels(config.values);
   }
@@ -80,7 +82,7 @@ export class TinkerBaseModels {
     return { spec: { path }, key: JSON.stringify({ path }), tokenizerId, arch: null };
   }
 
-  /** What `get_server_capabilities` lists: presets, the Hub cache's models, the model folders under `model_roots`, and the caller's uploads. */
+  /** What `get_server_capabilities` lists: presets, the Hub cache's models the caller may use, the model folders under `model_roots`, and the caller's uploads. */
   async supported(caller: Principal): Promise<SupportedModel[]> {
     const out: SupportedModel[] = Object.keys(MODEL_PRESETS).map((name) => ({
       model_name: name,
@@ -88,7 +90,9 @@ export class TinkerBaseModels {
       trainable: true,
       sampleable: true,
     }));
-    const repos = new Set((await this.hub.list().catch(() => [])).map((m) => m.repo));
+    // The Hub cache's models this caller may use: another tenant's private pull is not listed.
+    const visible = await this.hubAccess.filterVisible(caller, await this.hub.list().catch(() => []));
+    const repos = new Set(visible.map((m) => m.repo));
     for (const repo of [...repos].sort()) out.push({ model_name: repo, trainable: true, sampleable: true });
     for (const dir of await this.rootFolders()) out.push({ model_name: dir, max_context_length: await contextOf(dir), trainable: true, sampleable: true });
     for (const upload of await this.uploads.ofOwner(caller.userId, 200)) out.push({ model_name: userModelName(upload.id), trainable: true, sampleable: true });

@@ -1,37 +1,29 @@
+import { checkTinkerLossInputs, isRlError, resolveTinkerLossConfig, type TinkerLossFn } from '@opentinker/rl';
 import { tensorAsFloat32, tensorAsInt32, type ForwardBackwardRequestPlain, type PlainTensor } from '@opentinker/tinker-wire';
 import { AppError, ErrorCode } from '../core/app-error';
-import { isTinkerLoss, LOSS_INPUTS, TINKER_LOSSES, type OpDatum, type TinkerLoss } from '../jobs/kinds/tinker/tinker-ops';
-
-/** Losses of the SDK that this server does not compute, and what to use instead. */
-const OTHER_LOSSES: Record<string, string> = {
-  stable_reinforce: 'its stability information is recorded by the hosted service’s samplers; pass loss_fn=importance_sampling (or ppo, cispo) to the cookbook’s RL loops',
-  custom: 'server-side custom losses are off here; forward_backward_custom computes a custom loss on the client with the built-in ones',
-};
+import type { OpDatum } from '../jobs/kinds/tinker/tinker-ops';
 
 function invalid(field: string, message: string): AppError {
   return new AppError(ErrorCode.VALIDATION, `${field}: ${message}`, { field });
 }
 
-/** The loss, or 400 naming the ones there are. */
-export function checkLoss(lossFn: string): TinkerLoss {
-  if (isTinkerLoss(lossFn)) return lossFn;
-  const why = OTHER_LOSSES[lossFn];
-  throw invalid('loss_fn', `${lossFn} is not available on this server${why ? ` (${why})` : ''}; use one of ${TINKER_LOSSES.join(', ')}`);
-}
-
-function finite(values: Float32Array, field: string): number[] {
-  const out = Array.from(values);
-  const bad = out.findIndex((v) => !Number.isFinite(v));
-  if (bad !== -1) throw invalid(`${field}[${bad}]`, `${out[bad]} is not a finite number`);
-  return out;
+/** The loss and its config, checked; 400 naming the key (and, for a loss this server does not compute, the ones it does). */
+export function checkLoss(lossFn: string, config: Record<string, number | string>): TinkerLossFn {
+  try {
+    return resolveTinkerLossConfig(lossFn, config).lossFn;
+  } catch (error) {
+    if (!isRlError(error)) throw error;
+    throw invalid(error.field === 'loss_fn' || error.field === undefined ? 'loss_fn' : `loss_fn_config.${error.field}`, error.message);
+  }
 }
 
 /**
- * A decoded forward/backward request's datums as the runner takes them, checked: text tokens, each loss
- * input one value per input token, the inputs the loss needs, and targets that are the input shifted by
- * one (the engine scores each input token's next token).
+ * A decoded forward/backward request's datums as the runner takes them, checked: text tokens, one target
+ * per input token, and the loss inputs the loss takes, each one value per input token. `cross_entropy`
+ * keeps `target_tokens` and `weights` (1 where absent, as the SDK's own examples send it) and leaves
+ * any other input out, so a datum made for an RL loss can be scored with `forward`.
  */
-export function datumsOf(req: ForwardBackwardRequestPlain, lossFn: TinkerLoss): OpDatum[] {
+export function datumsOf(req: ForwardBackwardRequestPlain, lossFn: TinkerLossFn): OpDatum[] {
   if (req.data.length === 0) throw invalid('data', 'no datums');
   return req.data.map((d, i) => {
     const at = `data[${i}]`;
@@ -39,23 +31,22 @@ export function datumsOf(req: ForwardBackwardRequestPlain, lossFn: TinkerLoss): 
     if (n === 0) throw invalid(`${at}.model_input`, 'no tokens');
     const inputs: Record<string, number[]> = {};
     for (const [name, tensor] of Object.entries(d.lossFnInputs) as Array<[string, PlainTensor]>) {
+      if (lossFn === 'cross_entropy' && name !== 'target_tokens' && name !== 'weights') continue;
       const field = `${at}.loss_fn_inputs.${name}`;
       if (tensor.shape.length !== 1)
         throw invalid(field, `shape [${tensor.shape.join(', ')}]: this server takes one value per input token (2-D inputs such as top-k targets are not supported)`);
       if (tensor.shape[0] !== n) throw invalid(field, `${tensor.shape[0]} values for ${n} input tokens`);
-      inputs[name] = name === 'target_tokens' ? Array.from(tensorAsInt32(tensor, field)) : finite(tensorAsFloat32(tensor), field);
+      inputs[name] = Array.from(name === 'target_tokens' ? tensorAsInt32(tensor, field) : tensorAsFloat32(tensor));
     }
-    const targets = inputs.target_tokens;
-    if (!targets) throw invalid(`${at}.loss_fn_inputs.target_tokens`, 'required');
-    for (let j = 0; j + 1 < n; j++) {
-      if (targets[j] !== d.tokens[j + 1]) {
-        throw invalid(
-          `${at}.loss_fn_inputs.target_tokens[${j}]`,
-          `${targets[j]} is not the next input token (${d.tokens[j + 1]}): this server trains each input token's next token, so target_tokens must be model_input shifted by one`,
-        );
-      }
+    if (!inputs.target_tokens) throw invalid(`${at}.loss_fn_inputs.target_tokens`, 'required');
+    if (inputs.target_tokens.some((t) => t < 0)) throw invalid(`${at}.loss_fn_inputs.target_tokens`, 'token ids are not negative');
+    if (lossFn === 'cross_entropy' && !inputs.weights) inputs.weights = new Array<number>(n).fill(1);
+    try {
+      checkTinkerLossInputs(lossFn, inputs, n);
+    } catch (error) {
+      if (!isRlError(error)) throw error;
+      throw invalid(`${at}.loss_fn_inputs${error.field ? `.${error.field}` : ''}`, error.message);
     }
-    for (const name of LOSS_INPUTS[lossFn].required) if (!inputs[name]) throw invalid(`${at}.loss_fn_inputs.${name}`, `required by ${lossFn}`);
     return { tokens: Array.from(d.tokens), inputs };
   });
 }

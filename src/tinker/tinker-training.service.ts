@@ -185,7 +185,7 @@ export class TinkerTraining {
       throw wireError(error);
     }
     return this.turn(caller, { model_id: req.modelId, seq_id: req.seqId }, async (model, seq) => {
-      const lossFn = checkLoss(req.lossFn);
+      const lossFn = checkLoss(req.lossFn, req.lossFnConfig);
       const args: TinkerOpArgs<'forward_backward'> = {
         model: modelKey(model),
         seq_id: seq,

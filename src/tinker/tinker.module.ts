@@ -4,6 +4,7 @@ import { PROTOBUF_CONTENT_TYPE } from '@opentinker/tinker-wire';
 import type { FastifyInstance } from 'fastify';
 import { allowRawUpload } from '../core/raw-upload-parser';
 import { DatasetsModule } from '../datasets/datasets.module';
+import { HubAccessModule } from '../hub/hub-access.module';
 import { JobsModule } from '../jobs/api/jobs.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { UserModelsDataModule } from '../models/user-models-data.module';
@@ -24,7 +25,7 @@ import { TinkerRepository } from './tinker.repository';
  * the worker's call relay (SessionRelayModule) feeds.
  */
 @Module({
-  imports: [JobsModule, JobsDataModule, SessionsModule, DatasetsModule, UserModelsDataModule],
+  imports: [JobsModule, JobsDataModule, SessionsModule, DatasetsModule, UserModelsDataModule, HubAccessModule],
   controllers: [TinkerController],
   providers: [TinkerRepository, TinkerBaseModels, TinkerRunners, TinkerSessions, TinkerCheckpoints, TinkerTraining, TinkerSampling, TinkerFutures],
   exports: [TinkerCheckpoints],

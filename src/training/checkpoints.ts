@@ -133,7 +133,7 @@ export function mergedWeights(model: Model): NamedWeights {
   return weights;
 }
 
-export async function writeOptimizer(path: string, state: AdamWState): Promise<void> {
+async function writeOptimizer(path: string, state: AdamWState): Promise<void> {
   const tensors: Array<[string, SafetensorsWriteTensor]> = [];
   for (const [name, m] of state.moments) tensors.push([`exp_avg.${name}`, { shape: m.shape, data: m.m }], [`exp_avg_sq.${name}`, { shape: m.shape, data: m.v }]);
   await writeSafetensors(path, tensors, { metadata: { format: 'opentinker-adamw', step: String(state.step) } });

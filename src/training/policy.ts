@@ -22,7 +22,6 @@ import { join } from 'node:path';
 import { TINKER_META_FILE, type TinkerCheckpointMeta } from '../jobs/kinds/tinker/tinker-files';
 import type { ModelSpec } from '../jobs/kinds/spec/rl-spec';
 import { engineOptions } from './engine-settings';
-import { sharedHubCache } from '../hub/hub-cache';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { openableModelDir } from './model-roots';
 import { isUserModelRef, parseUserModelRef, userModelDir } from '../models/user-model-files';
@@ -154,10 +153,10 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
 /**
  * The model folder a `model.path` names: a train job's checkpoint (`job:<id>[/step-<n>]`), a model
  * folder its owner uploaded (`model:<id>`, `<home>/models/<id>`; the API checked the owner at
- * submission), a Hub repo (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing), or a
- * folder under the roots.
+ * submission), a Hub repo (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing, on the
+ * owner's behalf with their `model.hf_token`: see JobHub), or a folder under the roots.
  */
-async function modelDirOf(path: string, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<string> {
+async function modelDirOf(path: string, hfToken: string | null, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<string> {
   const ref = parseJobModelRef(path);
   if (ref) return resolveJobModelDir(ref, ctx.paths.jobsDir);
   if (isUserModelRef(path)) {
@@ -168,7 +167,7 @@ async function modelDirOf(path: string, ctx: { paths: RunnerPaths; log(line: str
   }
   if (isHubRef(path)) {
     if (!ctx.paths.hub) throw new Error(`model.path ${JSON.stringify(path)}: this process has no Hub settings`);
-    return (await sharedHubCache(ctx.paths.hub).resolve(parseHubRef(path), { log: ctx.log })).dir;
+    return (await ctx.paths.hub.resolve(parseHubRef(path), { token: hfToken, log: ctx.log })).dir;
   }
   return openableModelDir(path, ctx.paths.modelRoots);
 }
@@ -185,7 +184,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   await ensureEngineBackend();
   if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, trainable, spec.context_length);
   const path = spec.path!;
-  const dir = await modelDirOf(path, ctx);
+  const dir = await modelDirOf(path, spec.hf_token ?? null, ctx);
   if (existsSync(join(dir, TINKER_META_FILE)) && existsSync(join(dir, 'adapter_config.json'))) return tinkerCheckpointPolicy(spec, dir, ctx, trainable);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
@@ -223,7 +222,9 @@ async function tinkerCheckpointPolicy(spec: ModelSpec, dir: string, ctx: { paths
   if (typeof meta.base !== 'object' || meta.base === null || !('preset' in meta.base || 'path' in meta.base)) {
     throw new Error(`model.path ${JSON.stringify(spec.path)}: ${TINKER_META_FILE} names no base model`);
   }
-  const policy = await loadPolicy({ ...meta.base, chat_template: spec.chat_template, seed: 0 }, ctx, { trainable: false });
+  // A process that does not fetch from the Hub (a model server) loads an hf: base from the snapshot the runner used.
+  const base = 'path' in meta.base && isHubRef(meta.base.path) && !ctx.paths.hub && meta.base_dir ? { path: meta.base_dir } : meta.base;
+  const policy = await loadPolicy({ ...base, chat_template: spec.chat_template, seed: 0 }, ctx, { trainable: false });
   try {
     policy.model.loadLora(await loadLoraAdapter(dir, { modelConfig: policy.model.config }));
   } catch (error) {

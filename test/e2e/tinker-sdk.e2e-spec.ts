@@ -26,7 +26,9 @@ const ENDS = process.env.TINKER_SDK ? [process.env.TINKER_SDK] : [SDK_VERSIONS[S
  * SFT whose loss falls, importance-sampling RL whose reward rises, sampling log-probs equal to forward
  * log-probs, save_state into a new client that continues, two training clients on one base in one
  * runner, bad requests raised within seconds, another user's 404s. At the oldest and the newest
- * supported SDK; each skips, saying so, without that release in .venv-tinker.
+ * supported SDK; each skips, saying so, without that release in .venv-tinker. To look closer:
+ * TINKER_SDK=<release> runs one release, TINKER_CHECKS=<name,…> some checks, TINKER_SDK_VERBOSE=1
+ * prints what each check saw.
  */
 describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
   const missing = sdkMissing(version);
@@ -62,7 +64,7 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
     const out = await runWithSdk(
       version,
       'sdk_server_checks.py',
-      ['--base-url', url, '--api-key', `tml-${keys.alice}`, '--other-key', `tml-${keys.bob}`, '--base-model', base],
+      ['--base-url', url, '--api-key', `tml-${keys.alice}`, '--other-key', `tml-${keys.bob}`, '--base-model', base, ...(process.env.TINKER_CHECKS ? ['--only', ...process.env.TINKER_CHECKS.split(',')] : [])],
       SLOW,
     ).catch((error: Error) => {
       const stdout = (error as { stdout?: string }).stdout;

@@ -195,11 +195,13 @@ def two_clients_one_base():
 @check
 def rl_reward_rises():
     """importance_sampling on a small task: the reward is the share of digits among 6 sampled tokens."""
+    STEPS = 10
+    LR = 1e-2
     tc = resolve(service.create_lora_training_client(base_model=BASE, rank=8, seed=5))
     prompt = ids("Q:")
     digits = set(ids("0123456789"))
     rewards = []
-    for step in range(10):
+    for step in range(STEPS):
         sampler = resolve(tc.save_weights_and_get_sampling_client())
         resp = sampler.sample(prompt=types.ModelInput.from_ints(prompt), num_samples=16, sampling_params=types.SamplingParams(max_tokens=6, temperature=1.0, seed=step)).result()
         scores = [sum(t in digits for t in s.tokens) / max(1, len(s.tokens)) for s in resp.sequences]
@@ -221,7 +223,7 @@ def rl_reward_rises():
                 )
             )
         fb = tc.forward_backward(data, "importance_sampling")
-        tc.optim_step(types.AdamParams(learning_rate=3e-2)).result()
+        tc.optim_step(types.AdamParams(learning_rate=LR)).result()
         fb.result()
     first = sum(rewards[:3]) / 3
     last = sum(rewards[-3:]) / 3

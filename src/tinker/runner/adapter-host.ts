@@ -1,9 +1,12 @@
 import {
-  isTargetModule,
+  loraStateBytes,
   promptLogprobs,
   sample,
+  TINKER_LORA_ALPHA,
+  tinkerLoraTargets,
   Trainer,
   type AdamWState,
+  type AdapterSnapshot,
   type CoefficientSource,
   type LoraAdapter,
   type Model,
@@ -12,19 +15,12 @@ import {
   type SampledSequence,
   type SamplingOptions,
   type TokenBatch,
-  weightSpecs,
 } from '@opentinker/engine';
-import { userError } from '../../jobs/kinds/tinker/tinker-ops';
 
 /**
- * The engine as the Tinker runner uses it: one frozen base model and, on it, named LoRA adapters (one
- * per training client) with their own Adam state and accumulated gradients, and immutable snapshots of
- * adapters to sample with. Everything the runner asks of the engine goes through here, so the engine's
- * way of holding several adapters is this file's business alone.
- *
- * This implementation gives each adapter its own copy of the base (the engine it runs on holds one
- * adapter per model): right for the small models tests use, and replaced by the engine's named
- * adapters on one base when those are there.
+ * The engine as the Tinker runner uses it: one frozen base model and, on it, a named LoRA adapter per
+ * training client with its own trainer (Adam state, accumulated gradients), and immutable snapshots of
+ * adapters to sample with. Everything the runner asks of the engine goes through here.
  */
 
 /** Tinker's LoRA config: rank, the factors' seed, which parts train. */
@@ -53,55 +49,26 @@ export interface StepOutcome {
   skipped: boolean;
 }
 
-/** An immutable copy of an adapter's weights (or of a checkpoint's) to sample with. */
-export interface Snapshot {
-  /** Memory its factors take. */
-  readonly bytes: number;
-  release(): void;
-}
-
-/** The LoRA alpha of adapters made through Tinker's API, which sends none: 32, so the scale is `32 / rank`. */
-export const TINKER_LORA_ALPHA = 32;
-
-/** PEFT target modules for Tinker's flags (the unembedding's adapter needs the engine's lm_head LoRA). */
-export function loraTargets(spec: Pick<AdapterSpec, 'trainAttn' | 'trainMlp'>): string[] {
-  return [...(spec.trainAttn ? ['q_proj', 'k_proj', 'v_proj', 'o_proj'] : []), ...(spec.trainMlp ? ['gate_proj', 'up_proj', 'down_proj'] : [])];
-}
-
 interface Held {
-  model: Model;
   trainer: Trainer;
-  /** The learning rate of the step being taken (the trainer reads it through its schedule). */
-  lr: { value: number };
   spec: AdapterSpec;
   /** Memory of its factors, their gradients and Adam's moments. */
   bytes: number;
 }
 
-class ModelSnapshot implements Snapshot {
-  constructor(
-    readonly model: Model,
-    readonly bytes: number,
-  ) {}
-
-  release(): void {
-    this.model.dispose();
-  }
-}
-
-function factorBytes(adapter: LoraAdapter): number {
-  let n = 0;
-  for (const f of adapter.weights.values()) n += (f.A.data.length + f.B.data.length) * 4;
-  return n;
+function targetsOf(spec: AdapterSpec): string[] {
+  return tinkerLoraTargets({ trainAttn: spec.trainAttn, trainMlp: spec.trainMlp, trainUnembed: spec.trainUnembed });
 }
 
 export class AdapterHost {
   private readonly held = new Map<string, Held>();
+  /** Adapters loaded frozen only to be snapshotted (a checkpoint to sample with); named apart from the clients'. */
+  private loads = 0;
 
-  constructor(private readonly base: Model) {}
+  constructor(private readonly model: Model) {}
 
   get config(): ModelConfig {
-    return this.base.config;
+    return this.model.config;
   }
 
   has(key: string): boolean {
@@ -113,17 +80,6 @@ export class AdapterHost {
     return this.held.size;
   }
 
-  /** Memory an adapter of this spec takes while it trains: factors, gradients and Adam's two moments (float32). */
-  trainingBytes(spec: AdapterSpec): number {
-    const targets = loraTargets(spec);
-    let parameters = 0;
-    for (const w of weightSpecs(this.config)) {
-      if (w.kind !== 'linear' || !w.name.startsWith('model.layers.')) continue;
-      if (isTargetModule(w.name.slice(0, -'.weight'.length), targets)) parameters += spec.rank * (w.shape[0] + w.shape[1]);
-    }
-    return 16 * parameters;
-  }
-
   /** Memory held by the adapters (factors, gradients, Adam's moments). */
   get adapterBytes(): number {
     let n = 0;
@@ -131,42 +87,48 @@ export class AdapterHost {
     return n;
   }
 
+  /** Memory an adapter of this spec takes while it trains: factors, gradients and Adam's two moments (float32). */
+  trainingBytes(spec: AdapterSpec): number {
+    return loraStateBytes(this.config, spec.rank, targetsOf(spec)).trainingBytes;
+  }
+
   /** A fresh adapter (B = 0, so it starts as the base). */
   create(key: string, spec: AdapterSpec): void {
-    const targets = loraTargets(spec);
-    if (targets.length === 0) throw userError('this server trains LoRA on attention and MLP layers: set train_attn or train_mlp (train_unembed alone is not supported yet)');
-    const model = this.base.clone({ trainable: false });
-    model.addLora({ r: spec.rank, alpha: TINKER_LORA_ALPHA, targetModules: targets, seed: spec.seed });
-    this.hold(key, model, spec, null);
+    this.drop(key);
+    this.model.addLora({ r: spec.rank, alpha: TINKER_LORA_ALPHA, targetModules: targetsOf(spec), seed: spec.seed }, key);
+    this.hold(key, spec, null);
   }
 
   /** An adapter from a checkpoint, with its Adam state when given. */
   load(key: string, adapter: LoraAdapter, spec: AdapterSpec, optimizer: AdamWState | null): void {
-    const model = this.base.clone({ trainable: false });
-    model.loadLora(adapter);
-    this.hold(key, model, spec, optimizer);
-  }
-
-  private hold(key: string, model: Model, spec: AdapterSpec, optimizer: AdamWState | null): void {
     this.drop(key);
-    const lr = { value: 0 };
-    const trainer = new Trainer(model, { lr: () => lr.value, betas: [0.9, 0.95], eps: 1e-12, weightDecay: 0 });
-    if (optimizer) trainer.loadOptimizerState(optimizer);
-    this.held.set(key, { model, trainer, lr, spec, bytes: 4 * factorBytes(model.exportLora()) });
+    this.model.loadLora(adapter, key);
+    this.hold(key, spec, optimizer);
   }
 
-  /** Replaces an adapter's weights (and Adam state, when given) with a checkpoint's. */
+  private hold(key: string, spec: AdapterSpec, optimizer: AdamWState | null): void {
+    const trainer = new Trainer(this.model, { adapter: key, lr: 0, betas: [0.9, 0.95], eps: 1e-12, weightDecay: 0 });
+    try {
+      if (optimizer) trainer.loadOptimizerState(optimizer);
+    } catch (error) {
+      trainer.dispose();
+      this.model.removeLora(key);
+      throw error;
+    }
+    this.held.set(key, { trainer, spec, bytes: 4 * this.model.adapterInfo(key).bytes });
+  }
+
+  /** Replaces an adapter's weights (and Adam state, when given; else it keeps its own) with a checkpoint's. */
   replace(key: string, adapter: LoraAdapter, optimizer: AdamWState | null): void {
     const h = this.get(key);
-    const previous = h.trainer.optimizerState();
-    this.load(key, adapter, h.spec, optimizer ?? previous);
+    this.load(key, adapter, h.spec, optimizer ?? h.trainer.optimizerState());
   }
 
   drop(key: string): void {
     const h = this.held.get(key);
     if (!h) return;
     h.trainer.dispose();
-    h.model.dispose();
+    this.model.removeLora(key);
     this.held.delete(key);
   }
 
@@ -191,60 +153,60 @@ export class AdapterHost {
 
   /** Forward only: the token-aligned log-probs under the adapter. */
   score(key: string, batch: TokenBatch): Float32Array {
-    return this.get(key).model.scoreTokens(batch).logProbs;
+    this.get(key);
+    return this.model.scoreTokens(batch, { adapter: key }).logProbs;
   }
 
   /** One AdamW step with this call's hyper-parameters; null when no gradients were accumulated. */
-  step(key: string, params: StepParams): StepOutcome | null {
+  step(key: string, p: StepParams): StepOutcome | null {
     const h = this.get(key);
     if (h.trainer.pending === 0) return null;
-    h.lr.value = params.lr;
-    const r = h.trainer.step();
+    const r = h.trainer.step({ lr: p.lr, betas: [p.beta1, p.beta2], eps: p.eps, weightDecay: p.weightDecay, maxGradNorm: p.gradClipNorm });
     return { gradNorm: r.gradNorm, lr: r.lr, skipped: r.skipped };
   }
 
   exportAdapter(key: string, baseName: string): LoraAdapter {
-    return this.get(key).model.exportLora(baseName);
+    this.get(key);
+    return this.model.exportLora(baseName, key);
   }
 
   optimizerState(key: string): AdamWState {
     return this.get(key).trainer.optimizerState();
   }
 
-  /** The adapter's weights as they are now, for sampling while it trains on. */
-  snapshot(key: string): Snapshot {
-    return this.snapshotOf(this.get(key).model.exportLora());
+  /** The adapter's weights as they are now, for sampling while it trains on; free it with `dispose()`. */
+  snapshot(key: string): AdapterSnapshot {
+    this.get(key);
+    return this.model.snapshotAdapter(key);
   }
 
   /** A checkpoint's adapter, to sample with. */
-  snapshotOf(adapter: LoraAdapter): Snapshot {
-    const model = this.base.clone({ trainable: false });
-    model.loadLora(adapter);
-    return new ModelSnapshot(model, factorBytes(adapter));
+  snapshotOf(adapter: LoraAdapter): AdapterSnapshot {
+    const name = `checkpoint-${this.loads++}`;
+    this.model.loadLora(adapter, name, { trainable: false });
+    try {
+      return this.model.snapshotAdapter(name);
+    } finally {
+      this.model.removeLora(name);
+    }
   }
 
   /** Samples with a snapshot, or with the base alone (null). */
-  sample(with_: Snapshot | null, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions): SampledSequence[] {
-    return sample(this.modelOf(with_), prompts, options);
+  sample(with_: AdapterSnapshot | null, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions): SampledSequence[] {
+    return sample(this.model, prompts, { ...options, adapter: with_ });
   }
 
-  promptLogprobs(with_: Snapshot | null, ids: readonly number[], top: number, vocabLimit?: number): PromptLogprobs {
-    return promptLogprobs(this.modelOf(with_), ids, top, vocabLimit);
+  promptLogprobs(with_: AdapterSnapshot | null, ids: readonly number[], top: number, vocabLimit?: number): PromptLogprobs {
+    return this.model.withAdapter(with_, () => promptLogprobs(this.model, ids, top, vocabLimit));
   }
 
   dispose(): void {
     for (const key of [...this.held.keys()]) this.drop(key);
   }
 
-  private modelOf(with_: Snapshot | null): Model {
-    if (with_ === null) return this.base;
-    if (!(with_ instanceof ModelSnapshot)) throw new Error('a snapshot of another host');
-    return with_.model;
-  }
-
   private get(key: string): Held {
     const h = this.held.get(key);
-    if (!h) throw userError(`${key} is not loaded in this runner`);
+    if (!h) throw new Error(`${key} is not loaded in this runner`);
     return h;
   }
 }

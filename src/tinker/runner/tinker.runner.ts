@@ -4,31 +4,19 @@
  * come: each training client's in `seq_id` order, different clients and samplers in turns. It runs
  * until the session finishes or expires (a `close` request) or the job is cancelled.
  */
-import { isEngineError, loadLoraAdapter, padBatch, saveLoraAdapter, StopStringScanner } from '@opentinker/engine';
+import { datumBatch, isEngineError, loadLoraAdapter, readOptimizerState, saveLoraAdapter, StopStringScanner, writeOptimizerState, type AdapterSnapshot } from '@opentinker/engine';
+import { isRlError, resolveTinkerLossConfig, tinkerLoss } from '@opentinker/rl';
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { OPTIMIZER_FILE, TINKER_META_FILE, tinkerCheckpointDir, type TinkerCheckpointMeta } from '../../jobs/kinds/tinker/tinker-files';
 import type { TinkerSpec } from '../../jobs/kinds/tinker/tinker.kind';
-import {
-  isTinkerLoss,
-  TINKER_LOSSES,
-  TURN_OPS,
-  USER_ERROR_PREFIX,
-  userError,
-  type CheckpointRef,
-  type TinkerLoss,
-  type TinkerOp,
-  type TinkerOpArgs,
-  type TinkerResults,
-} from '../../jobs/kinds/tinker/tinker-ops';
+import { TURN_OPS, USER_ERROR_PREFIX, userError, type CheckpointRef, type TinkerOp, type TinkerOpArgs, type TinkerResults } from '../../jobs/kinds/tinker/tinker-ops';
 import type { CallMessage, RunContext } from '../../runner/runner-protocol';
-import { readOptimizer, writeOptimizer } from '../../training/checkpoints';
 import { loadPolicy, type Policy } from '../../training/policy';
-import { AdapterHost, type AdapterSpec, type Snapshot } from './adapter-host';
+import { AdapterHost, type AdapterSpec } from './adapter-host';
 import { RequestLane } from './request-lanes';
-import { tokenLoss } from './tinker-losses';
 
 export async function runTinker(ctx: RunContext<TinkerSpec>): Promise<void> {
   const policy = await loadPolicy(ctx.spec.model, ctx, { trainable: false });
@@ -57,7 +45,7 @@ interface Client {
 }
 
 interface Sampler {
-  snapshot: Snapshot | null;
+  snapshot: AdapterSnapshot | null;
   /** The training client it was taken of (unnamed snapshots). */
   model: string | null;
 }
@@ -293,40 +281,31 @@ class TinkerRunner {
 
   private forwardBackward(a: TinkerOpArgs<'forward_backward'>): TinkerResults['forward_backward'] {
     this.requireClient(a.model);
-    if (!isTinkerLoss(a.loss_fn)) throw userError(`loss_fn ${a.loss_fn} is not available here (use ${TINKER_LOSSES.join(', ')})`);
-    const lossFn: TinkerLoss = a.loss_fn;
+    const config = a.loss_fn_config;
+    asUserError(() => resolveTinkerLossConfig(a.loss_fn, config));
     const context = this.host.config.max_position_embeddings;
-    const seqs = a.data.map((d, i) => {
-      const targets = d.inputs.target_tokens;
+    a.data.forEach((d, i) => {
       if (d.tokens.length + 1 > context) throw userError(`data[${i}]: ${d.tokens.length} input tokens, over this model's context of ${context - 1} (plus the last target)`);
-      return [...d.tokens, targets[targets.length - 1]];
     });
-    const losses = a.data.map((d) => tokenLoss(lossFn, a.loss_fn_config, d.inputs));
     const outputs: TinkerResults['forward_backward']['outputs'] = new Array(a.data.length);
     let lossSum = 0;
-    const maxLen = Math.max(...seqs.map((s) => s.length));
+    const maxLen = Math.max(...a.data.map((d) => d.tokens.length + 1));
     const rows = a.forward_only ? a.data.length : Math.max(1, this.host.microBatchRows(a.model, maxLen, a.data.length));
-    for (let start = 0; start < seqs.length; start += rows) {
-      const end = Math.min(seqs.length, start + rows);
-      const batch = padBatch(seqs.slice(start, end));
-      const t = batch.seqLen;
-      // Datum position i predicts token i + 1: its log-prob is token-aligned at i + 1 of its row.
-      const perDatum = (tokenLogprobs: Float32Array) => {
-        const coef = new Float32Array(batch.batchSize * t);
-        for (let b = 0; b < end - start; b++) {
-          const n = seqs[start + b].length - 1;
-          const pi = tokenLogprobs.slice(b * t + 1, b * t + 1 + n);
-          const { coef: c, loss } = losses[start + b](pi);
-          coef.set(c, b * t + 1);
-          let sum = 0;
-          for (const v of loss) sum += v;
-          lossSum += sum;
-          outputs[start + b] = { logprobs: Array.from(pi), elementwise_loss: Array.from(loss) };
-        }
-        return coef;
-      };
-      if (a.forward_only) perDatum(this.host.score(a.model, batch));
-      else this.host.accumulate(a.model, batch, ({ logProbs }) => ({ logProbCoef: perDatum(logProbs) }));
+    for (let start = 0; start < a.data.length; start += rows) {
+      const part = a.data.slice(start, start + rows);
+      const db = datumBatch(part.map((d) => ({ input: d.tokens, targets: d.inputs.target_tokens })));
+      // Per datum: its targets' log-probs, the loss and its derivative, as token-aligned coefficients.
+      const coefficients = (tokenLogprobs: Float32Array) =>
+        db.tokenAligned(
+          db.perDatum(tokenLogprobs).map((logProbs, j) => {
+            const out = asUserError(() => tinkerLoss(a.loss_fn, { logProbs, inputs: part[j].inputs }, config), `data[${start + j}].`);
+            lossSum += out.loss;
+            outputs[start + j] = { logprobs: Array.from(logProbs), elementwise_loss: Array.from(out.elementwiseLoss) };
+            return out.dLogProb;
+          }),
+        );
+      if (a.forward_only) coefficients(this.host.score(a.model, db.batch));
+      else this.host.accumulate(a.model, db.batch, ({ logProbs }) => ({ logProbCoef: coefficients(logProbs) }));
     }
     return { outputs, metrics: { 'loss:sum': lossSum } };
   }
@@ -350,13 +329,14 @@ class TinkerRunner {
     await rm(tmp, { recursive: true, force: true });
     await mkdir(tmp, { recursive: true });
     await saveLoraAdapter(tmp, this.host.exportAdapter(a.model, this.baseName), { modelConfig: this.host.config });
-    if (a.kind === 'weights') await writeOptimizer(join(tmp, OPTIMIZER_FILE), this.host.optimizerState(a.model));
+    if (a.kind === 'weights') await writeOptimizerState(join(tmp, OPTIMIZER_FILE), this.host.optimizerState(a.model));
     const spec = this.host.spec(a.model);
     const now = new Date();
     const meta: TinkerCheckpointMeta = {
       model_id: a.model_id,
       base_model: this.ctx.spec.base_model,
       base: this.ctx.spec.model.preset !== undefined ? { preset: this.ctx.spec.model.preset } : { path: this.ctx.spec.model.path! },
+      base_dir: this.policy.dir,
       kind: a.kind,
       name: a.name,
       lora: { rank: spec.rank, seed: spec.seed, train_attn: spec.trainAttn, train_mlp: spec.trainMlp, train_unembed: spec.trainUnembed },
@@ -383,7 +363,7 @@ class TinkerRunner {
     }
     if (withOptimizer && ref.kind !== 'weights') throw userError(`${name} is a sampler checkpoint, which holds no optimizer state: load a checkpoint saved with save_state`);
     const adapter = await loadLoraAdapter(dir, { modelConfig: this.host.config });
-    const optimizer = withOptimizer ? await readOptimizer(join(dir, OPTIMIZER_FILE)) : null;
+    const optimizer = withOptimizer ? await readOptimizerState(join(dir, OPTIMIZER_FILE)) : null;
     return { adapter, meta, optimizer };
   }
 
@@ -401,7 +381,7 @@ class TinkerRunner {
     try {
       this.checkRoom(snapshot.bytes, 'a sampler snapshot');
     } catch (error) {
-      snapshot.release();
+      snapshot.dispose();
       throw error;
     }
     this.samplers.set(a.sampler, { snapshot, model: a.model });
@@ -410,7 +390,7 @@ class TinkerRunner {
     const keep = this.ctx.spec.limits.samplers_per_model;
     while (client.snapshots.length > keep) {
       const old = client.snapshots.shift()!;
-      this.samplers.get(old)?.snapshot?.release();
+      this.samplers.get(old)?.snapshot?.dispose();
       this.samplers.delete(old);
       this.released.set(
         old,
@@ -433,7 +413,7 @@ class TinkerRunner {
       try {
         this.checkRoom(snapshot.bytes, "the checkpoint's adapter");
       } catch (error) {
-        snapshot.release();
+        snapshot.dispose();
         throw error;
       }
       sampler = { snapshot, model: null };
@@ -459,15 +439,17 @@ class TinkerRunner {
     const maxNewTokens = a.max_tokens ?? Math.min(room, cap);
     const scanners = Array.from({ length: a.num_samples }, () => new StopStringScanner(tokenizer, a.stop_strings));
     const scanned = new Array<number>(a.num_samples).fill(0);
-    const prompts = Array.from({ length: a.num_samples }, () => a.prompt);
-    const seqs = this.host.sample(sampler.snapshot, prompts, {
+    const vocabLimit = Math.min(tokenizer.vocabSize, this.host.config.vocab_size);
+    const seqs = this.host.sample(sampler.snapshot, [a.prompt], {
       maxNewTokens,
+      numSamples: a.num_samples,
       temperature: a.temperature,
       topP: a.top_p,
       topK: a.top_k < 0 ? 0 : a.top_k,
       seed: a.seed ?? randomInt(2 ** 31),
       stopTokenIds: [...(a.stop_tokens ?? this.policy.stopTokenIds), ...a.extra_stop_tokens],
-      vocabLimit: Math.min(tokenizer.vocabSize, this.host.config.vocab_size),
+      vocabLimit,
+      promptLogProbs: a.prompt_logprobs,
       ...(a.stop_strings.length > 0
         ? {
             stopCheck: (row: number, generated: readonly number[]) => {
@@ -488,22 +470,21 @@ class TinkerRunner {
       };
     });
     const result: TinkerResults['sample'] = { sequences };
-    if (a.prompt_logprobs || a.topk_prompt_logprobs > 0) {
-      const scored = this.host.promptLogprobs(sampler.snapshot, a.prompt, a.topk_prompt_logprobs, Math.min(tokenizer.vocabSize, this.host.config.vocab_size));
-      if (a.prompt_logprobs) result.prompt_logprobs = scored.logProbs;
-      if (a.topk_prompt_logprobs > 0) {
-        const k = a.topk_prompt_logprobs;
-        const ids: number[] = [];
-        const lps: number[] = [];
-        for (const row of scored.top) {
-          for (let j = 0; j < k; j++) {
-            const alt = row?.[j];
-            ids.push(alt ? alt.id : 0);
-            lps.push(alt ? alt.logProb : -99999);
-          }
+    const prompt = seqs[0]?.promptLogProbs;
+    if (a.prompt_logprobs && prompt) result.prompt_logprobs = Array.from(prompt, (v) => (Number.isNaN(v) ? null : v));
+    if (a.topk_prompt_logprobs > 0) {
+      const k = a.topk_prompt_logprobs;
+      const scored = this.host.promptLogprobs(sampler.snapshot, a.prompt, k, vocabLimit);
+      const ids: number[] = [];
+      const lps: number[] = [];
+      for (const row of scored.top) {
+        for (let j = 0; j < k; j++) {
+          const alt = row?.[j];
+          ids.push(alt ? alt.id : 0);
+          lps.push(alt ? alt.logProb : -99999);
         }
-        result.topk_prompt_logprobs = { k, token_ids: ids, logprobs: lps };
       }
+      result.topk_prompt_logprobs = { k, token_ids: ids, logprobs: lps };
     }
     return result;
   }
@@ -527,6 +508,16 @@ function describeParts(spec: AdapterSpec): string {
 
 function mb(bytes: number): string {
   return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+/** Runs `fn`; the loss library's refusals of the request's values become the caller's mistakes (prefixed with `where`). */
+function asUserError<T>(fn: () => T, where = ''): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (isRlError(error)) throw userError(`${where}${error.field ? `${error.field}: ` : ''}${error.message}`);
+    throw error;
+  }
 }
 
 /** A failure as the call's error: the engine's refusals of the request's values are the caller's mistakes. */

@@ -35,6 +35,11 @@ export interface TinkerCheckpointMeta {
   base_model: string;
   /** The base as a job names it (`model.preset` or `model.path`): what a model server loads the adapter on. */
   base: { preset: string } | { path: string };
+  /**
+   * The folder the runner loaded the base from (a Hub model's snapshot in the worker's cache), or null
+   * for a preset: where a model server that does not fetch from the Hub finds an `hf:` base.
+   */
+  base_dir: string | null;
   kind: CheckpointKind;
   name: string;
   lora: { rank: number; seed: number | null; train_attn: boolean; train_mlp: boolean; train_unembed: boolean };

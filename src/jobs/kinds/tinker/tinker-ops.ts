@@ -7,22 +7,6 @@ import { z } from 'zod';
  * inside its session (`n` is the SDK's `model_seq_id` / `sampling_session_seq_id`).
  */
 
-/** The losses the runner computes (`forward_backward`'s `loss_fn`), per-token functions with the SDK's sum semantics. */
-export const TINKER_LOSSES = ['cross_entropy', 'importance_sampling', 'ppo', 'cispo'] as const;
-export type TinkerLoss = (typeof TINKER_LOSSES)[number];
-
-/** The loss inputs each loss reads besides `target_tokens` (which every loss needs). */
-export const LOSS_INPUTS: Record<TinkerLoss, { required: string[]; optional: string[] }> = {
-  cross_entropy: { required: [], optional: ['weights'] },
-  importance_sampling: { required: ['logprobs', 'advantages'], optional: [] },
-  ppo: { required: ['logprobs', 'advantages'], optional: [] },
-  cispo: { required: ['logprobs', 'advantages'], optional: [] },
-};
-
-export function isTinkerLoss(name: string): name is TinkerLoss {
-  return (TINKER_LOSSES as readonly string[]).includes(name);
-}
-
 /** A training client inside its session: `train-<model_seq_id>`. */
 export const ModelKey = z.string().regex(/^train-\d{1,9}$/);
 /** A sampler inside its session: `sample-<sampling_session_seq_id>`. */
