@@ -4,19 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { checkLines, checkResult, type CheckLine } from '../support/python-checks';
 import { FAST } from '../support/test-app';
 import { writeTinkerTestBase } from '../support/tinker-test-base';
 import { runWithSdk, SDK_VERSIONS, sdkMissing } from '../support/tinker-sdk';
 
 const SLOW = 600_000;
-
-interface CheckLine {
-  check: string;
-  ok: boolean;
-  error?: string;
-  trace?: string;
-  [seen: string]: unknown;
-}
 
 /** The oldest and the newest supported release: what CI runs the whole program with. */
 const ENDS = process.env.TINKER_SDK ? [process.env.TINKER_SDK] : [SDK_VERSIONS[SDK_VERSIONS.length - 1], SDK_VERSIONS[0]];
@@ -64,17 +57,24 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
     const out = await runWithSdk(
       version,
       'sdk_server_checks.py',
-      ['--base-url', url, '--api-key', `tml-${keys.alice}`, '--other-key', `tml-${keys.bob}`, '--base-model', base, ...(process.env.TINKER_CHECKS ? ['--only', ...process.env.TINKER_CHECKS.split(',')] : [])],
+      [
+        '--base-url',
+        url,
+        '--api-key',
+        `tml-${keys.alice}`,
+        '--other-key',
+        `tml-${keys.bob}`,
+        '--base-model',
+        base,
+        ...(process.env.TINKER_CHECKS ? ['--only', ...process.env.TINKER_CHECKS.split(',')] : []),
+      ],
       SLOW,
     ).catch((error: Error) => {
       const stdout = (error as { stdout?: string }).stdout;
       if (!stdout) throw error;
       return stdout;
     });
-    lines = out
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as CheckLine);
+    lines = checkLines(out);
     if (process.env.TINKER_SDK_VERBOSE) console.log(lines.map((l) => JSON.stringify(l)).join('\n'));
   }, SLOW);
 
@@ -85,12 +85,7 @@ describe.each(ENDS)('the Tinker SDK %s against the server (e2e)', (version) => {
 
   const it_ = missing ? it.skip : it;
 
-  const result = (name: string) => {
-    const line = lines.find((l) => l.check === name);
-    expect(line).toBeDefined();
-    if (!line!.ok) throw new Error(`${name}: ${line!.error}\n${line!.trace}`);
-    return line!;
-  };
+  const result = (name: string) => checkResult(lines, name);
 
   it_('holds the two training clients of the session in one runner job, which shows their metrics', async () => {
     const sessionId = result('sft_loss_falls').session_id as string;
