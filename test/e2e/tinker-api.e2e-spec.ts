@@ -156,6 +156,25 @@ describe('Tinker API over HTTP (e2e)', () => {
     expect(decoded.sequences).toHaveLength(2);
     expect(decoded.promptLogprobs?.length).toBe(2);
     expect(Number.isNaN(decoded.promptLogprobs![0])).toBe(true);
+    // Requests alike from two samplers (the snapshot and the base), sent together as an RL step sends
+    // them: each gets its own samples (the runner may answer them in one pass).
+    const base_ = (await post('create_sampling_session', { session_id: s, sampling_session_seq_id: 1, base_model: base })).body.sampling_session_id;
+    const alike = await Promise.all(
+      [samplerId, base_, samplerId, base_].map((id, i) =>
+        post('asample', {
+          sampling_session_id: id,
+          seq_id: 10 + i,
+          num_samples: 3,
+          prompt: { chunks: [{ type: 'encoded_text', tokens: [49, 50 + i] }] },
+          sampling_params: { max_tokens: 4 },
+        }),
+      ),
+    );
+    for (const res of alike) {
+      const out = decodeSampleResponse((await result(res.body.request_id)).bytes!);
+      expect(out.sequences).toHaveLength(3);
+      for (const seq of out.sequences) expect(seq.logprobs).toHaveLength(seq.tokens.length);
+    }
     const tooLong = await post('asample', {
       sampling_session_id: samplerId,
       seq_id: 1,

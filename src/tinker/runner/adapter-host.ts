@@ -191,8 +191,11 @@ export class AdapterHost {
     }
   }
 
-  /** Samples with a snapshot, or with the base alone (null). */
-  sample(with_: AdapterSnapshot | null, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions): SampledSequence[] {
+  /**
+   * Samples with a snapshot or the base alone (null), or one of those per prompt: prompts of several
+   * samplers share each pass over the base weights.
+   */
+  sample(with_: AdapterSnapshot | null | ReadonlyArray<AdapterSnapshot | null>, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions): SampledSequence[] {
     return sample(this.model, prompts, { ...options, adapter: with_ });
   }
 

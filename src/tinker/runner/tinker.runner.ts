@@ -36,7 +36,6 @@ interface Pending {
 }
 
 interface Client {
-  modelId: string;
   lane: RequestLane<Pending>;
   /** Why the client does not exist, when its creation failed. */
   failed: string | null;
@@ -86,7 +85,8 @@ class TinkerRunner {
       for (let call = await ctx.calls.next(0); call; call = await ctx.calls.next(0)) if (this.accept(call)) return;
       const work = this.nextWork(Date.now());
       if (work) {
-        await this.answer(work);
+        if (work.op === 'sample') await this.answerSamples([work, ...this.takeAlike(work)]);
+        else await this.answer(work);
         continue;
       }
       const call = await ctx.calls.next(this.idleWait(Date.now()));
@@ -119,7 +119,7 @@ class TinkerRunner {
 
   private client(key: string): Client {
     let c = this.clients.get(key);
-    if (!c) this.clients.set(key, (c = { modelId: key, lane: new RequestLane(), failed: null, snapshots: [] }));
+    if (!c) this.clients.set(key, (c = { lane: new RequestLane(), failed: null, snapshots: [] }));
     return c;
   }
 
@@ -166,7 +166,12 @@ class TinkerRunner {
     } catch (error) {
       this.fail(call, error);
     }
-    this.answered += 1;
+    this.counted(1);
+  }
+
+  /** Counts answered requests, and says so on the job's progress line now and then. */
+  private counted(requests: number): void {
+    this.answered += requests;
     const now = Date.now();
     if (now - this.lastProgress >= PROGRESS_MS) {
       this.lastProgress = now;
@@ -201,8 +206,6 @@ class TinkerRunner {
         return this.snapshot(args as TinkerOpArgs<'snapshot'>);
       case 'skip':
         throw userError((args as TinkerOpArgs<'skip'>).error);
-      case 'sample':
-        return this.sample(args as TinkerOpArgs<'sample'>);
       default:
         throw new Error(`unknown request ${op}`);
     }
@@ -228,7 +231,6 @@ class TinkerRunner {
 
   private createModel(a: TinkerOpArgs<'create_model'>): TinkerResults['create_model'] {
     const client = this.client(a.model);
-    client.modelId = a.model_id;
     try {
       this.checkAdapterCount();
       const spec: AdapterSpec = {
@@ -250,7 +252,6 @@ class TinkerRunner {
 
   private async createFromCheckpoint(a: TinkerOpArgs<'create_from_checkpoint'>): Promise<TinkerResults['create_from_checkpoint']> {
     const client = this.client(a.model);
-    client.modelId = a.model_id;
     try {
       this.checkAdapterCount();
       const { adapter, meta, optimizer } = await this.readCheckpoint(a.checkpoint, a.optimizer);
@@ -349,7 +350,7 @@ class TinkerRunner {
     await rm(dir, { recursive: true, force: true });
     await rename(tmp, dir);
     this.ctx.log(`${a.model}: saved ${a.kind}/${a.name}`);
-    return { bytes: 0 };
+    return {};
   }
 
   private async readCheckpoint(ref: CheckpointRef, withOptimizer: boolean) {
@@ -422,9 +423,10 @@ class TinkerRunner {
     return sampler;
   }
 
-  private async sample(a: TinkerOpArgs<'sample'>): Promise<TinkerResults['sample']> {
+  /** A sample request checked against the model and the limits, with its sampler and how many tokens it may draw. */
+  private async prepareSample(a: TinkerOpArgs<'sample'>): Promise<PreparedSample> {
     const sampler = await this.samplerOf(a);
-    const { tokenizer, contextLength } = this.policy;
+    const { contextLength } = this.policy;
     const room = contextLength - a.prompt.length;
     if (a.prompt.length === 0) throw userError('the prompt is empty');
     if (room < 1) throw userError(`the prompt (${a.prompt.length} tokens) fills this model's context of ${contextLength} tokens`);
@@ -436,58 +438,138 @@ class TinkerRunner {
           : `max_tokens ${a.max_tokens} is over this server's limit of ${cap} (operator setting tinker_max_sample_tokens)`,
       );
     }
-    const maxNewTokens = a.max_tokens ?? Math.min(room, cap);
-    const scanners = Array.from({ length: a.num_samples }, () => new StopStringScanner(tokenizer, a.stop_strings));
-    const scanned = new Array<number>(a.num_samples).fill(0);
-    const vocabLimit = Math.min(tokenizer.vocabSize, this.host.config.vocab_size);
-    const seqs = this.host.sample(sampler.snapshot, [a.prompt], {
-      maxNewTokens,
-      numSamples: a.num_samples,
-      temperature: a.temperature,
-      topP: a.top_p,
-      topK: a.top_k < 0 ? 0 : a.top_k,
-      seed: a.seed ?? randomInt(2 ** 31),
-      stopTokenIds: [...(a.stop_tokens ?? this.policy.stopTokenIds), ...a.extra_stop_tokens],
-      vocabLimit,
-      promptLogProbs: a.prompt_logprobs,
-      ...(a.stop_strings.length > 0
-        ? {
-            stopCheck: (row: number, generated: readonly number[]) => {
-              let match = null;
-              while (scanned[row] < generated.length) match = scanners[row].push(generated[scanned[row]++]);
-              return match !== null;
-            },
-          }
-        : {}),
-    });
-    const sequences = seqs.map((seq, row) => {
-      const match = scanners[row].match;
-      const kept = match ? match.tokenCount : seq.tokens.length;
-      return {
-        tokens: seq.tokens.slice(0, kept),
-        logprobs: seq.logProbs.slice(0, kept),
-        stop_reason: match || seq.finishReason === 'stop' ? ('stop' as const) : ('length' as const),
-      };
-    });
-    const result: TinkerResults['sample'] = { sequences };
-    const prompt = seqs[0]?.promptLogProbs;
-    if (a.prompt_logprobs && prompt) result.prompt_logprobs = Array.from(prompt, (v) => (Number.isNaN(v) ? null : v));
-    if (a.topk_prompt_logprobs > 0) {
-      const k = a.topk_prompt_logprobs;
-      const scored = this.host.promptLogprobs(sampler.snapshot, a.prompt, k, vocabLimit);
-      const ids: number[] = [];
-      const lps: number[] = [];
-      for (const row of scored.top) {
-        for (let j = 0; j < k; j++) {
-          const alt = row?.[j];
-          ids.push(alt ? alt.id : 0);
-          lps.push(alt ? alt.logProb : -99999);
-        }
-      }
-      result.topk_prompt_logprobs = { k, token_ids: ids, logprobs: lps };
-    }
-    return result;
+    return { a, sampler, maxNewTokens: a.max_tokens ?? Math.min(room, cap) };
   }
+
+  /**
+   * Sample requests that can share one engine pass with `first` (the same sampling settings, no seed of
+   * their own), taken off the queue: a step of an RL loop sends one request per prompt, all alike, from
+   * one or several samplers.
+   */
+  private takeAlike(first: CallMessage): CallMessage[] {
+    const key = sampleBatchKey(first.args as TinkerOpArgs<'sample'>);
+    if (key === null) return [];
+    const taken: CallMessage[] = [];
+    let rows = (first.args as TinkerOpArgs<'sample'>).num_samples;
+    for (let i = 0; i < this.samples.length && rows < MAX_SAMPLE_ROWS;) {
+      const a = this.samples[i].args as TinkerOpArgs<'sample'>;
+      if (sampleBatchKey(a) === key && rows + a.num_samples <= MAX_SAMPLE_ROWS) {
+        taken.push(...this.samples.splice(i, 1));
+        rows += a.num_samples;
+      } else i++;
+    }
+    return taken;
+  }
+
+  /** Answers sample requests alike enough for one engine pass (see {@link takeAlike}); each is answered or failed on its own. */
+  private async answerSamples(calls: CallMessage[]): Promise<void> {
+    const ready: Array<{ call: CallMessage; p: PreparedSample }> = [];
+    for (const call of calls) {
+      try {
+        ready.push({ call, p: await this.prepareSample(call.args as TinkerOpArgs<'sample'>) });
+      } catch (error) {
+        this.fail(call, error);
+      }
+    }
+    if (ready.length > 0) {
+      try {
+        const results = this.sampleTogether(ready.map((r) => r.p));
+        ready.forEach((r, i) => this.ctx.calls.reply(r.call.id, { result: results[i] }));
+        if (ready.length > 1) this.ctx.log(`sampled ${ready.length} requests in one pass`);
+      } catch (error) {
+        for (const r of ready) this.fail(r.call, error);
+      }
+    }
+    this.counted(calls.length);
+  }
+
+  /** One engine pass for requests of the same settings; each request's prompt with its own sampler's weights. */
+  private sampleTogether(batch: PreparedSample[]): Array<TinkerResults['sample']> {
+    const a = batch[0].a;
+    const n = a.num_samples;
+    const { tokenizer } = this.policy;
+    const rows = batch.length * n;
+    const scanners = Array.from({ length: rows }, () => new StopStringScanner(tokenizer, a.stop_strings));
+    const scanned = new Array<number>(rows).fill(0);
+    const vocabLimit = Math.min(tokenizer.vocabSize, this.host.config.vocab_size);
+    const seqs = this.host.sample(
+      batch.length === 1 ? batch[0].sampler.snapshot : batch.map((p) => p.sampler.snapshot),
+      batch.map((p) => p.a.prompt),
+      {
+        maxNewTokens: Math.min(...batch.map((p) => p.maxNewTokens)),
+        numSamples: n,
+        temperature: a.temperature,
+        topP: a.top_p,
+        topK: a.top_k < 0 ? 0 : a.top_k,
+        seed: a.seed ?? randomInt(2 ** 31),
+        stopTokenIds: [...(a.stop_tokens ?? this.policy.stopTokenIds), ...a.extra_stop_tokens],
+        vocabLimit,
+        promptLogProbs: a.prompt_logprobs,
+        ...(a.stop_strings.length > 0
+          ? {
+              stopCheck: (row: number, generated: readonly number[]) => {
+                let match = null;
+                while (scanned[row] < generated.length) match = scanners[row].push(generated[scanned[row]++]);
+                return match !== null;
+              },
+            }
+          : {}),
+      },
+    );
+    return batch.map((p, i) => {
+      const own = seqs.slice(i * n, (i + 1) * n);
+      const sequences = own.map((seq, j) => {
+        const match = scanners[i * n + j].match;
+        const kept = match ? match.tokenCount : seq.tokens.length;
+        return {
+          tokens: seq.tokens.slice(0, kept),
+          logprobs: seq.logProbs.slice(0, kept),
+          stop_reason: match || seq.finishReason === 'stop' ? ('stop' as const) : ('length' as const),
+        };
+      });
+      const result: TinkerResults['sample'] = { sequences };
+      const prompt = own[0]?.promptLogProbs;
+      if (p.a.prompt_logprobs && prompt) result.prompt_logprobs = Array.from(prompt, (v) => (Number.isNaN(v) ? null : v));
+      if (p.a.topk_prompt_logprobs > 0) result.topk_prompt_logprobs = this.topkPromptLogprobs(p, vocabLimit);
+      return result;
+    });
+  }
+
+  /** `[prompt length, k]` most likely tokens at each prompt position; an empty cell is `(0, -99999)`, as the SDK reads it. */
+  private topkPromptLogprobs(p: PreparedSample, vocabLimit: number): NonNullable<TinkerResults['sample']['topk_prompt_logprobs']> {
+    const k = p.a.topk_prompt_logprobs;
+    const scored = this.host.promptLogprobs(p.sampler.snapshot, p.a.prompt, k, vocabLimit);
+    const ids: number[] = [];
+    const lps: number[] = [];
+    for (const row of scored.top) {
+      for (let j = 0; j < k; j++) {
+        const alt = row?.[j];
+        ids.push(alt ? alt.id : 0);
+        lps.push(alt ? alt.logProb : -99999);
+      }
+    }
+    return { k, token_ids: ids, logprobs: lps };
+  }
+}
+
+/** A sample request ready to run. */
+interface PreparedSample {
+  a: TinkerOpArgs<'sample'>;
+  sampler: Sampler;
+  maxNewTokens: number;
+}
+
+/** Most sequences one engine pass samples for several requests. */
+const MAX_SAMPLE_ROWS = 256;
+
+/**
+ * What sample requests must share to be answered by one pass, or null for one that runs alone (its own
+ * seed makes its draws its own, its token budget without max_tokens depends on its prompt, and its
+ * prompt's top-k alternatives take a pass of their own anyway).
+ */
+function sampleBatchKey(a: TinkerOpArgs<'sample'>): string | null {
+  if (a.seed !== null || a.max_tokens === null || a.topk_prompt_logprobs > 0) return null;
+  return JSON.stringify([a.num_samples, a.max_tokens, a.temperature, a.top_k, a.top_p, a.stop_tokens, a.extra_stop_tokens, a.stop_strings, a.prompt_logprobs]);
 }
 
 /** `base_model_name_or_path` of the adapters this runner saves: the Hub id, the folder, or the preset. */

@@ -113,7 +113,7 @@ export interface TinkerResults {
   load_weights: Record<string, never>;
   forward_backward: { outputs: Array<{ logprobs: number[]; elementwise_loss: number[] }>; metrics: Record<string, number> };
   optim_step: { metrics: Record<string, number> };
-  save: { bytes: number };
+  save: Record<string, never>;
   snapshot: Record<string, never>;
   skip: Record<string, never>;
   sample: {
