@@ -1,11 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { jobRow, jobsFixture, testDatabases, type TestDatabase } from '../../test/support/test-databases';
-import { Tinker1765750000000 } from '../database/1765750000000-tinker.migration';
 import { TinkerRepository } from './tinker.repository';
 
 const JOB = '4f0c3a4e-0000-4000-8000-000000000001';
 
-/** The Tinker tables on both databases (PostgreSQL with IT_PG_URL): what the API reads and writes, and the migration's way back. */
+/** The Tinker tables on both databases (PostgreSQL with IT_PG_URL): what the API reads and writes. */
 describe.each(testDatabases('tinker'))('TinkerRepository (%s)', (_, open) => {
   let database: TestDatabase;
   let db: DataSource;
@@ -80,17 +79,5 @@ describe.each(testDatabases('tinker'))('TinkerRepository (%s)', (_, open) => {
     expect(await repo.insertSampler(sampler)).toBe(true);
     expect(await repo.insertSampler(sampler)).toBe(false);
     expect(await repo.findSampler('s2:sample:0')).toMatchObject({ sourceModelId: 's2:train:0', modelPath: null });
-  });
-
-  it('migrates back down', async () => {
-    const runner = db.createQueryRunner();
-    try {
-      await new Tinker1765750000000().down(runner);
-      expect(await runner.hasTable('tinker_sessions')).toBe(false);
-      await new Tinker1765750000000().up(runner);
-      expect(await runner.hasTable('tinker_models')).toBe(true);
-    } finally {
-      await runner.release();
-    }
   });
 });
