@@ -5,8 +5,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseStoredSpec } from './jobs/kinds/job-kinds';
-import { configureEngine } from './training/engine-settings';
+import { parseStoredSpec } from './kinds/job-kinds';
+import { configureEngine } from './rollout/engine-settings';
 import type { CallInbox, CallMessage, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner/runner-protocol';
 
 const controller = new AbortController();

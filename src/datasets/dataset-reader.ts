@@ -5,7 +5,7 @@ import { askOnce } from '../core/one-shot-child';
 import { REGISTRY_PATHS } from '../registry/environment-registry.service';
 import type { RegistryPaths } from '../registry/registry-loader';
 import type { DatasetReport } from './dataset-check';
-import type { DatasetFormat } from './dataset-files';
+import type { DatasetFormat } from '../rollout/dataset-files';
 import type { DatasetCaps, DatasetRow } from './dataset-rows';
 
 type EnvRef = { id: string; hostRoot: string; pluginsDir: string };

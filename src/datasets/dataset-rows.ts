@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { DEFAULT_JSON_MAX_DEPTH, tooDeepAt } from '@opentinker/env-sdk';
-import type { DatasetFormat } from './dataset-files';
+import type { DatasetFormat } from '../rollout/dataset-files';
 
 /** One row of a dataset file: 1-based `row` (the line number for JSONL), its value, or why it is not JSON. */
 export interface DatasetRow {

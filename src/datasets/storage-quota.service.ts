@@ -5,7 +5,7 @@ import { isAdmin, type Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { kindsWith } from '../jobs/kinds/job-kinds';
+import { kindsWith } from '../kinds/job-kinds';
 import { UserModelsRepository } from '../models/user-models.repository';
 import { DatasetsRepository } from './datasets.repository';
 

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { hubSettings } from '../hub/hub-settings';
-import { findJobKind } from '../jobs/kinds/job-kinds';
+import { findJobKind } from '../kinds/job-kinds';
 import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';

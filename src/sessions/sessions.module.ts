@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
-import { JobsModule } from '../jobs/api/jobs.module';
+import { JobsModule } from '../jobs-api/jobs.module';
 import { SessionCallsRepository } from './session-calls.repository';
 import { SessionsController } from './sessions.controller';
 import { SessionsService } from './sessions.service';

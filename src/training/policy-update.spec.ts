@@ -1,9 +1,9 @@
 import { Model, modelPreset, padBatch, Trainer, type CoefficientSource, type CurrentScores, type LossCoefficients } from '@opentinker/engine';
 import * as tf from '@tensorflow/tfjs-core';
-import { trainKind } from '../jobs/kinds/train/train.kind';
-import { ensureEngineBackend } from './policy';
+import { trainKind } from '../kinds/train/train.kind';
+import { ensureEngineBackend } from '../rollout/policy';
 import { computeAdvantages, miniBatches, scoreRows, selectRows, trajectoryRow, updatePolicy, type AlgorithmSpec, type UpdateRow } from './policy-update';
-import type { Trajectory } from './trajectory';
+import type { Trajectory } from '../rollout/trajectory';
 
 const CONFIG = { ...modelPreset('tiny-test'), vocab_size: 260 };
 const PROMPT = [10, 11, 12];

@@ -17,8 +17,8 @@ import {
   type AggOptions,
   type LossAggMode,
 } from '@opentinker/rl';
-import type { TrainSpec } from '../jobs/kinds/train/train.kind';
-import type { Trajectory } from './trajectory';
+import type { TrainSpec } from '../kinds/train/train.kind';
+import type { Trajectory } from '../rollout/trajectory';
 
 export type AlgorithmSpec = TrainSpec['algorithm'];
 

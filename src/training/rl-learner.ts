@@ -8,14 +8,14 @@ import { loadHfModelDir, loadLoraAdapter, Model, Prng, Trainer } from '@opentink
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { TrainSpec } from '../jobs/kinds/train/train.kind';
+import type { TrainSpec } from '../kinds/train/train.kind';
 import type { RunContext } from '../runner/runner-protocol';
-import { mixSeed, runEpisodes, type EpisodeItem } from './agent-loop';
+import { mixSeed, runEpisodes, type EpisodeItem } from '../rollout/agent-loop';
 import { pruneCheckpoints, readCriticWeights, readOptimizer, saveCheckpoint, type TrainerState } from './checkpoints';
-import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from './episode-metrics';
-import { loadPolicy, type Policy } from './policy';
+import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from '../rollout/episode-metrics';
+import { loadPolicy, type Policy } from '../rollout/policy';
 import { computeAdvantages, OPTIMAL_TOKEN_BASELINES, scoreRows, scoreSumPiSquared, selectRows, trajectoryRow, updatePolicy } from './policy-update';
-import type { Trajectory } from './trajectory';
+import type { Trajectory } from '../rollout/trajectory';
 
 /** Rows per forward pass when scoring without gradients (reference policy, critic values). */
 const SCORE_CHUNK = 64;

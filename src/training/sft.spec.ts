@@ -1,9 +1,9 @@
 import type { Episode, Message, StepResult } from '@opentinker/env-sdk';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseJobSpec } from '../jobs/kinds/job-kinds';
-import { modelSpec } from '../jobs/kinds/spec/rl-spec';
-import { loadPolicy, type Policy } from './policy';
+import { parseJobSpec } from '../kinds/job-kinds';
+import { modelSpec } from '../rollout/rl-spec';
+import { loadPolicy, type Policy } from '../rollout/policy';
 import { renderTarget, replayScript, sftBatch } from './sft';
 
 const TASK = { question: '347*958=', ground_truth: '332426', extra_info: { expression: '347*958' } };

@@ -6,8 +6,8 @@
  */
 import { crossEntropyCoefficients, padBatch, type LossCoefficients, type TokenBatch } from '@opentinker/engine';
 import type { Episode } from '@opentinker/env-sdk';
-import { checkStep, observationMessage, observationTokens } from './agent-loop';
-import type { Policy } from './policy';
+import { checkStep, observationMessage, observationTokens } from '../rollout/agent-loop';
+import type { Policy } from '../rollout/policy';
 
 const FIELD = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}/g;
 

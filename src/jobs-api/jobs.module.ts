@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { QueueModule } from '../scheduler/queue.module';
+import { JobsDataModule } from '../jobs/jobs-data.module';
+import { JobKindsController } from './job-kinds.controller';
+import { JobsController } from './jobs.controller';
+import { JobsService } from './jobs.service';
+import { JobSpecChecksService } from './job-spec-checks.service';
+import { JobStreamService } from './job-stream.service';
+
+@Module({
+  imports: [JobsDataModule, QueueModule],
+  controllers: [JobsController, JobKindsController],
+  providers: [JobsService, JobStreamService, JobSpecChecksService],
+  exports: [JobsService],
+})
+export class JobsModule {}
