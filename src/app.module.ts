@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
+import { CheckpointsModule } from './checkpoints/checkpoints.module';
 import { ConfigModule } from './config/config.module';
 import { CoreModule } from './core/core.module';
 import { DatabaseModule } from './database/database.module';
@@ -11,7 +12,6 @@ import { JobsModule } from './jobs-api/jobs.module';
 import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
-import { InferenceModule } from './serving/inference.module';
 import { ServingModule } from './serving/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
 import { SessionRelayModule } from './sessions/session-relay.module';
@@ -29,7 +29,7 @@ export class AppModule {
     const imports: DynamicModule['imports'] = [ConfigModule.forRoot(config), CoreModule, DatabaseModule.forRoot(config), QueueModule];
     if (roles.api) {
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule);
-      imports.push(ServingModule, InferenceModule);
+      imports.push(CheckpointsModule, ServingModule);
       imports.push(SessionsModule, DatasetsModule, DashboardModule);
     }
     if (roles.worker) imports.push(WorkerModule, SessionRelayModule);

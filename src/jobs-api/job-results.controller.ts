@@ -4,13 +4,13 @@ import type { FastifyReply } from 'fastify';
 import { CurrentUser } from '../auth/auth.decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../core/api-errors.decorator';
-import { InferenceResultsService } from './job-results.service';
+import { JobResultsService } from './job-results.service';
 
 @ApiTags('jobs')
 @ApiBearerAuth()
 @Controller('v1/jobs')
-export class InferenceController {
-  constructor(private readonly service: InferenceResultsService) {}
+export class JobResultsController {
+  constructor(private readonly service: JobResultsService) {}
 
   @Get(':id/results')
   @ApiOperation({

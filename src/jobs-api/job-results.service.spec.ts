@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import type { Principal } from '../auth/principal';
 import type { AppConfig } from '../config/app-config';
 import type { JobsService } from './jobs.service';
-import { InferenceResultsService } from './job-results.service';
+import { JobResultsService } from './job-results.service';
 
 const home = mkdtempSync(join(tmpdir(), 'ot-results-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
@@ -23,12 +23,12 @@ function service(job: { kind: string; state: string }, artifacts: Array<{ name: 
     openArtifact: async (_c: Principal, _id: string, name: string) => ({ stream: createReadStream(artifacts.find((a) => a.name === name)!.path) }),
   } as unknown as JobsService;
   const config = { jobDir: (id: string) => join(home, 'jobs', id) } as unknown as AppConfig;
-  return new InferenceResultsService(jobs, config);
+  return new JobResultsService(jobs, config);
 }
 
 const caller = { userId: 'u' } as Principal;
 
-describe('InferenceResultsService', () => {
+describe('JobResultsService', () => {
   it('streams whole lines of a running job, holding back one still being written', async () => {
     const work = join(home, 'jobs', 'j1', 'work');
     mkdirSync(work, { recursive: true });

@@ -13,7 +13,7 @@ import { findJobKind, kindList, kindsWith } from '../kinds/job-kinds';
  * the published artifact, or the file being written.
  */
 @Injectable()
-export class InferenceResultsService {
+export class JobResultsService {
   constructor(
     private readonly jobs: JobsService,
     private readonly config: AppConfig,

@@ -1,5 +1,4 @@
 import { plannedSteps, TaskCursor } from './task-cursor';
-import { renderTarget, sftBatch } from '../training/sft';
 
 describe('TaskCursor', () => {
   it('walks a finite split in seeded shuffled epochs, crossing epoch boundaries', () => {
@@ -31,28 +30,5 @@ describe('TaskCursor', () => {
     expect(plannedSteps({ numEpochs: 3, batchSize: 4, trainSize: 10 })).toBe(8);
     expect(plannedSteps({ batchSize: 4, trainSize: null })).toBe(100);
     expect(() => plannedSteps({ numEpochs: 1, batchSize: 4, trainSize: null })).toThrow(/total_steps/);
-  });
-});
-
-describe('SFT examples', () => {
-  it('renders the target from task fields, keeping other braces', () => {
-    expect(renderTarget('\\boxed{{ground_truth}}', { ground_truth: '42' })).toBe('\\boxed{42}');
-    expect(renderTarget('{a.b} and {n}', { a: { b: 'x' }, n: 3 })).toBe('x and 3');
-    expect(() => renderTarget('{answer}', { ground_truth: '1' })).toThrow(/no text field answer/);
-    expect(() => renderTarget('{a}', { a: { b: 1 } })).toThrow(/it is object/);
-  });
-
-  it('puts the loss on the response tokens only, as a mean over them', () => {
-    const { batch, coefficients, tokens } = sftBatch(
-      [
-        { promptIds: [1, 2, 3], responseIds: [4, 5] },
-        { promptIds: [1], responseIds: [6, 7, 8] },
-      ],
-      0,
-    );
-    expect(tokens).toBe(5);
-    expect(batch.seqLen).toBe(5);
-    const c = Array.from(coefficients.logProbCoef, (x) => (x === 0 ? 0 : x));
-    expect(c).toEqual([0, 0, 0, -0.2, -0.2, 0, -0.2, -0.2, -0.2, 0].map((x) => (x === 0 ? 0 : expect.closeTo(x, 6))));
   });
 });

@@ -1,6 +1,7 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import { CheckpointsModule } from '../checkpoints/checkpoints.module';
 import { allowRawUpload } from '../core/raw-upload-parser';
 import { DatasetsModule } from '../datasets/datasets.module';
 import { JobsModule } from '../jobs-api/jobs.module';
@@ -9,8 +10,6 @@ import { UserModelsDataModule } from '../models/user-models-data.module';
 import { DevicePoolModule } from '../scheduler/device-pool.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
-import { CheckpointsController } from '../checkpoints/checkpoints.controller';
-import { CheckpointsService } from '../checkpoints/checkpoints.service';
 import { CompletionsController } from './completions.controller';
 import { CompletionsService } from './completions.service';
 import { HubModelsService } from './hub-models.service';
@@ -21,13 +20,13 @@ import { ModelsController } from './models.controller';
 import { UserModelsService } from './user-models.service';
 
 /**
- * Checkpoints (list, download), the models users upload, and OpenAI-compatible chat and completions
- * over them and the cached Hub models. API role only.
+ * The models users upload, and OpenAI-compatible chat and completions over them, checkpoints and the
+ * cached Hub models. API role only.
  */
 @Module({
-  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule],
-  controllers: [CheckpointsController, ChatController, CompletionsController, ModelsController],
-  providers: [CheckpointsService, ChatService, CompletionsService, HubModelsService, ModelPoolService, UserModelsService, ModelChecker],
+  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, CheckpointsModule],
+  controllers: [ChatController, CompletionsController, ModelsController],
+  providers: [ChatService, CompletionsService, HubModelsService, ModelPoolService, UserModelsService, ModelChecker],
 })
 export class ServingModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

@@ -17,10 +17,8 @@ import {
   type AggOptions,
   type LossAggMode,
 } from '@opentinker/rl';
-import type { TrainSpec } from '../kinds/train/train.kind';
+import type { AlgorithmSpec } from './learner-spec';
 import type { Trajectory } from '../rollout/trajectory';
-
-export type AlgorithmSpec = TrainSpec['algorithm'];
 
 /** verl's default `critic.cliprange_value`. */
 const VALUE_CLIP = 0.5;
