@@ -1,3 +1,4 @@
+// src owns the entry points: the API and worker roles (this module), the job runner child process, the OpenAPI document.
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';

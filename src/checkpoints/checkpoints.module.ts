@@ -1,3 +1,4 @@
+// src/checkpoints owns a job's checkpoints: listing, download as a tar, the folders job:<id>[/step-<n>] names.
 import { Module } from '@nestjs/common';
 import { JobsModule } from '../jobs-api/jobs.module';
 import { CheckpointsController } from './checkpoints.controller';

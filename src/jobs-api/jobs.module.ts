@@ -1,3 +1,4 @@
+// src/jobs-api owns the jobs routes: submission and its checks, the list, one job, cancel, logs, metrics, artifacts, results, events, job kinds.
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../scheduler/queue.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';

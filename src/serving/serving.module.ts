@@ -1,3 +1,4 @@
+// src/serving owns the OpenAI-compatible server: chat, completions, /v1/models with uploads, the model pool and model servers.
 import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';

@@ -1,3 +1,4 @@
+// src/sessions owns session calls: their routes and table, and the worker's relay to the runner.
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { JobsModule } from '../jobs-api/jobs.module';
