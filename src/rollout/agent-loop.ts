@@ -1,5 +1,6 @@
 import { sample, StopStringScanner } from '@opentinker/engine';
-import type { Episode, EnvironmentInstance, JsonObject, JsonValue, Message, StepResult } from '@opentinker/env-sdk';
+import { parseResetAnswer, parseStepAnswer } from '@opentinker/env-sdk';
+import type { Episode, EnvironmentInstance, JsonObject, Message, StepResult } from '@opentinker/env-sdk';
 import type { RolloutSpec } from './rl-spec';
 import type { Policy } from './policy';
 import type { Trajectory } from './trajectory';
@@ -23,9 +24,6 @@ export interface EpisodeOptions {
   batchSize?: number;
   log?(line: string): void;
 }
-
-/** Longest observation text accepted from an environment; more is an environment error. */
-const MAX_OBSERVATION_CHARS = 1_000_000;
 
 type Finish = Trajectory['finish'];
 
@@ -134,7 +132,7 @@ export async function runEpisodes(policy: Policy, env: EnvironmentInstance<unkno
         episode = env.newEpisode();
         const first = await call('reset', () => episode!.reset(s.item.task, seed));
         s.episode = episode;
-        s.messages = checkMessages(first);
+        s.messages = parseResetAnswer(first, 'reset');
         s.promptIds = policy.renderPrompt(s.messages);
         if (s.promptIds.length + 1 > policy.contextLength) s.finish = 'length';
         return;
@@ -224,7 +222,7 @@ export async function runEpisodes(policy: Policy, env: EnvironmentInstance<unkno
     s.messages.push({ role: 'assistant', content: text });
     let result: StepResult;
     try {
-      result = checkStep(await call('step', () => s.episode!.step(text)));
+      result = parseStepAnswer(await call('step', () => s.episode!.step(text)), 'step');
     } catch (error) {
       // The turn was sampled; its reward slot stays so turnEnds and turnRewards keep one entry per turn.
       s.turnRewards.push(0);
@@ -290,46 +288,6 @@ export function observationMessage(result: Pick<StepResult, 'observation' | 'obs
  */
 export function observationTokens(policy: Pick<Policy, 'renderObservation'>, observation: Message | null, lastTokenId: number | undefined): number[] {
   return observation ? policy.renderObservation([observation], lastTokenId) : [];
-}
-
-/** An environment's answers are untrusted: shapes and sizes are checked before they enter a sequence. */
-function checkMessages(value: unknown): Message[] {
-  const roles = new Set(['system', 'user', 'assistant', 'tool']);
-  if (!Array.isArray(value) || value.length === 0) throw new Error('reset must return a non-empty list of messages');
-  let chars = 0;
-  return value.map((m, i) => {
-    if (!m || typeof m !== 'object' || !roles.has((m as Message).role) || typeof (m as Message).content !== 'string') {
-      throw new Error(`reset message ${i} is not { role: system|user|assistant|tool, content: string }`);
-    }
-    chars += (m as Message).content.length;
-    if (chars > MAX_OBSERVATION_CHARS) throw new Error(`reset messages exceed ${MAX_OBSERVATION_CHARS} characters`);
-    return { role: (m as Message).role, content: (m as Message).content };
-  });
-}
-
-/** A step result from an untrusted environment, checked (reward, done, observation size, JSON info); throws what is wrong. */
-export function checkStep(value: unknown): StepResult {
-  const v = value as Partial<StepResult> | null;
-  if (!v || typeof v !== 'object') throw new Error('step must return { observation, reward, done, info }');
-  if (typeof v.reward !== 'number' || !Number.isFinite(v.reward)) throw new Error(`step returned a reward that is not a finite number: ${String(v.reward)}`);
-  if (typeof v.done !== 'boolean') throw new Error('step returned no boolean done');
-  const observation = v.observation ?? '';
-  if (typeof observation !== 'string') throw new Error('step returned an observation that is not a string');
-  if (observation.length > MAX_OBSERVATION_CHARS) throw new Error(`step returned an observation over ${MAX_OBSERVATION_CHARS} characters`);
-  if (v.observationRole !== undefined && v.observationRole !== 'user' && v.observationRole !== 'tool')
-    throw new Error(`step returned observationRole ${String(v.observationRole)}`);
-  const info = v.info ?? {};
-  if (typeof info !== 'object' || Array.isArray(info)) throw new Error('step returned info that is not an object');
-  return { observation, observationRole: v.observationRole, reward: v.reward, done: v.done, info: jsonObject(info) };
-}
-
-/** A JSON-only copy (drops functions, cycles fail loudly), so `info` can be stored and sent as it is. */
-function jsonObject(value: object): JsonObject {
-  try {
-    return JSON.parse(JSON.stringify(value)) as { [key: string]: JsonValue };
-  } catch (error) {
-    throw new Error(`step returned info that is not JSON: ${errorText(error)}`);
-  }
 }
 
 function errorText(error: unknown): string {

@@ -142,7 +142,9 @@ describe('replayScript', () => {
     await expect(replayScript(plain, scriptedEpisode([], { doneAfter: 1 }), TASK, [...TURNS, 'more'], 1)).rejects.toThrow(
       'sft.turns: the environment ended the episode after turn 1 of 3 (reward 1)',
     );
-    await expect(replayScript(plain, scriptedEpisode([], { badStep: true }), TASK, TURNS, 1)).rejects.toThrow(/reward that is not a finite number/);
+    await expect(replayScript(plain, scriptedEpisode([], { badStep: true }), TASK, TURNS, 1)).rejects.toThrow(
+      'step: the answer does not fit the protocol (reward: Invalid input: expected number, received NaN)',
+    );
   });
 
   it("fills each turn's {info.x} from the step before it", async () => {
