@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadPolicy, Policy } from './policy';
 import { generateChat, GenerationError } from './generation';
-import type { GenerateRequest, TokenLogprob } from './generation';
+import type { GenerateRequest, TokenLogprob } from './sampling-schemas';
 
 /** A byte-level model that always predicts `favourite` (constant hidden state, a head that prefers it). */
 function fixedModel(favourite: number): { config: ModelConfig; weights: NamedWeights } {

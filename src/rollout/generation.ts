@@ -1,57 +1,7 @@
 import { sample, StopStringScanner, unicodeToByte } from '@opentinker/engine';
 import type { TokenAlternative, Tokenizer } from '@opentinker/engine';
 import type { Policy } from './policy';
-import type { Message } from '@opentinker/env-sdk';
-
-/** One token as OpenAI reports it. */
-export interface TokenAlternativeLogprob {
-  token: string;
-  logprob: number;
-  /** UTF-8 bytes of the token (a token may hold part of a character). */
-  bytes: number[];
-}
-
-/** One sampled token as OpenAI reports it, with the most likely tokens at its place when asked (`top_logprobs`). */
-export interface TokenLogprob extends TokenAlternativeLogprob {
-  /** Most likely first; empty unless `topLogprobs` asked for some. */
-  top: TokenAlternativeLogprob[];
-}
-
-export interface GenerateRequest {
-  messages: Message[];
-  n: number;
-  /** 0 = greedy. */
-  temperature: number;
-  topP: number;
-  /** Most new tokens per choice; default: what the context leaves after the prompt. */
-  maxTokens?: number;
-  stop: string[];
-  seed: number;
-  logprobs: boolean;
-  /** With `logprobs`: also this many most likely tokens at each place (default 0). */
-  topLogprobs?: number;
-  /** Send {@link DeltaMessage}s as text becomes final. */
-  stream: boolean;
-}
-
-/** How to sample the choices of one prompt (a chat's rendered messages, or a completion's prompt). */
-export type SampleRequest = Omit<GenerateRequest, 'messages'>;
-
-export interface GeneratedChoice {
-  text: string;
-  finishReason: 'stop' | 'length';
-  /** Tokens sampled for this choice (a stop token included). */
-  completionTokens: number;
-  logprobs: TokenLogprob[] | null;
-}
-
-export interface GenerateResult {
-  promptTokens: number;
-  choices: GeneratedChoice[];
-}
-
-/** Why a request failed inside the child: `invalid` and `context_length` are the caller's fault. */
-export type GenerateErrorKind = 'invalid' | 'context_length' | 'internal';
+import type { GeneratedChoice, GenerateErrorKind, GenerateRequest, GenerateResult, SampleRequest, TokenAlternativeLogprob, TokenLogprob } from './sampling-schemas';
 
 /** A request the model cannot serve as asked; `kind` says whose fault it is. */
 export class GenerationError extends Error {

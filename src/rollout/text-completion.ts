@@ -1,39 +1,8 @@
 import { promptLogprobs } from '@opentinker/engine';
 import type { Policy } from './policy';
 import { GenerationError, sampleChoices, tokenEntry } from './generation';
-import type { DeltaSink, GeneratedChoice, SampleRequest, TokenAlternativeLogprob } from './generation';
-
-/** One prompt of a completion request: text (tokenized as Hugging Face's tokenizers do, special tokens added) or token ids. */
-export type CompletionPrompt = { text: string } | { ids: number[] };
-
-/** What a model server samples for `POST /v1/completions`: `n` choices of each prompt, choice `p·n + j`. */
-export interface CompletionRequest extends Omit<SampleRequest, 'maxTokens'> {
-  kind: 'completion';
-  prompts: CompletionPrompt[];
-  /** New tokens per choice; 0 samples nothing (with `echo`, the prompt is scored). */
-  maxTokens: number;
-  /** Put the prompt before each choice's text (and, with `logprobs`, its tokens' log-probs before the sampled ones). */
-  echo: boolean;
-}
-
-/** A prompt token: the first one has no log-prob (nothing before it), hence null. */
-export interface PromptTokenLogprob {
-  token: string;
-  logprob: number | null;
-  bytes: number[];
-  top: TokenAlternativeLogprob[] | null;
-}
-
-export interface CompletionChoice extends GeneratedChoice {
-  /** With `echo`: the prompt's text and, with `logprobs`, its tokens. */
-  echo: { text: string; logprobs: PromptTokenLogprob[] | null } | null;
-}
-
-export interface CompletionResult {
-  /** Prompt tokens over all prompts. */
-  promptTokens: number;
-  choices: CompletionChoice[];
-}
+import type { DeltaSink } from './generation';
+import type { CompletionChoice, CompletionRequest, CompletionResult, GeneratedChoice, PromptTokenLogprob } from './sampling-schemas';
 
 /**
  * Answers a completion request: each prompt as it is (no chat template), `n` choices each, sampled as

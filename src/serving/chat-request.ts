@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, ErrorCode } from '../core/app-error';
-import type { GenerateRequest } from '../rollout/generation';
+import type { GenerateRequest } from '../rollout/sampling-schemas';
 
 /**
  * The body of `POST /v1/chat/completions`, as OpenAI defines it, minus what a plain language model

@@ -16,7 +16,7 @@ import { ModelPoolService } from './model-pool.service';
 import { UserModelsService } from './user-models.service';
 import { isUserModelRef, parseUserModelRef, userModelName } from '../models/user-model-files';
 import type { UserModelEntity } from '../models/user-model.entity';
-import type { GenerateResult, TokenLogprob } from '../rollout/generation';
+import type { GenerateResult, TokenLogprob } from '../rollout/sampling-schemas';
 
 /** One model a request may use: a checkpoint or uploaded model of the caller's, or a Hub model of the server's cache. */
 export interface ServedModel {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError, ErrorCode } from '../core/app-error';
 import { samplerSeed, SHARED_FIELDS, stopList } from './chat-request';
-import type { CompletionPrompt, CompletionRequest } from '../rollout/text-completion';
+import type { CompletionPrompt, CompletionRequest } from '../rollout/sampling-schemas';
 
 /**
  * The body of `POST /v1/completions`, OpenAI's legacy completions API (what vLLM-style clients call):

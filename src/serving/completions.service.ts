@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal';
-import type { TokenLogprob } from '../rollout/generation';
 import { ChatService, type ServedModel } from './chat.service';
 import type { UsageDto } from './chat.dto';
 import { completionParams, type CompletionRequestBody, type ParsedCompletion } from './completion-request';
 import type { CompletionChunkDto, CompletionDto, CompletionLogprobsDto } from './completion.dto';
 import { ModelPoolService } from './model-pool.service';
-import type { CompletionChoice, CompletionResult, PromptTokenLogprob } from '../rollout/text-completion';
+import type { CompletionChoice, CompletionResult, PromptTokenLogprob, TokenLogprob } from '../rollout/sampling-schemas';
 
 /** A validated completion request bound to its model: everything checked before any answer is sent. */
 export interface PreparedCompletion {

@@ -5,10 +5,12 @@
  * happens here, with a capped heap, never in the API's event loop. One request per process.
  */
 import { inspectHfModelDir } from '@opentinker/engine';
-import type { ModelCheckReply, ModelCheckRequest } from './model-check';
+import { parseIpcMessage } from '../core/ipc-message';
+import { ModelCheckRequest, type ModelCheckReply } from './model-check-protocol';
 
-process.once('message', (request: ModelCheckRequest) => {
-  void inspectHfModelDir(request.dir)
+process.once('message', (raw: unknown) => {
+  void Promise.resolve()
+    .then(() => inspectHfModelDir(parseIpcMessage(ModelCheckRequest, raw, 'The API').dir))
     .then((info): ModelCheckReply => ({ ok: { modelType: info.config.model_type } }))
     .catch((error: unknown): ModelCheckReply => ({ failure: (error as Error)?.message ?? String(error) }))
     .then((reply) => process.send?.(reply, () => process.exit(0)));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { AppError } from '../core/app-error';
 import { DevicePool } from '../scheduler/device-pool';
 import { ModelPool, ModelPoolOptions } from './model-pool';
-import type { GenerateRequest } from '../rollout/generation';
+import type { GenerateRequest } from '../rollout/sampling-schemas';
 
 /**
  * A stand-in model server speaking the same IPC protocol: it "loads" any folder whose name does not
@@ -23,6 +23,7 @@ process.on('message', (m) => {
   if (text === 'crash') process.exit(3);
   if (text === 'slow') { const end = Date.now() + 300; while (Date.now() < end); }
   if (text === 'long') return process.send({ type: 'error', id: m.id, kind: 'context_length', message: 'too long', field: 'max_tokens' });
+  if (text === 'garbage') return process.send({ type: 'result', id: m.id, result: { promptTokens: 'many', choices: [] } });
   process.send({ type: 'delta', id: m.id, index: 0, text: 'a', logprobs: null });
   process.send({ type: 'result', id: m.id, result: { promptTokens: 1, choices: [{ text: process.pid + ' ' + dir + ' ' + text, finishReason: 'stop', completionTokens: 1, logprobs: null }] } });
 });
@@ -110,6 +111,18 @@ describe('ModelPool', () => {
     make();
     await expect(pool.generate('/m/bad', request('x'))).rejects.toMatchObject({ code: 'OT_ERR_MODEL_LOAD_FAILED', field: 'model' });
     await expect(pool.generate('/m/a', request('long'))).rejects.toMatchObject({ code: 'OT_ERR_CONTEXT_LENGTH_EXCEEDED', field: 'max_tokens' });
+  });
+
+  it('fails everything waiting on a model server whose message does not fit the protocol, names the field, and stops it', async () => {
+    make();
+    const [pid] = await answer('/m/a', 'x');
+    const bad = pool.generate('/m/a', request('garbage'));
+    await expect(bad).rejects.toMatchObject({ code: 'OT_ERR_INTERNAL' });
+    expect(((await bad.catch((e: Error) => e)) as Error).message).toMatch(
+      /^The model server for \/m\/a sent a message that does not fit its protocol \(result\.promptTokens: .*\); it was stopped$/,
+    );
+    const [pid2] = await answer('/m/a', 'x');
+    expect(pid2).not.toBe(pid);
   });
 
   it('stops a model after its idle time and kills one that overruns a request', async () => {

@@ -1,10 +1,11 @@
 import type { EngineSettings } from '@opentinker/engine/settings';
 import { AppError, ErrorCode } from '../core/app-error';
+import { parseIpcMessage } from '../core/ipc-message';
 import { ManagedProcess } from '../core/managed-process';
 import type { DeviceIds } from '../jobs/job.entity';
 import { cpuThreads, cudaVisibleDevices, type Evictable } from '../scheduler/device-pool';
-import type { TokenLogprob } from '../rollout/generation';
-import type { FromModelServer, ModelRequest, ModelResult, ToModelServer } from './model-protocol';
+import type { TokenLogprob } from '../rollout/sampling-schemas';
+import { FromModelServer, type ModelRequest, type ModelResult, type ToModelServer } from './model-protocol';
 
 export interface ModelPoolOptions {
   /** The model server entry (`dist/serving/model-server.main.js`). */
@@ -129,7 +130,23 @@ class ModelProcess implements Evictable {
       },
       Math.max(0, deadline - Date.now()),
     );
-    proc.child.on('message', (m: FromModelServer) => {
+    proc.child.on('message', (raw: unknown) => {
+      let m: FromModelServer;
+      try {
+        m = parseIpcMessage(FromModelServer, raw, `The model server for ${this.dir}`);
+      } catch (error) {
+        // Our own child, so a bug: everything waiting on it fails with the reason, and it is stopped.
+        const failure = new AppError(ErrorCode.INTERNAL, `${(error as Error).message}; it was stopped`);
+        clearTimeout(loadTimer);
+        loaded.reject(failure);
+        for (const p of this.pending.values()) {
+          clearTimeout(p.timer);
+          p.reject(failure);
+        }
+        this.pending.clear();
+        this.kill();
+        return;
+      }
       if (m.type === 'ready') {
         clearTimeout(loadTimer);
         this.loaded = true;

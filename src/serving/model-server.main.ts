@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { configureEngine } from '../rollout/engine-settings';
 import { loadPolicy, type Policy } from '../rollout/policy';
 import { generateChat, GenerationError, type DeltaSink } from '../rollout/generation';
-import { isCompletionRequest, type FromModelServer, type ToModelServer } from './model-protocol';
+import { parseIpcMessage } from '../core/ipc-message';
+import { isCompletionRequest, ToModelServer, type FromModelServer } from './model-protocol';
 import { generateCompletion } from '../rollout/text-completion';
 
 /**
  * A model server: a child process of the API that holds one checkpoint and answers chat requests over
  * IPC, so sampling (synchronous TensorFlow.js work) never blocks the API's event loop. It exits when
- * its parent goes away. Messages: {@link ToModelServer} in, {@link FromModelServer} out.
+ * its parent goes away. Messages: {@link ToModelServer} in (parsed on receipt), {@link FromModelServer} out.
  */
 
 let policy: Policy | null = null;
@@ -55,7 +56,17 @@ async function handle(message: ToModelServer): Promise<void> {
 }
 
 let chain: Promise<void> = Promise.resolve();
-process.on('message', (message: ToModelServer) => {
+process.on('message', (raw: unknown) => {
+  let message: ToModelServer;
+  try {
+    message = parseIpcMessage(ToModelServer, raw, 'The API');
+  } catch (error) {
+    // The API's own bug: the request it names fails, nothing else.
+    const id = (raw as { id?: unknown } | null)?.id;
+    if (typeof id === 'number') send({ type: 'error', id, kind: 'internal', message: (error as Error).message });
+    else process.stderr.write(`${(error as Error).message}\n`);
+    return;
+  }
   chain = chain.then(() => handle(message));
 });
 // The parent closed the channel (shut down or crashed): nothing will ask for more.
