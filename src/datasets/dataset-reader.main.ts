@@ -43,8 +43,8 @@ async function handle(req: DatasetReaderRequest): Promise<DatasetReaderReply> {
 
 const reply = (message: DatasetReaderReply) => process.send!(message, undefined, {}, () => process.disconnect());
 
-process.once('message', (raw: unknown) =>
-  Promise.resolve()
+process.once('message', (raw: unknown) => {
+  void Promise.resolve()
     .then(() => handle(parseIpcMessage(DatasetReaderRequest, raw, 'The API')))
     .then(reply, (error: unknown) => {
       const e = error as Error;
@@ -55,5 +55,5 @@ process.once('message', (raw: unknown) =>
             ? { kind: 'format' as const, message: e.message }
             : { kind: 'internal' as const, message: e?.message ?? String(error) };
       reply({ failure });
-    }),
-);
+    });
+});

@@ -251,6 +251,9 @@ export class JobSupervisor {
         }
         return;
       }
+      case undefined:
+        // Not stopped by the worker: the exit code says how the job ended.
+        break;
     }
     if (code === 0) {
       await this.jobs.finish(job.id, workerId, 'succeeded', { exitCode: 0 });
