@@ -70,7 +70,7 @@ async function exposeEnvironments(app: NestFastifyApplication): Promise<void> {
     await fastify.register(envProtocolRoutes, {
       prefix: `/v1/environments/${id}/protocol`,
       store: registry.store(id),
-      authorize: (header: string | undefined, address: string) => auth.authenticate(header, address).then((p) => p.userId),
+      authorize: (headers, address) => auth.authenticate(headers, address).then((p) => p.userId),
       hostPaths: app.get(AppConfig).hostPaths,
     });
   }

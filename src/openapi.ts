@@ -11,7 +11,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('OpenTinker')
     .setDescription(
-      'Agentic reinforcement learning as a self-hosted service. Every /v1 route needs `Authorization: Bearer otk_…`. ' +
+      'Agentic reinforcement learning as a self-hosted service. Every /v1 route needs an API key: `Authorization: Bearer otk_…` ' +
+        'or `X-API-Key: otk_…` (also as `tml-otk_…`, the form the Tinker SDK takes). ' +
         'Errors are `{ statusCode, code, message, field? }` with a stable `code`.',
     )
     .setVersion(API_VERSION)

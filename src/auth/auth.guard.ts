@@ -1,14 +1,14 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AUTH_MODE, AuthMode, AuthenticatedRequest } from './auth.decorators';
-import { AuthService } from './auth.service';
+import { AuthService, presentedCredential, type CredentialHeaders } from './auth.service';
 
 interface RequestLike extends AuthenticatedRequest {
-  headers: Record<string, string | string[] | undefined>;
+  headers: CredentialHeaders;
   ip: string;
 }
 
-/** Global guard: every route needs `Authorization: Bearer otk_…` unless marked otherwise. */
+/** Global guard: every route needs a key (`Authorization: Bearer otk_…` or `X-API-Key: otk_…`) unless marked otherwise. */
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
@@ -21,9 +21,8 @@ export class AuthGuard implements CanActivate {
     const mode = this.reflector.getAllAndOverride<AuthMode | undefined>(AUTH_MODE, [context.getHandler(), context.getClass()]);
     if (mode === 'public') return true;
     const request = context.switchToHttp().getRequest<RequestLike>();
-    const header = request.headers.authorization;
-    if (mode === 'optional' && header === undefined) return true;
-    request.principal = await this.auth.authenticate(Array.isArray(header) ? header[0] : header, request.ip);
+    if (mode === 'optional' && presentedCredential(request.headers) === null) return true;
+    request.principal = await this.auth.authenticate(request.headers, request.ip);
     return true;
   }
 }

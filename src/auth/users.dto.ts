@@ -34,7 +34,7 @@ export function userDto(u: UserEntity): UserDto {
 const apiKeyShape = {
   id: z.uuid(),
   name: z.string(),
-  prefix: z.string().describe('First characters of the key').meta({ example: 'otk_3fA9x2Lq' }),
+  prefix: z.string().describe('The non-secret start of the key: `otk_` and its key id (`otk_…` for a key an operator chose)').meta({ example: 'otk_3fA9x2LqB7kM' }),
   created_at: z.iso.datetime(),
   last_used_at: z.iso.datetime().nullable(),
   revoked_at: z.iso.datetime().nullable(),
@@ -48,7 +48,7 @@ export function apiKeyDto(k: ApiKeyEntity): ApiKeyDto {
 }
 
 export const IssuedKeyDto = z
-  .object({ ...apiKeyShape, key: z.string().describe('The secret key. Shown once: store it now.').meta({ example: 'otk_…' }) })
+  .object({ ...apiKeyShape, key: z.string().describe('The secret key. Shown once: store it now. The Tinker SDK takes it as `tml-` + the key.').meta({ example: 'otk_…' }) })
   .meta({ id: 'IssuedKeyDto' });
 export type IssuedKeyDto = z.output<typeof IssuedKeyDto>;
 

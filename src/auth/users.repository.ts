@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, IsNull, Like, Repository } from 'typeorm';
+import { DataSource, In, IsNull, Like, Repository } from 'typeorm';
 import { OPERATOR_HASH_PREFIX } from './api-key';
 import { ApiKeyEntity } from './api-key.entity';
 import { UserEntity } from './user.entity';
@@ -43,27 +43,31 @@ export class UsersRepository {
     await this.keys.insert(key);
   }
 
-  /** The live key with this hash and its owner, in one query. */
-  async findActiveKeyByHash(hash: string): Promise<{ key: ApiKeyEntity; user: UserEntity } | null> {
-    const key = await this.keys.findOneBy({ hash, revokedAt: IsNull() });
-    if (!key) return null;
-    const user = await this.users.findOneBy({ id: key.userId });
-    return user ? { key, user } : null;
+  /**
+   * The live keys with this key id (one, but for a clash of ids issued before generated ids) and their
+   * owners. Every request with an unknown id runs this, a flood of bad keys included, so the first step is
+   * one plain statement (TypeORM's query building cost more than the query); rows come only for real keys.
+   */
+  async findActiveKeysByKeyId(keyId: string): Promise<Array<{ key: ApiKeyEntity; user: UserEntity }>> {
+    const mark = this.dataSource.options.type === 'postgres' ? '$1' : '?';
+    const ids: Array<{ id: string }> = await this.dataSource.query(`SELECT "id" FROM "api_keys" WHERE "key_id" = ${mark} AND "revoked_at" IS NULL`, [keyId]);
+    return ids.length === 0 ? [] : this.withOwners(await this.keys.findBy({ id: In(ids.map((r) => r.id)) }));
   }
 
-  /** Live keys chosen by an operator (stored with scrypt, see `hashOperatorKey`) and their owners. */
+  /** One live key by its row id, with its owner. */
+  async findActiveKey(id: string): Promise<{ key: ApiKeyEntity; user: UserEntity } | null> {
+    const key = await this.keys.findOneBy({ id, revokedAt: IsNull() });
+    return key ? ((await this.withOwners([key]))[0] ?? null) : null;
+  }
+
+  /** Live keys chosen by an operator (stored with scrypt, see `hashOperatorKey`) that carry no key id, and their owners. */
   async findActiveOperatorKeys(): Promise<Array<{ key: ApiKeyEntity; user: UserEntity }>> {
-    const keys = await this.keys.findBy({ hash: Like(`${OPERATOR_HASH_PREFIX}%`), revokedAt: IsNull() });
-    const out: Array<{ key: ApiKeyEntity; user: UserEntity }> = [];
-    for (const key of keys) {
-      const user = await this.users.findOneBy({ id: key.userId });
-      if (user) out.push({ key, user });
-    }
-    return out;
+    return this.withOwners(await this.keys.findBy({ hash: Like(`${OPERATOR_HASH_PREFIX}%`), keyId: IsNull(), revokedAt: IsNull() }));
   }
 
-  async setKeyHash(id: string, hash: string): Promise<void> {
-    await this.keys.update({ id }, { hash });
+  /** Stores a key an operator chose with the slow hash, and with nothing of its text (`prefix` `otk_…`, no id). */
+  async setOperatorKeyHash(id: string, hash: string, prefix: string, keyId: string | null): Promise<void> {
+    await this.keys.update({ id }, { hash, prefix, keyId });
   }
 
   findKeyByHash(hash: string): Promise<ApiKeyEntity | null> {
@@ -80,6 +84,15 @@ export class UsersRepository {
 
   async revokeKey(id: string, at: number): Promise<void> {
     await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt: at });
+  }
+
+  private async withOwners(keys: ApiKeyEntity[]): Promise<Array<{ key: ApiKeyEntity; user: UserEntity }>> {
+    if (keys.length === 0) return [];
+    const users = new Map((await this.users.findBy({ id: In([...new Set(keys.map((k) => k.userId))]) })).map((u) => [u.id, u]));
+    return keys.flatMap((key) => {
+      const user = users.get(key.userId);
+      return user ? [{ key, user }] : [];
+    });
   }
 
   async touchKey(id: string, at: number): Promise<void> {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { loadConfig, redactConfig } from '../config/app-config';
 import { INSTALL_ROOT } from '../config/install-layout';
+import { tinkerForm } from '../auth/api-key';
 import { AppError, ErrorCode } from '../core/app-error';
 import { createEnvServer, createOpenTinkerEnvServer } from '../registry/env-server';
 import { loadEnvironmentExport, resolveEnvironment } from '../registry/resolve-environment';
@@ -31,7 +32,7 @@ export async function main(argv: string[]): Promise<void> {
     if (config.values.embedded_worker) warnWithoutEngineAddon();
     process.stdout.write(`Data: ${config.home}; database: ${config.usesPostgres ? 'postgres' : 'sqlite'}; queue: ${config.usesRedis ? 'bullmq' : 'embedded'}\n`);
     if (key) {
-      process.stdout.write(`\nCreated the admin user. Its API key is shown only this once:\n\n  ${key}\n\n`);
+      process.stdout.write(`\nCreated the admin user. Its API key is shown only this once:\n\n  ${key}\n\n(for the Tinker SDK: ${tinkerForm(key)})\n\n`);
     }
     if (config.values.log_level === 'debug' || config.values.log_level === 'verbose') {
       process.stdout.write(`Config: ${JSON.stringify(redactConfig(config.values))}\n`);

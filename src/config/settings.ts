@@ -98,7 +98,22 @@ export const SETTINGS = {
   auth_failures_per_minute: setting({
     schema: int(1, 1_000_000).default(20),
     section: 'Server',
-    doc: 'Failed authentications per client address, and per key prefix, before `429` (a valid key is always accepted).',
+    doc: 'Failed authentications per client address (IPv6: per /64), and per key id, before `429`; counted before any slow hashing, in a fixed 1 MiB table (a valid key is always accepted).',
+  }),
+  auth_key_checks: setting({
+    schema: int(1, 64).default(1),
+    section: 'Server',
+    doc: 'Slow key checks (scrypt, ~50 ms of one thread each, for keys an operator chose that this process has not verified yet) running at once.',
+  }),
+  auth_key_check_queue: setting({
+    schema: int(0, 100_000).default(256),
+    section: 'Server',
+    doc: 'Slow key checks waiting for one of `auth_key_checks`; beyond it `503 OT_ERR_AUTH_BUSY` (never "invalid key").',
+  }),
+  auth_key_check_timeout_seconds: setting({
+    schema: int(1, 600).default(10),
+    section: 'Server',
+    doc: 'How long a slow key check may wait for its turn before `503 OT_ERR_AUTH_BUSY`.',
   }),
   log_level: setting({
     schema: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),

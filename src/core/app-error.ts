@@ -14,6 +14,8 @@ export enum ErrorCode {
   UNAUTHENTICATED = 'OT_ERR_UNAUTHENTICATED',
   FORBIDDEN = 'OT_ERR_FORBIDDEN',
   AUTH_RATE_LIMITED = 'OT_ERR_AUTH_RATE_LIMITED',
+  /** The slow key checks (keys an operator chose) are all taken and the wait ran out: retry, the key was not refused. */
+  AUTH_BUSY = 'OT_ERR_AUTH_BUSY',
   NOT_FOUND = 'OT_ERR_NOT_FOUND',
   ROUTE_NOT_FOUND = 'OT_ERR_ROUTE_NOT_FOUND',
   METHOD_NOT_ALLOWED = 'OT_ERR_METHOD_NOT_ALLOWED',
@@ -63,6 +65,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.UNAUTHENTICATED]: 401,
   [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.AUTH_RATE_LIMITED]: 429,
+  [ErrorCode.AUTH_BUSY]: 503,
   [ErrorCode.NOT_FOUND]: 404,
   [ErrorCode.ROUTE_NOT_FOUND]: 404,
   [ErrorCode.METHOD_NOT_ALLOWED]: 405,

@@ -21,6 +21,7 @@ import { JobRowVersion1765300000000 } from './1765300000000-job-row-version.migr
 import { JobSecrets1765400000000 } from './1765400000000-job-secrets.migration';
 import { DropJobRowVersion1765500000000 } from './1765500000000-drop-job-row-version.migration';
 import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
+import { ApiKeyIds1765700000000 } from './1765700000000-api-key-ids.migration';
 import { FairDispatch1765710000000 } from './1765710000000-fair-dispatch.migration';
 import { JobSecretEntity } from '../jobs/job-secret.entity';
 import { UserModelEntity } from '../models/user-model.entity';
@@ -49,6 +50,7 @@ export const MIGRATIONS = [
   JobSecrets1765400000000,
   DropJobRowVersion1765500000000,
   JobVersion1765600000000,
+  ApiKeyIds1765700000000,
   FairDispatch1765710000000,
   UserModels1765730000000,
 ];

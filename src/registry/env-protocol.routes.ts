@@ -10,10 +10,10 @@ export interface ProtocolRouteOptions {
   /** Bearer token every call except /health must carry; none means open. */
   token?: string;
   /**
-   * Checks the Authorization header instead of a fixed token (the main server's API keys); throws to
+   * Checks the request's key headers instead of a fixed token (the main server's API keys); throws to
    * refuse. Returns the caller's id: episodes belong to the caller that created them.
    */
-  authorize?: (header: string | undefined, address: string) => Promise<string>;
+  authorize?: (headers: FastifyRequest['headers'], address: string) => Promise<string>;
   /** The server's folders, named in error answers instead of spelled out (the API's; `env serve` shows its own). */
   hostPaths?: HostPaths;
 }
@@ -52,7 +52,7 @@ export async function envProtocolRoutes(app: FastifyInstance, { store, token, au
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (authorize) {
       try {
-        owners.set(request, await authorize(request.headers.authorization, request.ip));
+        owners.set(request, await authorize(request.headers, request.ip));
       } catch (e) {
         const {
           statusCode = 401,

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
+import { generateApiKey, hashApiKey } from '../../src/auth/api-key';
 import { startTestApp, TestApp } from '../support/test-app';
 
 describe('users and API keys', () => {
@@ -28,8 +29,8 @@ describe('users and API keys', () => {
     expect(res.status).toBe(201);
     expect(res.body.user).toMatchObject({ name: 'dana', role: 'user' });
     const key: string = res.body.api_key.key;
-    expect(key).toMatch(/^otk_[A-Za-z0-9_-]{43}$/);
-    expect(res.body.api_key.prefix).toBe(key.slice(0, 12));
+    expect(key).toMatch(/^otk_[0-9A-Za-z]{12}_[0-9A-Za-z]{49}$/);
+    expect(res.body.api_key.prefix).toBe(key.slice(0, 16));
 
     const me = await t.request('GET', '/v1/users/me', { key });
     expect(me.body).toMatchObject({ name: 'dana', role: 'user', id: res.body.user.id });
@@ -42,7 +43,33 @@ describe('users and API keys', () => {
     const rows = db.prepare('SELECT * FROM api_keys').all();
     db.close();
     expect(JSON.stringify(rows)).not.toContain(key);
-    expect(JSON.stringify(rows)).not.toContain(key.slice(12));
+    expect(JSON.stringify(rows)).not.toContain(key.slice(16));
+  });
+
+  it('takes a key in X-API-Key too, and in the Tinker SDK form tml- + the key, as the same user', async () => {
+    const created = (await t.request('POST', '/v1/users', { body: { name: 'tina' } })).body;
+    const key: string = created.api_key.key;
+    for (const headers of <Record<string, string>[]>[{ 'x-api-key': key }, { 'x-api-key': `tml-${key}` }, { authorization: `Bearer tml-${key}` }]) {
+      const me = await t.request('GET', '/v1/users/me', { key: null, headers });
+      expect([Object.keys(headers)[0], me.status, me.body.id]).toEqual([Object.keys(headers)[0], 200, created.user.id]);
+    }
+    const admin = await t.request('GET', '/v1/users/me', { key: null, headers: { 'x-api-key': `tml-${t.adminKey}` } });
+    expect([admin.status, admin.body.role]).toEqual([200, 'admin']);
+    const wrong = await t.request('GET', '/v1/users/me', { key: null, headers: { 'x-api-key': `tml-${key.slice(0, -1)}${key.endsWith('a') ? 'b' : 'a'}` } });
+    expect([wrong.status, wrong.body.code, wrong.body.field]).toEqual([401, 'OT_ERR_UNAUTHENTICATED', 'x-api-key']);
+  });
+
+  it('keeps keys issued before key ids, and refuses unknown ids without a lookup of their secret', async () => {
+    const created = (await t.request('POST', '/v1/users', { body: { name: 'olga' } })).body;
+    // A key as issued before ids: otk_ + 43 base64url characters, stored as SHA-256 with its first 12 characters as prefix.
+    const legacy = 'otk_Leg-acy_' + 'x'.repeat(35);
+    const db = new Database(join(t.home, 'opentinker.db'));
+    db.prepare('UPDATE api_keys SET hash = ?, prefix = ?, key_id = ? WHERE id = ?').run(hashApiKey(legacy), legacy.slice(0, 12), legacy.slice(4, 12), created.api_key.id);
+    db.close();
+    const me = await t.request('GET', '/v1/users/me', { key: `tml-${legacy}` });
+    expect([me.status, me.body.id]).toEqual([200, created.user.id]);
+    const unknown = await t.request('GET', '/v1/users/me', { key: generateApiKey().key });
+    expect([unknown.status, unknown.body.code]).toEqual([401, 'OT_ERR_UNAUTHENTICATED']);
   });
 
   it('lets only admins create and list users, and refuses taken names', async () => {

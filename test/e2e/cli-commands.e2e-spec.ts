@@ -87,6 +87,13 @@ describe('opentinker client commands', () => {
 
     const key = await cli(['keys', 'create', 'laptop']);
     expect(key.stdout).toMatch(/Key \(shown only this once; store it now\):\n\n {2}otk_/);
+    // The same key in the Tinker SDK's form, which signs in as the same user.
+    const plain = /\n {2}(otk_\S+)\n/.exec(key.stdout)![1];
+    expect(key.stdout).toContain(`The same key for the Tinker SDK (api_key=, TINKER_API_KEY):\n\n  tml-${plain}\n`);
+    const asTinker = await cli(['users', 'me', '--json'], { env: { OPENTINKER_API_KEY: `tml-${plain}` } });
+    expect(JSON.parse(asTinker.stdout)).toMatchObject({ name: 'admin' });
+    const json = JSON.parse((await cli(['keys', 'create', 'ci', '--json'])).stdout);
+    expect(json.tinker_key).toBe(`tml-${json.key}`);
     expect((await cli(['keys', 'list'])).stdout).toMatch(/\n\S+\s+laptop\s+otk_/);
     const revoked = await cli(['keys', 'revoke', 'laptop', '--json']);
     expect(JSON.parse(revoked.stdout)).toMatchObject({ name: 'laptop', revoked_at: expect.any(String) });

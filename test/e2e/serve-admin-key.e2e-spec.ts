@@ -69,7 +69,9 @@ describe('serve and the admin key', () => {
     const printed = first.output().match(/shown only this once:\s+(otk_\S+)/);
     expect(printed).not.toBeNull();
     const key = printed![1];
-    expect(first.output().split(key).length - 1).toBe(1); // printed exactly once, not in the config dump
+    // Printed once, and once more in the Tinker SDK's form (tml- + the key); not in the config dump.
+    expect(first.output().split(key).length - 1).toBe(2);
+    expect(first.output()).toContain(`(for the Tinker SDK: tml-${key})`);
     expect(await me(first.url, key)).toBe(200);
     await stop(running.pop()!);
 

@@ -220,6 +220,9 @@ if (!haveChromium) {
       expect(issued).toMatch(/^otk_/);
       expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('New key “ci-laptop”');
       expect((await t.request('GET', '/v1/users/me', { key: issued })).status).toBe(200);
+      const tinker = await page.getByLabel('The same key for the Tinker SDK').inputValue();
+      expect(tinker).toBe(`tml-${issued}`);
+      expect((await t.request('GET', '/v1/users/me', { key: null, headers: { 'x-api-key': tinker } })).status).toBe(200);
       page.once('dialog', (d) => d.accept());
       await page.getByRole('button', { name: 'Revoke key ci-laptop' }).click();
       await page.locator('tr', { hasText: 'ci-laptop' }).getByText('revoked').waitFor();

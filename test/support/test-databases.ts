@@ -62,6 +62,18 @@ export async function jobsFixture(database: TestDatabase): Promise<{ db: DataSou
   return { db, repo: new JobsRepository(db, { usesPostgres: database.options.type === 'postgres', values: { lease_seconds: 30 } } as AppConfig) };
 }
 
+/** Opens the database, runs these migrations on it, and hands it to `use` (closed afterwards). */
+export async function withMigrations<T>(database: TestDatabase, migrations: typeof MIGRATIONS, use: (db: DataSource) => Promise<T>): Promise<T> {
+  const db = new DataSource({ ...database.options, entities: ENTITIES, migrations, logging: false } as DataSourceOptions);
+  await db.initialize();
+  try {
+    await db.runMigrations({ transaction: 'all' });
+    return await use(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** A queued `sleep` job of `u1` created at `createdAt`, with `over` applied: a row for repository specs. */
 export function jobRow(id: string, createdAt: number, over: Partial<JobEntity> = {}): JobEntity {
   return Object.assign(new JobEntity(), {

@@ -22,7 +22,7 @@ export function registerAuthCommands(program: Command): void {
     .command('login')
     .description('Check an API key against the server and save it (~/.opentinker/credentials, mode 0600)')
     .option('--url <url>', 'server URL (default: OPENTINKER_URL, the saved login, or http://127.0.0.1:8780)')
-    .option('--key <key>', 'the API key (otk_…); asked for on a terminal, else read from stdin')
+    .option('--key <key>', 'the API key (otk_…, or tml-otk_…); asked for on a terminal, else read from stdin')
     .option('--json', 'machine-readable output')
     .action(async (opts: { url?: string; key?: string; json?: boolean }) => {
       let url = opts.url ?? process.env.OPENTINKER_URL ?? DEFAULT_URL;
@@ -30,8 +30,13 @@ export function registerAuthCommands(program: Command): void {
         url = normaliseUrl(opts.url ?? process.env.OPENTINKER_URL ?? readCredentials()?.url ?? DEFAULT_URL);
         const key = (opts.key ?? (await promptForKey(url)))?.trim();
         if (!key) throw new CliError('No API key given: pass --key, type it when asked, or pipe it in', EXIT.USAGE);
-        if (!key.startsWith('otk_')) {
-          throw new CliError(`"${maskKey(key)}" does not look like an OpenTinker API key (they start with otk_)`, EXIT.USAGE, undefined, '--key');
+        if (!key.startsWith('otk_') && !key.startsWith('tml-otk_')) {
+          throw new CliError(
+            `"${maskKey(key)}" does not look like an OpenTinker API key (they start with otk_, or tml-otk_ in the Tinker SDK's form)`,
+            EXIT.USAGE,
+            undefined,
+            '--key',
+          );
         }
         let user;
         try {

@@ -1,5 +1,6 @@
 import type { ApiKey, OpenTinkerClient } from '@opentinker/client';
 import { Command } from 'commander';
+import { tinkerForm } from '../../auth/api-key';
 import { CliError, EXIT } from './cli-error';
 import { clientAction, withCommonOptions } from './command-kit';
 import { formatAge, printJson, printLine, table } from './output';
@@ -11,7 +12,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  *
  * @example
  * ```bash
- * opentinker keys create laptop
+ * opentinker keys create laptop         # the key, and its Tinker SDK form tml-otk_…
  * opentinker keys list
  * opentinker keys revoke laptop          # by name or id
  * ```
@@ -22,9 +23,9 @@ export function registerKeysCommands(program: Command): void {
   withCommonOptions(keys.command('create').description('Issue a new API key').argument('<name>', 'a label to tell keys apart')).action(
     clientAction<object, [string]>(async ({ client, json }, name) => {
       const issued = await client.keys.create({ name });
-      if (json) return printJson(issued);
+      if (json) return printJson({ ...issued, tinker_key: tinkerForm(issued.key) });
       printLine(`Created key ${issued.name} (${issued.id}).`);
-      printLine(`Key (shown only this once; store it now):\n\n  ${issued.key}\n`);
+      printIssuedKey('Key', issued.key);
     }),
   );
 
@@ -52,6 +53,12 @@ export function registerKeysCommands(program: Command): void {
       printLine(`Revoked key ${revoked.name} (${revoked.id}).`);
     }),
   );
+}
+
+/** A new key, shown once, with the same key in the form the Tinker SDK takes (it refuses keys not starting with `tml-`). */
+export function printIssuedKey(what: string, key: string): void {
+  printLine(`${what} (shown only this once; store it now):\n\n  ${key}\n`);
+  printLine(`The same key for the Tinker SDK (api_key=, TINKER_API_KEY):\n\n  ${tinkerForm(key)}\n`);
 }
 
 /** A key's id from its id or its (unique, unrevoked) name. */

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { CliError, EXIT } from './cli-error';
 import { clientAction, withCommonOptions } from './command-kit';
+import { printIssuedKey } from './keys.commands';
+import { tinkerForm } from '../../auth/api-key';
 import { formatAge, printJson, printLine, table } from './output';
 
 /**
@@ -25,9 +27,9 @@ export function registerUsersCommands(program: Command): void {
           throw new CliError(`--role must be user or admin, got "${options.role}"`, EXIT.USAGE, undefined, '--role');
         }
         const created = await client.users.create({ name, role: options.role });
-        if (json) return printJson(created);
+        if (json) return printJson({ ...created, api_key: { ...created.api_key, tinker_key: tinkerForm(created.api_key.key) } });
         printLine(`Created ${created.user.role} ${created.user.name} (${created.user.id}).`);
-        printLine(`API key (shown only this once; store it now):\n\n  ${created.api_key.key}\n`);
+        printIssuedKey('API key', created.api_key.key);
       }),
     );
 

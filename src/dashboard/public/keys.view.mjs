@@ -4,20 +4,41 @@ import { alertBox, cell, h, replace, showAlert } from './dom.mjs';
 import { age, dateTime } from './format.mjs';
 
 /**
- * A just-issued secret, shown once with a copy button. Focus moves to it so keyboard and screen-reader
- * users land on the key they must copy now.
+ * A just-issued secret, shown once with a copy button, and the same key in the Tinker SDK's form
+ * (`tml-` + the key: the SDK refuses keys not starting with `tml-`). Focus moves to the key so keyboard
+ * and screen-reader users land on what they must copy now.
  */
 export function secretPanel(heading, key) {
-  const input = h('input', { type: 'text', readonly: true, value: key, class: 'mono secret', 'aria-label': heading, spellcheck: 'false' });
+  const plain = copyRow(heading, 'Copy the key', key);
+  const tinker = copyRow('The same key for the Tinker SDK', 'Copy the Tinker SDK form', `tml-${key}`);
+  const panel = h(
+    'div',
+    { class: 'secret-panel', tabindex: '-1' },
+    h('h2', {}, heading),
+    h('p', {}, h('strong', {}, 'Copy it now: it will not be shown again.')),
+    plain.row,
+    h('p', { class: 'hint' }, 'The same key for the Tinker SDK (', h('code', {}, 'api_key='), ' or ', h('code', {}, 'TINKER_API_KEY'), '):'),
+    tinker.row,
+  );
+  queueMicrotask(() => {
+    plain.input.focus();
+    plain.input.select();
+  });
+  return panel;
+}
+
+function copyRow(label, copyLabel, value) {
+  const input = h('input', { type: 'text', readonly: true, value, class: 'mono secret', 'aria-label': label, spellcheck: 'false' });
   const copied = h('span', { class: 'muted', role: 'status' });
   const copy = h(
     'button',
     {
       type: 'button',
+      'aria-label': copyLabel,
       onclick: async () => {
         input.select();
         try {
-          await navigator.clipboard.writeText(key);
+          await navigator.clipboard.writeText(value);
           copied.textContent = 'Copied.';
         } catch {
           // no clipboard API (plain http on another host): the text is selected for Ctrl+C
@@ -27,18 +48,7 @@ export function secretPanel(heading, key) {
     },
     'Copy',
   );
-  const panel = h(
-    'div',
-    { class: 'secret-panel', tabindex: '-1' },
-    h('h2', {}, heading),
-    h('p', {}, h('strong', {}, 'Copy it now: it will not be shown again.')),
-    h('div', { class: 'secret-row' }, input, copy, copied),
-  );
-  queueMicrotask(() => {
-    input.focus();
-    input.select();
-  });
-  return panel;
+  return { input, row: h('div', { class: 'secret-row' }, input, copy, copied) };
 }
 
 export function mountKeys(ctx, main) {
@@ -59,7 +69,7 @@ export function mountKeys(ctx, main) {
   replace(
     main,
     h('h1', { tabindex: '-1' }, 'API keys'),
-    h('p', { class: 'hint' }, `Keys of ${ctx.me.name}. Any of them signs in here and to the API and CLI.`),
+    h('p', { class: 'hint' }, `Keys of ${ctx.me.name}. Any of them signs in here and to the API and CLI, and, as tml- + the key, to the Tinker SDK.`),
     form,
     error,
     fresh,
@@ -88,7 +98,7 @@ export function mountKeys(ctx, main) {
   });
 
   async function revoke(key) {
-    const mine = ctx.api.key.startsWith(key.prefix);
+    const mine = signedInWith(ctx, key);
     const question = mine
       ? `Revoke “${key.name}”? You are signed in with this key: you will be signed out.`
       : `Revoke “${key.name}”? Programs using it will be refused from now on.`;
@@ -131,7 +141,7 @@ export function mountKeys(ctx, main) {
               'tbody',
               {},
               keys.map((k) => {
-                const mine = ctx.api.key.startsWith(k.prefix);
+                const mine = signedInWith(ctx, k);
                 return h(
                   'tr',
                   { dataset: { keyId: k.id } },
@@ -159,4 +169,9 @@ export function mountKeys(ctx, main) {
   return () => {
     stopped = true;
   };
+}
+
+/** Whether this browser signed in with the listed key (in either form). */
+function signedInWith(ctx, key) {
+  return ctx.api.key.replace(/^tml-(?=otk_)/, '').startsWith(key.prefix);
 }

@@ -13,7 +13,7 @@ import { mountKeys } from './keys.view.mjs';
 import { mountUsers } from './users.view.mjs';
 
 const KEY_STORAGE = 'opentinker.apiKey';
-const KEY_PATTERN = /^otk_[A-Za-z0-9_-]{20,200}$/;
+const KEY_PATTERN = /^(tml-)?otk_[A-Za-z0-9_-]{20,200}$/;
 
 const ROUTES = [
   { pattern: /^#\/jobs\/([0-9a-f-]{36})$/i, nav: 'jobs', mount: mountJob },
@@ -117,7 +117,7 @@ function showSignIn(message = '', kind = 'alert', { retry } = {}) {
     event.preventDefault();
     const key = input.value.trim();
     if (!KEY_PATTERN.test(key)) {
-      showAlert(error, key ? 'That is not an API key: keys start with otk_ followed by at least 20 letters, digits, - or _.' : 'Enter your API key.');
+      showAlert(error, key ? 'That is not an API key: keys start with otk_ (or tml-otk_) followed by at least 20 letters, digits, - or _.' : 'Enter your API key.');
       input.focus();
       return;
     }

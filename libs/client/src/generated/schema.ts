@@ -694,8 +694,8 @@ export interface components {
             last_used_at: string | null;
             name: string;
             /**
-             * @description First characters of the key
-             * @example otk_3fA9x2Lq
+             * @description The non-secret start of the key: `otk_` and its key id (`otk_…` for a key an operator chose)
+             * @example otk_3fA9x2LqB7kM
              */
             prefix: string;
             /** Format: date-time */
@@ -1215,7 +1215,7 @@ export interface components {
             version: string | null;
         };
         /** @enum {string} */
-        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_JSON_TOO_DEEP" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_MODEL_INVALID" | "OT_ERR_MODEL_TOO_LARGE" | "OT_ERR_MODEL_IN_USE" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED" | "OT_ERR_QUEUED_JOBS_LIMIT";
+        ErrorCode: "OT_ERR_VALIDATION" | "OT_ERR_BAD_JSON" | "OT_ERR_JSON_TOO_DEEP" | "OT_ERR_BODY_TOO_LARGE" | "OT_ERR_UNSUPPORTED_MEDIA_TYPE" | "OT_ERR_UNAUTHENTICATED" | "OT_ERR_FORBIDDEN" | "OT_ERR_AUTH_RATE_LIMITED" | "OT_ERR_AUTH_BUSY" | "OT_ERR_NOT_FOUND" | "OT_ERR_ROUTE_NOT_FOUND" | "OT_ERR_METHOD_NOT_ALLOWED" | "OT_ERR_CONFLICT" | "OT_ERR_JOB_NOT_CANCELLABLE" | "OT_ERR_ARTIFACT_UNAVAILABLE" | "OT_ERR_CONFIG_INVALID" | "OT_ERR_NOT_READY" | "OT_ERR_NOT_A_SESSION" | "OT_ERR_SESSION_CLOSED" | "OT_ERR_CALL_CONFLICT" | "OT_ERR_INTERNAL" | "OT_ERR_CHECKPOINT_NOT_FOUND" | "OT_ERR_MODEL_NOT_FOUND" | "OT_ERR_MODEL_AMBIGUOUS" | "OT_ERR_MODEL_LOAD_FAILED" | "OT_ERR_MODEL_UNAVAILABLE" | "OT_ERR_CONTEXT_LENGTH_EXCEEDED" | "OT_ERR_MODEL_INVALID" | "OT_ERR_MODEL_TOO_LARGE" | "OT_ERR_MODEL_IN_USE" | "OT_ERR_DATASET_INVALID" | "OT_ERR_DATASET_TOO_LARGE" | "OT_ERR_DATASET_IN_USE" | "OT_ERR_RESULTS_NOT_FOUND" | "OT_ERR_HOST_ONLY" | "OT_ERR_LIMIT_EXCEEDED" | "OT_ERR_UNSCHEDULABLE" | "OT_ERR_URL_NOT_ALLOWED" | "OT_ERR_QUOTA_EXCEEDED" | "OT_ERR_QUEUED_JOBS_LIMIT";
         ErrorDto: {
             code: components["schemas"]["ErrorCode"];
             /** @description Every problem found, when there are several */
@@ -1254,7 +1254,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             /**
-             * @description The secret key. Shown once: store it now.
+             * @description The secret key. Shown once: store it now. The Tinker SDK takes it as `tml-` + the key.
              * @example otk_…
              */
             key: string;
@@ -1262,8 +1262,8 @@ export interface components {
             last_used_at: string | null;
             name: string;
             /**
-             * @description First characters of the key
-             * @example otk_3fA9x2Lq
+             * @description The non-secret start of the key: `otk_` and its key id (`otk_…` for a key an operator chose)
+             * @example otk_3fA9x2LqB7kM
              */
             prefix: string;
             /** Format: date-time */
