@@ -1,19 +1,21 @@
 import { join } from 'node:path';
+import { z } from 'zod';
 import type { AppConfigValues } from '../config/settings';
 
-/** How this machine reaches the Hugging Face Hub and where it caches what it fetched. */
-export interface HubSettings {
+/** How this machine reaches the Hugging Face Hub and where it caches what it fetched (a worker hands it to its job runners). */
+export const HubSettings = z.object({
   /** huggingface_hub's layout: `models--Org--Name/{blobs,snapshots,refs}`. */
-  cacheDir: string;
+  cacheDir: z.string(),
   /** Base URL, no trailing slash. */
-  endpoint: string;
+  endpoint: z.string(),
   /** Bearer token for gated and private repos (HF_TOKEN), or null. */
-  token: string | null;
+  token: z.string().nullable(),
   /** HF_HUB_OFFLINE: answer from the cache only, never call the Hub. */
-  offline: boolean;
+  offline: z.boolean(),
   /** Most bytes one repo's selected files may add up to; 0: no downloads at all. */
-  maxDownloadBytes: number;
-}
+  maxDownloadBytes: z.number(),
+});
+export type HubSettings = z.output<typeof HubSettings>;
 
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
 

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { environmentSpec } from './rl-spec';
 import { createEnvServer } from '../registry/env-server';
 import { loadRegistry } from '../registry/registry-loader';
-import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
+import type { RunnerPaths } from '../runner/run-context';
+import type { RunnerPolicy } from '../runner/runner-protocol';
 import { openEnvironment } from './environment-handle';
 
 const home = mkdtempSync(join(tmpdir(), 'ot-envh-'));

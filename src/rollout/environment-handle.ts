@@ -8,7 +8,8 @@ import type { EnvironmentSpec } from './rl-spec';
 import { loadRegistry } from '../registry/registry-loader';
 import { egressFetch } from '../egress/egress-fetch';
 import { checkRemoteUrl, ENVIRONMENT_URL } from '../egress/egress-policy';
-import type { RunnerPaths, RunnerPolicy } from '../runner/runner-protocol';
+import type { RunnerPaths } from '../runner/run-context';
+import type { RunnerPolicy } from '../runner/runner-protocol';
 
 /** An environment made ready for a job: its instance, what it is, and how to free it. */
 export interface EnvironmentHandle {

@@ -1,5 +1,5 @@
 import type { EnvironmentSpec, RolloutSpec } from './rl-spec';
-import type { RunContext } from '../runner/runner-protocol';
+import type { RunContext } from '../runner/run-context';
 import { openEnvironment, type EnvironmentHandle } from './environment-handle';
 import { ensureEngineBackend, type Policy } from './policy';
 

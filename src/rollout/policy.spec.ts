@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { modelSpec } from './rl-spec';
-import type { RunnerPaths } from '../runner/runner-protocol';
+import type { RunnerPaths } from '../runner/run-context';
 import { loadPolicy, parseJobModelRef, resolveJobModelDir } from './policy';
 
 const home = mkdtempSync(join(tmpdir(), 'ot-policy-'));

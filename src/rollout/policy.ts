@@ -23,7 +23,7 @@ import { sharedHubCache } from '../hub/hub-cache';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { openableModelDir } from './model-roots';
 import { isUserModelRef, parseUserModelRef, userModelDir } from '../models/user-model-files';
-import type { RunnerPaths } from '../runner/runner-protocol';
+import type { RunnerPaths } from '../runner/run-context';
 import { checkpointSteps, jobCheckpointsDir } from './checkpoint-folders';
 
 /**

@@ -8,7 +8,7 @@ import { loadHfModelDir, loadLoraAdapter, Model, Prng, Trainer } from '@opentink
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { RunContext } from '../runner/runner-protocol';
+import type { RunContext } from '../runner/run-context';
 import { mixSeed, runEpisodes, type EpisodeItem } from '../rollout/agent-loop';
 import { pruneCheckpoints, readCriticWeights, readOptimizer, saveCheckpoint, type TrainerState } from './checkpoints';
 import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from '../rollout/episode-metrics';

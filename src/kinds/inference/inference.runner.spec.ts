@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inferenceKind } from './inference.kind';
-import type { RunContext } from '../../runner/runner-protocol';
+import type { RunContext } from '../../runner/run-context';
 import { type InferenceResultLine, runInference } from './inference.runner';
 
 type InferenceSpecOf = ReturnType<typeof inferenceKind.parse>;

@@ -2,7 +2,7 @@ import type { JsonObject, JsonValue } from '@opentinker/env-sdk';
 import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InferenceSpec } from './inference.kind';
-import type { RunContext } from '../../runner/runner-protocol';
+import type { RunContext } from '../../runner/run-context';
 import { RESULTS_FILE, SUMMARY_FILE } from './inference-files';
 import { type EpisodeItem, mixSeed, runEpisodes } from '../../rollout/agent-loop';
 import { type EpisodeSummary, resultRates, summarizeEpisodes } from '../../rollout/episode-metrics';

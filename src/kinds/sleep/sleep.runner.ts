@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunContext } from '../../runner/runner-protocol';
+import type { RunContext } from '../../runner/run-context';
 import type { SleepSpec } from './sleep.kind';
 
 /** Runs the diagnostic `sleep` kind; see `sleep.kind.ts`. */

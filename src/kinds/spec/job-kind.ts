@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseOrThrow } from '../../core/zod-error';
-import type { KindRunner } from '../../runner/runner-protocol';
+import type { KindRunner } from '../../runner/run-context';
 
 /**
  * What a kind's jobs can do. The API, the worker and the job runner ask these questions of the kind

@@ -12,7 +12,7 @@ import type { TrainSpec } from './train.kind';
 import { MetricLoggers } from '../../metrics/metric-loggers';
 import { egressFetch } from '../../egress/egress-fetch';
 import { WANDB_URL } from '../../egress/egress-policy';
-import type { RunContext } from '../../runner/runner-protocol';
+import type { RunContext } from '../../runner/run-context';
 import { mixSeed } from '../../rollout/agent-loop';
 import { checkpointDir, listCheckpoints, readTrainerState, type TrainerState } from '../../training/checkpoints';
 import { resultRates } from '../../rollout/episode-metrics';
