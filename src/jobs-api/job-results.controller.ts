@@ -14,6 +14,8 @@ export class JobResultsController {
 
   @Get(':id/results')
   @ApiOperation({
+    // Generated clients name their method by it: kept as it was before this route joined the jobs routes.
+    operationId: 'Inference_results',
     summary: "An inference job's results as JSON lines",
     description:
       'One JSON object per episode: task_index, sample, task, messages, response, reward, turn_rewards, finish, info, ground_truth ' +
