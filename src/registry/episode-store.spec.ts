@@ -47,7 +47,11 @@ describe('EpisodeStore', () => {
   });
   afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
-  const code = async (work: Promise<unknown>) => work.then(() => 'ok', (e: EnvironmentError) => `${e.code}: ${e.message}`);
+  const code = async (work: Promise<unknown>) =>
+    work.then(
+      () => 'ok',
+      (e: EnvironmentError) => `${e.code}: ${e.message}`,
+    );
 
   it('plays an episode for its owner only: another owner’s id is not found', async () => {
     open();
