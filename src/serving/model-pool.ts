@@ -130,20 +130,23 @@ class ModelProcess implements Evictable {
       },
       Math.max(0, deadline - Date.now()),
     );
+    /** Everything waiting on this process fails with `error`. */
+    const failAll = (error: AppError) => {
+      clearTimeout(loadTimer);
+      loaded.reject(error);
+      for (const p of this.pending.values()) {
+        clearTimeout(p.timer);
+        p.reject(error);
+      }
+      this.pending.clear();
+    };
     proc.child.on('message', (raw: unknown) => {
       let m: FromModelServer;
       try {
         m = parseIpcMessage(FromModelServer, raw, `The model server for ${this.dir}`);
       } catch (error) {
         // Our own child, so a bug: everything waiting on it fails with the reason, and it is stopped.
-        const failure = new AppError(ErrorCode.INTERNAL, `${(error as Error).message}; it was stopped`);
-        clearTimeout(loadTimer);
-        loaded.reject(failure);
-        for (const p of this.pending.values()) {
-          clearTimeout(p.timer);
-          p.reject(failure);
-        }
-        this.pending.clear();
+        failAll(new AppError(ErrorCode.INTERNAL, `${(error as Error).message}; it was stopped`));
         this.kill();
         return;
       }
@@ -170,20 +173,15 @@ class ModelProcess implements Evictable {
       }
     });
     void proc.exited.then(({ code, signal }) => {
-      clearTimeout(loadTimer);
       this.opts.devices?.release(devices);
       const how = signal ? `signal ${signal}` : `code ${code}`;
       const tail = this.stderr.trim().split('\n').slice(-3).join(' | ');
-      const error = new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${this.dir} exited (${how})${tail ? `: ${tail}` : ''}; the next request starts it again`, {
-        field: 'model',
-        retryAfter: 1,
-      });
-      loaded.reject(error);
-      for (const p of this.pending.values()) {
-        clearTimeout(p.timer);
-        p.reject(error);
-      }
-      this.pending.clear();
+      failAll(
+        new AppError(ErrorCode.MODEL_UNAVAILABLE, `The model process for ${this.dir} exited (${how})${tail ? `: ${tail}` : ''}; the next request starts it again`, {
+          field: 'model',
+          retryAfter: 1,
+        }),
+      );
       this.ended();
     });
     // A model server's engine runs as many threads as the CPU slots it holds, unless the settings name a count.
