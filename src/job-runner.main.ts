@@ -52,11 +52,21 @@ function send(message: RunnerMessage): void {
 
 const onDisconnect = (): never => process.exit(70);
 
-/** Sends the last message, then lets go of the channel so the process can exit with `code`. */
-function finish(code: number, last?: RunnerMessage): void {
+let finishing = false;
+
+/**
+ * Sends the last message, then lets go of the channel so the process can exit with `code` (at once with
+ * `now`, whatever is still running). Only the first call counts.
+ */
+function finish(code: number, last?: RunnerMessage, now = false): void {
+  if (finishing) return;
+  finishing = true;
   process.exitCode = code;
   process.off('disconnect', onDisconnect);
-  const release = () => process.disconnect?.();
+  const release = () => {
+    process.disconnect?.();
+    if (now) process.exit(code);
+  };
   if (last) process.send?.(last, undefined, {}, release);
   else process.send?.({ type: 'done' } satisfies RunnerMessage, undefined, {}, release);
 }
@@ -139,7 +149,7 @@ function main(): void {
     } catch (error) {
       // The worker is this server's own code: a message that does not fit is a bug, and the job stops on it.
       console.error(`error: ${(error as Error).message}`);
-      finish(1, { type: 'failed', message: (error as Error).message });
+      finish(1, { type: 'failed', message: (error as Error).message }, true);
       return;
     }
     switch (message.type) {
