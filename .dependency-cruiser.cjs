@@ -69,7 +69,8 @@ module.exports = {
     // Follow the source, not build outputs or installed packages; an import of one is still recorded.
     doNotFollow: { path: ['node_modules', '(^|/)dist/'] },
     // Type declarations written by hand for the dashboard's browser modules are no source of their own.
-    exclude: { path: ['^src/dashboard/public/.*\\.d\\.mts$'] },
+    // …nor is the engine bench's peer virtualenv (libs/engine/bench/install-peer.sh).
+    exclude: { path: ['^src/dashboard/public/.*\\.d\\.mts$', '^libs/engine/bench/\\.venv-peer/'] },
     // Type-only imports are dependencies too: a layer rule holds for types as well as values.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

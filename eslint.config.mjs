@@ -23,6 +23,8 @@ export default tseslint.config(
       '.venv-clients/**',
       // The official Tinker SDKs the Tinker wire tests run (test/tinker/setup-sdk.sh).
       '.venv-tinker/**',
+      // The engine bench's peer, transformers + PEFT (libs/engine/bench/install-peer.sh).
+      'libs/engine/bench/.venv-peer/**',
       '.opentinker/**',
       'plugins/**',
       // Generated from openapi.json.

@@ -19,6 +19,10 @@
 #      the same LoRA step on the host's CPU cores for comparison.
 #   4. PyTorch on the same GPU (torch_real_models.py --device cuda): the same LoRA step and sampling, and
 #      the last-position logits of the same rows on both sides.
+#   5. The cases of the CPU bench against transformers + PEFT (vs-peer.bench.js): the machine's limits on
+#      the engine's threads, a Qwen2.5-1.5B-shaped checkpoint's LoRA step (1 × 256) and batch-1 sampling on
+#      the engine, and peer_hf.py (transformers + PEFT, bf16) on the same GPU for every LoRA and sampling
+#      case where the machine's Python has transformers and peft (else one line says they are missing).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -36,7 +40,7 @@ pack() {
   cp "$repo/libs/engine/native/build/engine.node" "$out/engine/native/build/"
   cp "$repo/libs/engine/src/__golden__/transformer.json" "$out/engine/src/__golden__/"
   cp "$repo/libs/engine/src/__golden__/safetensors/tiny-qwen2/"tokenizer*.json "$out/engine/src/__golden__/safetensors/tiny-qwen2/"
-  cp "$here"/{gpu-check.sh,gpu-check.cjs,make-checkpoint.cjs,real-models.engine.cjs,torch_real_models.py,torch_reference.py} "$out/engine/bench/"
+  cp "$here"/{gpu-check.sh,gpu-check.cjs,make-checkpoint.cjs,real-models.engine.cjs,torch_real_models.py,torch_reference.py,peer_hf.py} "$out/engine/bench/"
   cp "$here/gpu-check.sh" "$out/"
   # Only the files Node loads of each package (tfjs-core's TypeScript sources and other bundles are 90 % of it).
   local nm="$repo/node_modules" dst="$out/engine/node_modules"
@@ -106,6 +110,21 @@ a = json.load(open('$results/engine-logits.json'))['logits']; b = json.load(open
 fa = [x for r in a for p in r for x in p]; fb = [x for r in b for p in r for x in p]
 d = max(abs(x - y) for x, y in zip(fa, fb)); s = max(abs(y) for y in fb)
 print(json.dumps({'maxAbsDiff': d, 'maxAbsLogit': s, 'pass': d < 1e-3 * max(1, s)}))"
+  # The CPU bench's cases (vs-peer.bench.js) on this machine.
+  step engine-limits 60 "$node_bin" "$bench/real-models.engine.cjs" --mode limits --threads "$threads"
+  local ckpt15="${TMPDIR:-/tmp}/gpu-check-qwen2.5-1.5b"
+  step checkpoint-1.5b 240 "$node_bin" "$bench/make-checkpoint.cjs" --shape qwen2.5-1.5b --out "$ckpt15"
+  step engine-gpu-lora-1.5b 240 env OPENTINKER_ENGINE_DEVICE=cuda "$node_bin" "$bench/real-models.engine.cjs" --model "$ckpt15" --mode lora --batch 1 --seq 256 --steps 2 --warmup 1 --threads "$threads"
+  step engine-gpu-sample-1.5b-b1 120 env OPENTINKER_ENGINE_DEVICE=cuda "$node_bin" "$bench/real-models.engine.cjs" --model "$ckpt15" --mode sample --batch 1 --prompt 64 --new 32 --reps 1 --threads "$threads"
+  if python3 -c "import transformers, peft" 2>/dev/null; then
+    step peer-gpu-lora 180 python3 "$bench/peer_hf.py" --device cuda --model "$ckpt" --mode lora --batch 4 --seq 256 --micro 1 --steps 2 --warmup 1
+    step peer-gpu-sample-b32 120 python3 "$bench/peer_hf.py" --device cuda --model "$ckpt" --mode sample --batch 32 --prompt 64 --new 64 --reps 2
+    step peer-gpu-sample-b1 120 python3 "$bench/peer_hf.py" --device cuda --model "$ckpt" --mode sample --batch 1 --prompt 64 --new 64 --reps 2
+    step peer-gpu-lora-1.5b 180 python3 "$bench/peer_hf.py" --device cuda --model "$ckpt15" --mode lora --batch 1 --seq 256 --micro 1 --steps 2 --warmup 1
+    step peer-gpu-sample-1.5b-b1 120 python3 "$bench/peer_hf.py" --device cuda --model "$ckpt15" --mode sample --batch 1 --prompt 64 --new 32 --reps 2
+  else
+    printf '{"step":"peer","result":{"error":"transformers and peft are not installed for this python3: the transformers + PEFT cases are skipped"}}\n' | tee -a "$log"
+  fi
   echo "gpu-check: results in $log"
 }
 

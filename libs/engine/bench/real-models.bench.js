@@ -13,13 +13,12 @@
  * Writes bench/results/real-models-<date>.json and prints a table. Checkpoints go to
  * $TMPDIR/opentinker-real-models/ and are reused across runs (delete them to free up to 24 GB).
  */
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
 const HERE = __dirname;
-const CKPTS = path.join(os.tmpdir(), 'opentinker-real-models');
+const { checkpoint, runSide, median } = require('./bench-process.cjs');
 
 /** The measurements: the issue's table. */
 const CASES = [
@@ -63,30 +62,6 @@ function parseArgs(argv) {
   return o;
 }
 
-function checkpoint(shape, quick) {
-  const dir = path.join(CKPTS, quick ? `${shape}-2layers` : shape);
-  if (!fs.existsSync(path.join(dir, 'config.json'))) {
-    const r = spawnSync(process.execPath, [path.join(HERE, 'make-checkpoint.cjs'), '--shape', shape, '--out', dir, ...(quick ? ['--layers', '2'] : [])], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    if (r.status !== 0) throw new Error(`make-checkpoint ${shape} failed`);
-  }
-  return dir;
-}
-
-function runSide(command, args) {
-  const t0 = Date.now();
-  const r = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, OMP_NUM_THREADS: '2', OMP_WAIT_POLICY: 'PASSIVE' } });
-  const last = (r.stdout || '').trim().split('\n').pop();
-  let result;
-  try {
-    result = JSON.parse(last);
-  } catch {
-    result = { error: `no JSON (exit ${r.status}): ${(r.stderr || '').trim().split('\n').slice(-3).join(' | ')}` };
-  }
-  return { ...result, wallS: (Date.now() - t0) / 1000 };
-}
-
 /** The number each mode is judged by, from either side's JSON. */
 function metric(mode, r) {
   if (r.error) return null;
@@ -94,11 +69,6 @@ function metric(mode, r) {
   if (mode === 'sample') return r.newTokensPerS ?? r.sample?.newTokensPerS ?? null;
   return r.tokensPerS ?? r.train?.tokensPerS ?? r.lora?.tokensPerS ?? r.full?.tokensPerS ?? null;
 }
-
-const median = (xs) => {
-  const s = xs.filter((x) => x !== null).sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : null;
-};
 
 function main() {
   const o = parseArgs(process.argv.slice(2));

@@ -15,6 +15,7 @@
  *           when --micro is not given)
  *   full:   --batch B --seq T (full fine-tuning: reports the engine's refusal when it cannot fit)
  *   logits: --ids FILE.json --out FILE.json [--last-only]
+ *   limits: (no --model) memory bandwidth and peak FLOP/s measured on the engine's threads
  *   --threads N (default 2)
  * Needs a built engine (npx tsc -b libs/engine/tsconfig.json, and its addon: node libs/engine/native/build.js).
  */
@@ -38,7 +39,7 @@ function parseArgs(argv) {
     const v = argv[++i];
     o[key] = numeric.has(key) ? Number(v) : v;
   }
-  if (!o.model || !o.mode) throw new Error('--model and --mode are required');
+  if (!o.mode || (!o.model && o.mode !== 'limits')) throw new Error('--model and --mode are required');
   return o;
 }
 
@@ -71,6 +72,10 @@ async function main() {
   const backend = await engine.initBackend({ threads: o.threads });
   const out = { side: 'engine', mode: o.mode, model: o.model, threads: o.threads, backend: backend.name, matmul: backend.matmul, native: backend.native, cuda: backend.cuda };
 
+  if (o.mode === 'limits') {
+    process.stdout.write(`${JSON.stringify({ ...out, limits: engine.measureMachineLimits(1 << 30, 0.5), loadStart, loadEnd: load() })}\n`);
+    return;
+  }
   if (o.mode === 'full') {
     const info = await engine.inspectHfModelDir(o.model);
     const refusal = engine.fullFineTuningRefusal(info.config, engine.wasmHeapUsage().budgetBytes);

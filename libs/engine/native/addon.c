@@ -17,6 +17,8 @@
 
 #include "cuda.h"
 #include "gemm.h"
+#include "layer-ops.h"
+#include "machine-limits.h"
 #include "tensors.h"
 #include "token-scores.h"
 
@@ -139,6 +141,42 @@ static int get_operand(napi_env env, napi_value v, operand *out) {
 }
 
 static const int64_t DIM_LIMIT = (int64_t)1 << 40;
+
+static int get_f32(napi_env env, napi_value v, float *out) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok) {
+    napi_throw_type_error(env, CODE, "expected a number");
+    return 0;
+  }
+  *out = (float)d;
+  return 1;
+}
+
+/* A Float32Array of at least `need` elements (or null when `optional`). */
+static int sized(napi_env env, napi_value v, uint64_t need, float **out, int optional, const char *what) {
+  size_t len;
+  if (optional && is_null(env, v)) {
+    *out = NULL;
+    return 1;
+  }
+  if (!float_view(env, v, out, &len)) return 0;
+  if (need > len) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s is too short", what);
+    napi_throw_range_error(env, CODE, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static int dims_ok(napi_env env, int64_t a, int64_t b) {
+  if (a < 1 || b < 1 || a >= DIM_LIMIT || b >= DIM_LIMIT || a * b >= DIM_LIMIT) {
+    napi_throw_range_error(env, CODE, "sizes must be >= 1 and within limits");
+    return 0;
+  }
+  return 1;
+}
+
 
 /* info() -> { kernel, threads } */
 static napi_value info_fn(napi_env env, napi_callback_info info) {
@@ -378,16 +416,37 @@ static int row_array(napi_env env, napi_value v, int64_t n, float **out, int opt
   return 1;
 }
 
-/* tokenScores(h, n, d, W, vocab, targets, logp, lse, entropy | null) */
+/* tokenScores(h, n, d, W, vocab, targets, logp, lse, entropy | null, ew | null) */
 static napi_value token_scores_fn(napi_env env, napi_callback_info info) {
-  napi_value argv[9];
+  napi_value argv[10];
   head_args o;
-  float *logp, *lse, *entropy;
-  if (!get_args(env, info, 9, argv) || !get_head(env, argv, &o) || !row_array(env, argv[6], o.n, &logp, 0) || !row_array(env, argv[7], o.n, &lse, 0) ||
-      !row_array(env, argv[8], o.n, &entropy, 1)) {
+  float *logp, *lse, *entropy, *ew;
+  if (!get_args(env, info, 10, argv) || !get_head(env, argv, &o) || !row_array(env, argv[6], o.n, &logp, 0) || !row_array(env, argv[7], o.n, &lse, 0) ||
+      !row_array(env, argv[8], o.n, &entropy, 1) || !row_array(env, argv[9], o.n * o.d, &ew, 1)) {
     return NULL;
   }
-  if (ot_token_scores(o.h, o.n, o.d, o.w.tensor, o.vocab, o.targets, logp, lse, entropy) != 0) FAIL(error, "out of native memory in the token scores");
+  if (ot_token_scores(o.h, o.n, o.d, o.w.tensor, o.vocab, o.targets, logp, lse, entropy, ew) != 0) FAIL(error, "out of native memory in the token scores");
+  return NULL;
+}
+
+/* tokenScoresGradEw(n, d, W, vocab, targets, dlogp, ew, dh): dh = dlogp·(W[target] − ew). */
+static napi_value token_scores_grad_ew_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  int64_t n, d, vocab;
+  operand w;
+  int32_t *targets;
+  size_t lt;
+  float *dlogp, *ew, *dh;
+  if (!get_args(env, info, 8, argv) || !get_i64(env, argv[0], &n) || !get_i64(env, argv[1], &d) || !get_operand(env, argv[2], &w) ||
+      !get_i64(env, argv[3], &vocab) || !dims_ok(env, n, d) || !dims_ok(env, vocab, d)) {
+    return NULL;
+  }
+  if (!typed_view(env, argv[4], napi_int32_array, (void **)&targets, &lt) || lt < (size_t)n) FAIL(type_error, "targets must be an Int32Array of n ids");
+  if ((uint64_t)(vocab * d) > w.numel) FAIL(range_error, "token scores: the head is smaller than vocab × d");
+  for (int64_t i = 0; i < n; i++)
+    if (targets[i] < 0 || targets[i] >= vocab) FAIL(range_error, "token scores: a target is outside the vocabulary");
+  if (!sized(env, argv[5], n, &dlogp, 0, "dlogp") || !sized(env, argv[6], n * d, &ew, 0, "ew") || !sized(env, argv[7], n * d, &dh, 0, "dh")) return NULL;
+  ot_token_scores_grad_ew(n, d, w.tensor, targets, dlogp, ew, dh);
   return NULL;
 }
 
@@ -469,6 +528,165 @@ static napi_value memory_fn(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* machineLimits(bytes, seconds) -> { triadBytesPerS, readBytesPerS, fp32FlopsPerS, bf16FlopsPerS }: measured on the
+ * pool's threads (machine-limits.h); bytes per array of the bandwidth test, seconds per peak loop. */
+static napi_value machine_limits_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[2], result;
+  int64_t bytes;
+  double secs;
+  if (!get_args(env, info, 2, argv) || !get_i64(env, argv[0], &bytes)) return NULL;
+  CHECK(napi_get_value_double(env, argv[1], &secs));
+  if (bytes < (1 << 20) || bytes > ((int64_t)1 << 34) || !(secs > 0 && secs <= 10)) FAIL(range_error, "machineLimits: bytes in [1 MiB, 16 GiB], seconds in (0, 10]");
+  double triad = 0, read = 0;
+  if (ot_memory_bandwidth(bytes, 5, &triad, &read) != 0) FAIL(error, "machineLimits: out of memory for the bandwidth arrays");
+  CHECK(napi_create_object(env, &result));
+  napi_set_named_property(env, result, "triadBytesPerS", make_number(env, triad));
+  napi_set_named_property(env, result, "readBytesPerS", make_number(env, read));
+  napi_set_named_property(env, result, "fp32FlopsPerS", make_number(env, ot_peak_flops(0, secs)));
+  napi_set_named_property(env, result, "bf16FlopsPerS", make_number(env, ot_peak_flops(1, secs)));
+  return result;
+}
+
+/* ---------------------------------------------------------------- layer stages (layer-ops.h) */
+
+/* rmsNorm(x, w, n, d, eps, y) */
+static napi_value rms_norm_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t n, d;
+  float eps, *x, *w, *y;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[2], &n) || !get_i64(env, argv[3], &d) || !get_f32(env, argv[4], &eps) || !dims_ok(env, n, d) ||
+      !sized(env, argv[0], n * d, &x, 0, "x") || !sized(env, argv[1], d, &w, 0, "w") || !sized(env, argv[5], n * d, &y, 0, "y")) {
+    return NULL;
+  }
+  ot_rms_norm(x, w, n, d, eps, y);
+  return NULL;
+}
+
+/* rmsNormGrad(x, w, dy, n, d, eps, dx, dw | null) */
+static napi_value rms_norm_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  int64_t n, d;
+  float eps, *x, *w, *dy, *dx, *dw;
+  if (!get_args(env, info, 8, argv) || !get_i64(env, argv[3], &n) || !get_i64(env, argv[4], &d) || !get_f32(env, argv[5], &eps) || !dims_ok(env, n, d) ||
+      !sized(env, argv[0], n * d, &x, 0, "x") || !sized(env, argv[1], d, &w, 0, "w") || !sized(env, argv[2], n * d, &dy, 0, "dy") ||
+      !sized(env, argv[6], n * d, &dx, 0, "dx") || !sized(env, argv[7], d, &dw, 1, "dw")) {
+    return NULL;
+  }
+  if (ot_rms_norm_grad(x, w, dy, n, d, eps, dx, dw) != 0) FAIL(error, "out of native memory in the RMSNorm gradient");
+  return NULL;
+}
+
+/* swiglu(g, u, count, y) */
+static napi_value swiglu_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  int64_t n;
+  float *g, *u, *y;
+  if (!get_args(env, info, 4, argv) || !get_i64(env, argv[2], &n) || !dims_ok(env, n, 1) || !sized(env, argv[0], n, &g, 0, "g") ||
+      !sized(env, argv[1], n, &u, 0, "u") || !sized(env, argv[3], n, &y, 0, "y")) {
+    return NULL;
+  }
+  ot_swiglu(g, u, n, y);
+  return NULL;
+}
+
+/* swigluGrad(g, u, dy, count, dg, du) */
+static napi_value swiglu_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t n;
+  float *g, *u, *dy, *dg, *du;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[3], &n) || !dims_ok(env, n, 1) || !sized(env, argv[0], n, &g, 0, "g") ||
+      !sized(env, argv[1], n, &u, 0, "u") || !sized(env, argv[2], n, &dy, 0, "dy") || !sized(env, argv[4], n, &dg, 0, "dg") ||
+      !sized(env, argv[5], n, &du, 0, "du")) {
+    return NULL;
+  }
+  ot_swiglu_grad(g, u, dy, n, dg, du);
+  return NULL;
+}
+
+/* rope(x, cos, sin, rows, heads, hd, transpose, y) */
+static napi_value rope_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  int64_t rows, heads, hd;
+  bool transpose;
+  float *x, *c, *sn, *y;
+  if (!get_args(env, info, 8, argv) || !get_i64(env, argv[3], &rows) || !get_i64(env, argv[4], &heads) || !get_i64(env, argv[5], &hd)) return NULL;
+  CHECK(napi_get_value_bool(env, argv[6], &transpose));
+  if (!dims_ok(env, rows, heads) || !dims_ok(env, rows * heads, hd)) return NULL;
+  if (hd % 2) FAIL(range_error, "rope: the head dimension must be even");
+  if (!sized(env, argv[0], rows * heads * hd, &x, 0, "x") || !sized(env, argv[1], rows * hd, &c, 0, "cos") || !sized(env, argv[2], rows * hd, &sn, 0, "sin") ||
+      !sized(env, argv[7], rows * heads * hd, &y, 0, "y")) {
+    return NULL;
+  }
+  ot_rope(x, c, sn, rows, heads, hd, transpose, y);
+  return NULL;
+}
+
+/* softmaxRows(x, bias | null, rows, s, group, period): in place, x = softmax(x + bias row (r / group)·period + r % period). */
+static napi_value softmax_rows_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t rows, s, group, period;
+  float *x, *bias;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[2], &rows) || !get_i64(env, argv[3], &s) || !get_i64(env, argv[4], &group) ||
+      !get_i64(env, argv[5], &period) || !dims_ok(env, rows, s)) {
+    return NULL;
+  }
+  if (group < 1 || period < 1 || group % period) FAIL(range_error, "softmaxRows: group must be a multiple of period");
+  /* The last group's rows use bias rows G·period + j % period, j < its row count. */
+  const int64_t last = (rows - 1) / group, in_last = rows - last * group;
+  const int64_t bias_rows = last * period + (in_last < period ? in_last : period);
+  if (!sized(env, argv[0], rows * s, &x, 0, "x") || !sized(env, argv[1], bias_rows * s, &bias, 1, "bias")) return NULL;
+  ot_softmax_rows(x, bias, rows, s, group, period);
+  return NULL;
+}
+
+/* softmaxGrad(y, dy, rows, s, dx) */
+static napi_value softmax_grad_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  int64_t rows, s;
+  float *y, *dy, *dx;
+  if (!get_args(env, info, 5, argv) || !get_i64(env, argv[2], &rows) || !get_i64(env, argv[3], &s) || !dims_ok(env, rows, s) ||
+      !sized(env, argv[0], rows * s, &y, 0, "y") || !sized(env, argv[1], rows * s, &dy, 0, "dy") || !sized(env, argv[4], rows * s, &dx, 0, "dx")) {
+    return NULL;
+  }
+  ot_softmax_grad(y, dy, rows, s, dx);
+  return NULL;
+}
+
+/* sampleRows(logits, rows, all, v, invT, u: Float64Array, token: Int32Array, logp, slogp) */
+static napi_value sample_rows_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[9];
+  int64_t rows, all, v;
+  float inv_t, *logits, *logp, *slogp;
+  double *u;
+  int32_t *token;
+  size_t lu, lt;
+  if (!get_args(env, info, 9, argv) || !get_i64(env, argv[1], &rows) || !get_i64(env, argv[2], &all) || !get_i64(env, argv[3], &v) ||
+      !get_f32(env, argv[4], &inv_t) || !dims_ok(env, rows, all)) {
+    return NULL;
+  }
+  if (v < 1 || v > all || !(inv_t >= 0)) FAIL(range_error, "sampleRows: need 1 <= v <= all and invT >= 0");
+  if (!typed_view(env, argv[5], napi_float64_array, (void **)&u, &lu) || lu < (size_t)rows) FAIL(type_error, "sampleRows: u must be a Float64Array of rows values");
+  if (!typed_view(env, argv[6], napi_int32_array, (void **)&token, &lt) || lt < (size_t)rows) FAIL(type_error, "sampleRows: token must be an Int32Array of rows values");
+  if (!sized(env, argv[0], rows * all, &logits, 0, "logits") || !sized(env, argv[7], rows, &logp, 0, "logp") || !sized(env, argv[8], rows, &slogp, 0, "slogp")) {
+    return NULL;
+  }
+  if (ot_sample_rows(logits, rows, all, v, inv_t, u, token, logp, slogp) != 0) FAIL(range_error, "sampleRows: the vocabulary is too large");
+  return NULL;
+}
+
+/* adamw(p, m, v, g, gscale, b1, b2, eps, decay, step, sqrtBc2): in place on p, m, v (equal lengths). */
+static napi_value adamw_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[11];
+  float *p, *m, *v, *g, f[7];
+  size_t n;
+  if (!get_args(env, info, 11, argv) || !float_view(env, argv[0], &p, &n)) return NULL;
+  for (int i = 0; i < 7; i++)
+    if (!get_f32(env, argv[4 + i], &f[i])) return NULL;
+  if (!sized(env, argv[1], n, &m, 0, "m") || !sized(env, argv[2], n, &v, 0, "v") || !sized(env, argv[3], n, &g, 0, "g")) return NULL;
+  if (n > 0) ot_adamw(p, m, v, g, (int64_t)n, f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+  return NULL;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL},
@@ -482,6 +700,17 @@ static napi_value init(napi_env env, napi_value exports) {
       {"gatherRows", NULL, gather_rows_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScores", NULL, token_scores_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tokenScoresGrad", NULL, token_scores_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"tokenScoresGradEw", NULL, token_scores_grad_ew_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNorm", NULL, rms_norm_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNormGrad", NULL, rms_norm_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"swiglu", NULL, swiglu_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluGrad", NULL, swiglu_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"rope", NULL, rope_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"softmaxRows", NULL, softmax_rows_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"softmaxGrad", NULL, softmax_grad_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"sampleRows", NULL, sample_rows_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"adamw", NULL, adamw_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"machineLimits", NULL, machine_limits_fn, NULL, NULL, NULL, napi_default, NULL},
       {"memory", NULL, memory_fn, NULL, NULL, NULL, napi_default, NULL},
       {"cudaOpen", NULL, cuda_open_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tensorToDevice", NULL, tensor_to_device_fn, NULL, NULL, NULL, napi_default, NULL},

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "thread-pool.h"
+#include "vector-math.h"
 
 /* One scratch buffer, grown on demand and kept: the head runs on every pass. */
 static float *scratch = NULL;
@@ -28,44 +29,11 @@ static float *scratch_for(size_t floats) {
  * with GCC vector types and compiled three times: 16 lanes for AVX-512, 8 for AVX2, 4 for any x86-64 or
  * ARM CPU. Sums are kept in float lanes over chunks of CHUNK logits and added up in double, so a row's
  * sum loses nothing a float64 reference would notice (relative error ~1e-7).
- *
- * exp: x = n·ln2 + r with n rounded to nearest and |r| ≤ ln2/2, e^r by a degree-6 polynomial, 2^n by
- * building the float's exponent; about 2 ulp, inputs clamped to the range where e^x is a normal float.
  */
 #define CHUNK 1024
 
 #define ROW_KERNELS(SUFFIX, LANES, TARGET)                                                                        \
-  typedef float vf_##SUFFIX __attribute__((vector_size(LANES * 4), aligned(4)));                                  \
-  typedef int32_t vi_##SUFFIX __attribute__((vector_size(LANES * 4), aligned(4)));                                \
-  /* Lanes of a where mask is set, else of b (C has no ?: on vectors). */                                       \
-  TARGET static inline vf_##SUFFIX vsel_##SUFFIX(vi_##SUFFIX mask, vf_##SUFFIX a, vf_##SUFFIX b) {             \
-    vi_##SUFFIX ai, bi, ri;                                                                                       \
-    memcpy(&ai, &a, sizeof ai);                                                                                   \
-    memcpy(&bi, &b, sizeof bi);                                                                                   \
-    ri = (ai & mask) | (bi & ~mask);                                                                              \
-    vf_##SUFFIX r;                                                                                                \
-    memcpy(&r, &ri, sizeof r);                                                                                    \
-    return r;                                                                                                     \
-  }                                                                                                               \
-  TARGET static inline vf_##SUFFIX vexp_##SUFFIX(vf_##SUFFIX x) {                                                \
-    const vf_##SUFFIX zero = {0}, lo = zero - 87.3f, hi = zero + 88.3f;                                          \
-    x = vsel_##SUFFIX(x < lo, lo, x);                                                                             \
-    x = vsel_##SUFFIX(x > hi, hi, x);                                                                             \
-    vf_##SUFFIX n = x * 1.44269504088896341f + 12582912.0f;                                                      \
-    n = n - 12582912.0f;                                                                                          \
-    vf_##SUFFIX r = x - n * 0.693359375f;                                                                        \
-    r = r - n * -2.12194440e-4f;                                                                                  \
-    vf_##SUFFIX p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                     \
-    p = p * r + 8.3334519073e-3f;                                                                                 \
-    p = p * r + 4.1665795894e-2f;                                                                                 \
-    p = p * r + 1.6666665459e-1f;                                                                                 \
-    p = p * r + 5.0000001201e-1f;                                                                                 \
-    p = p * r * r + r + 1.0f;                                                                                     \
-    vi_##SUFFIX e = (__builtin_convertvector(n, vi_##SUFFIX) + 127) << 23;                                       \
-    vf_##SUFFIX scale;                                                                                            \
-    memcpy(&scale, &e, sizeof scale);                                                                             \
-    return p * scale;                                                                                             \
-  }                                                                                                               \
+  VECTOR_MATH(SUFFIX, LANES, TARGET)                                                                              \
   TARGET static float row_max_##SUFFIX(const float *z, int64_t n) {                                              \
     float m = z[0];                                                                                               \
     int64_t v = 0;                                                                                                \
@@ -109,6 +77,17 @@ static float *scratch_for(size_t floats) {
     *sum = s;                                                                                                     \
     *dot = d;                                                                                                     \
   }                                                                                                               \
+  /* z ← e^(z − shift). */                                                                                        \
+  TARGET static void row_exp_##SUFFIX(float *z, int64_t n, float shift) {                                         \
+    int64_t v = 0;                                                                                                \
+    for (; v + LANES <= n; v += LANES) {                                                                          \
+      vf_##SUFFIX x;                                                                                              \
+      memcpy(&x, z + v, sizeof x);                                                                                \
+      x = vexp_##SUFFIX(x - shift);                                                                               \
+      memcpy(z + v, &x, sizeof x);                                                                                \
+    }                                                                                                             \
+    for (; v < n; v++) z[v] = expf(z[v] - shift);                                                                 \
+  }                                                                                                               \
   /* z ← a·(δ − p) − e·p·(z − lse + H) with p = e^(z − lse), except the δ (added by the caller). */             \
   TARGET static void row_grad_##SUFFIX(float *z, int64_t n, float lse, float a, float e, float h) {              \
     int64_t v = 0;                                                                                                \
@@ -135,15 +114,16 @@ typedef struct {
   float (*max)(const float *, int64_t);
   void (*sums)(const float *, int64_t, float, double *, double *);
   void (*grad)(float *, int64_t, float, float, float, float);
+  void (*exp)(float *, int64_t, float);
 } row_kernels;
 
 static row_kernels pick_kernels(void) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return (row_kernels){row_max_avx512, row_sums_avx512, row_grad_avx512};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return (row_kernels){row_max_avx2, row_sums_avx2, row_grad_avx2};
+  if (__builtin_cpu_supports("avx512f")) return (row_kernels){row_max_avx512, row_sums_avx512, row_grad_avx512, row_exp_avx512};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return (row_kernels){row_max_avx2, row_sums_avx2, row_grad_avx2, row_exp_avx2};
 #endif
-  return (row_kernels){row_max_generic, row_sums_generic, row_grad_generic};
+  return (row_kernels){row_max_generic, row_sums_generic, row_grad_generic, row_exp_generic};
 }
 
 static row_kernels kernels;
@@ -173,11 +153,15 @@ typedef struct {
 } row_state;
 
 typedef struct {
-  const float *z; /* [rows, cols] logits of one tile */
+  float *z; /* [rows, cols] logits of one tile */
   int64_t cols, v0;
   const int64_t *rows_of; /* row index (into targets etc.) of each tile row */
   const int32_t *targets;
   row_state *state;
+  /* With E_p[W] asked for: [rows, d] running Σ e^(z − max)·W, rescaled here when a row's max grows; the
+   * tile's z is then replaced by e^(z − max) for the caller's product. */
+  float *acc;
+  int64_t d;
 } forward_tile;
 
 static void forward_row(void *ctx, int64_t i, int thread) {
@@ -193,6 +177,8 @@ static void forward_row(void *ctx, int64_t i, int thread) {
     st->sum *= f;
     st->dot *= f;
     st->max = m;
+    if (t->acc)
+      for (int64_t j = 0; j < t->d; j++) t->acc[i * t->d + j] *= (float)f;
   }
   double sum, dot;
   k->sums(zr, t->cols, (float)st->max, &sum, &dot);
@@ -200,6 +186,7 @@ static void forward_row(void *ctx, int64_t i, int thread) {
   st->dot += dot;
   const int64_t target = t->targets[t->rows_of[i]] - t->v0;
   if (target >= 0 && target < t->cols) st->target = zr[target];
+  if (t->acc) k->exp(t->z + i * t->cols, t->cols, (float)st->max);
 }
 
 typedef struct {
@@ -222,8 +209,10 @@ static void backward_row(void *ctx, int64_t i, int thread) {
   if (target >= 0 && target < t->cols) zr[target] += a;
 }
 
-int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy) {
-  float *z = scratch_for((size_t)CHUNK_ROWS * TILE);
+int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy,
+                    float *ew) {
+  float *z = scratch_for((size_t)CHUNK_ROWS * (TILE + (ew ? (size_t)d : 0)));
+  float *acc = ew ? z + (size_t)CHUNK_ROWS * TILE : NULL;
   row_state *state = malloc(sizeof(row_state) * CHUNK_ROWS);
   int64_t *rows_of = malloc(sizeof(int64_t) * CHUNK_ROWS);
   if (!z || !state || !rows_of) {
@@ -237,11 +226,14 @@ int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, in
       state[i] = (row_state){-INFINITY, 0, 0, 0};
       rows_of[i] = r0 + i;
     }
+    if (acc) memset(acc, 0, sizeof(float) * (size_t)(rows * d));
     for (int64_t v0 = 0; v0 < vocab; v0 += TILE) {
       const int64_t cols = vocab - v0 < TILE ? vocab - v0 : TILE;
       ot_tensor_gemm(1, rows, cols, d, h + r0 * d, d, W, v0 * d, d, 0.0f, z, cols);
-      forward_tile t = {z, cols, v0, rows_of, targets, state};
+      forward_tile t = {z, cols, v0, rows_of, targets, state, acc, d};
       ot_pool_run(forward_row, &t, rows);
+      /* acc += e^(z − max) · W_tile */
+      if (acc) ot_tensor_gemm(0, rows, d, cols, z, cols, W, v0 * d, d, 1.0f, acc, d);
     }
     for (int64_t i = 0; i < rows; i++) {
       const double l = state[i].max + log(state[i].sum);
@@ -249,6 +241,8 @@ int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, in
       logp[r0 + i] = (float)(state[i].target - l);
       /* H = lse − E_p[z] */
       if (entropy) entropy[r0 + i] = (float)(l - state[i].dot / state[i].sum);
+      if (ew)
+        for (int64_t j = 0; j < d; j++) ew[(r0 + i) * d + j] = (float)(acc[i * d + j] / state[i].sum);
     }
   }
   free(state);
@@ -293,4 +287,10 @@ int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const ot_tensor *
   }
   free(rows_of);
   return 0;
+}
+
+void ot_token_scores_grad_ew(int64_t n, int64_t d, const ot_tensor *W, const int32_t *targets, const float *dlogp, const float *ew, float *dh) {
+  ot_tensor_gather_rows(W, d, targets, n, dh);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < d; j++) dh[i * d + j] = dlogp[i] * (dh[i * d + j] - ew[i * d + j]);
 }

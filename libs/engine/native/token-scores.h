@@ -19,9 +19,16 @@
 
 /*
  * logp[i] = log softmax(h[i]·Wᵀ)[targets[i]]; lse[i] = logsumexp of the row (kept for the backward
- * pass); entropy[i] = -Σ p log p when entropy is non-NULL. Returns 0, or -1 when out of memory.
+ * pass); entropy[i] = -Σ p log p when entropy is non-NULL. With ew non-NULL ([n, d]), also
+ * ew[i] = E_p[W] = Σ_v p_v·W_v, which is all the log-prob's gradient needs (dlogp_i/dh_i = W_target − E_p[W]),
+ * so a training pass need not recompute the logits in its backward pass: one more product here instead of
+ * two there. Returns 0, or -1 when out of memory.
  */
-int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy);
+int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy,
+                    float *ew);
+
+/* dh[i] = dlogp[i]·(W[targets[i]] − ew[i]): the gradient of Σ dlogp·logp from ot_token_scores' ew (no entropy term). */
+void ot_token_scores_grad_ew(int64_t n, int64_t d, const ot_tensor *W, const int32_t *targets, const float *dlogp, const float *ew, float *dh);
 
 /*
  * Backward of L = Σ dlogp[i]·logp[i] + Σ dent[i]·entropy[i] (dent and entropy may be NULL together):

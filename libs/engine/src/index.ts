@@ -56,7 +56,7 @@ export {
 } from './settings';
 export { registerEngineGradients } from './kernels/gradients';
 export { type WasmMatMul, useWasmMatMul, wasmMatMul } from './kernels/wasm-batch-matmul';
-export { type NativeStatus, type NativeDtype, loadEngineAddon, nativeMemory, setNativeThreads } from './native/addon';
+export { type NativeStatus, type NativeDtype, type MachineLimits, loadEngineAddon, measureMachineLimits, nativeMemory, setNativeThreads } from './native/addon';
 export { NativeTensor, MappedFile } from './native/native-tensor';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';

@@ -8,7 +8,10 @@ import { registerNativeKernel, type NativeKernelImpl } from './native-kernel';
  * `[n, d]`, a head W `[vocab, d]` and one target id per row, the target's log-prob, the row's entropy
  * and its log-sum-exp, without the `[n, vocab]` logits ever existing as a tensor (600 KB per token at
  * Qwen2.5's vocabulary). The head is a native tensor (frozen) or a float32 tensor `w` (trainable: its
- * gradient is computed too). The backward pass recomputes each block of logits.
+ * gradient is computed too). Under a gradient tape with a native head, the forward pass also returns
+ * E_p[W] per row (one more product per tile of the vocabulary), from which the log-prob's gradient is
+ * `dlogp·(W_target − E_p[W])` without touching the logits again; a loss with an entropy term, or a
+ * trainable head, has its backward pass recompute each block of logits instead.
  */
 
 // Two kernel names for one implementation: the gradient config lists the inputs to save, and only the
@@ -16,6 +19,7 @@ import { registerNativeKernel, type NativeKernelImpl } from './native-kernel';
 const KERNEL = 'OtTokenScores';
 const KERNEL_W = 'OtTokenScoresW';
 const GRAD = 'OtTokenScoresGrad';
+const GRAD_EW = 'OtTokenScoresGradEw';
 
 type Head = { w?: tf.TensorInfo; native?: NativeTensor };
 
@@ -33,9 +37,10 @@ const forward: NativeKernelImpl = (inputs, attrs, arrays) => {
   const head = headOf(inputs, attrs);
   const [n, d] = h.shape;
   const vocab = vocabOf(head);
-  return arrays.outputs([[n], [n], [n]], ([logp, entropy, lse], a) => {
+  const withEw = Boolean(attrs.ew) && !head.w;
+  return arrays.outputs([[n], [n], [n], [n, withEw ? d : 0]], ([logp, entropy, lse, ew], a) => {
     if (n === 0) return;
-    engineAddon()!.tokenScores(a.f32(h), n, d, head.w ? a.f32(head.w) : head.native!.handle, vocab, a.i32(targets), logp, lse, attrs.entropy ? entropy : null);
+    engineAddon()!.tokenScores(a.f32(h), n, d, head.w ? a.f32(head.w) : head.native!.handle, vocab, a.i32(targets), logp, lse, attrs.entropy ? entropy : null, withEw ? ew : null);
   });
 };
 registerNativeKernel(KERNEL, forward);
@@ -73,18 +78,32 @@ registerNativeKernel(GRAD, (inputs, attrs, arrays) => {
   return out;
 });
 
+registerNativeKernel(GRAD_EW, (inputs, attrs, arrays) => {
+  const ew = inputs.ew as tf.TensorInfo;
+  const [n, d] = ew.shape;
+  const head = NativeTensor.byId(attrs.head as number);
+  const [out] = arrays.outputs([[n, d]], ([dh], a) => {
+    if (n > 0) engineAddon()!.tokenScoresGradEw(n, d, head.handle, head.shape[0], a.i32(inputs.targets as tf.TensorInfo), a.f32(inputs.dlogp as tf.TensorInfo), a.f32(ew), dh);
+  });
+  return out;
+});
+
 function gradient(withHead: boolean): tf.GradConfig {
   return {
     kernelName: withHead ? KERNEL_W : KERNEL,
     inputsToSave: withHead ? ['h', 'targets', 'w'] : ['h', 'targets'],
-    outputsToSave: [false, true, true],
+    outputsToSave: [false, true, true, true],
     gradFunc: (dys, saved, attrs) => {
       // An output outside the loss gets a null gradient.
       const [dlogpIn, dentIn] = dys as Array<tf.Tensor | null>;
       const [h, targets, ...rest] = saved;
       const w = withHead ? rest[0] : undefined;
-      const [entropy, lse] = rest.slice(-2);
-      const useEntropy = Boolean(attrs.entropy) && dentIn !== null;
+      const [entropy, lse, ew] = rest.slice(-3);
+      // tfjs hands a zero gradient, not null, to an output the loss reaches only through a zero coefficient.
+      const useEntropy = Boolean(attrs.entropy) && dentIn !== null && (dentIn.dataSync() as Float32Array).some((x) => x !== 0);
+      if (!w && !useEntropy && ew.size > 0) {
+        return { h: () => tf.engine().runKernel(GRAD_EW, { ew, targets, dlogp: dlogpIn ?? tf.zerosLike(lse) }, { head: attrs.head }) as tf.Tensor };
+      }
       const grad = (part: 'h' | 'w') => () =>
         tf
           .engine()
@@ -114,7 +133,9 @@ export interface TokenScoreTensors {
  */
 export function tokenScores(h: tf.Tensor2D, head: NativeTensor | tf.Tensor2D, targets: tf.Tensor1D, options: { entropy: boolean }): TokenScoreTensors {
   const inputs: tf.NamedTensorMap = head instanceof NativeTensor ? { h, targets } : { h, targets, w: head };
-  const attrs = { entropy: options.entropy, ...(head instanceof NativeTensor ? { head: head.id } : {}) };
+  // Under a gradient tape (tfjs counts open tapes in its engine state) the forward pass prepares the gradient.
+  const taped = (tf.engine().state as unknown as { gradientDepth: number }).gradientDepth > 0;
+  const attrs = { entropy: options.entropy, ew: taped, ...(head instanceof NativeTensor ? { head: head.id } : {}) };
   const [logProbs, entropy, logSumExp] = tf.engine().runKernel(head instanceof NativeTensor ? KERNEL : KERNEL_W, inputs, attrs) as tf.Tensor1D[];
   return { logProbs, entropy, logSumExp };
 }

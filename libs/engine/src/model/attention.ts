@@ -1,5 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { addConstant } from './elementwise';
+import { customOp } from './custom-op';
+import { maskedSoftmaxKernel, nativeLayerOps, softmaxGradKernel } from '../kernels/native-layer-ops';
 
 /** Additive bias for a masked attention score: exp(-1e9 - max) is exactly 0 in float32. */
 export const MASKED = -1e9;
@@ -44,7 +46,17 @@ export function groupedQueryAttention(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, 
   const g = h / kv;
   const qg = tf.reshape(tf.transpose(tf.reshape(q, [b, t, kv, g, hd]), [0, 2, 3, 1, 4]), [b, kv, g * t, hd]);
   const scores = tf.reshape(tf.matMul(qg, k, false, true), [b, kv, g, t, s]);
-  const probs = tf.reshape(tf.softmax(addConstant(scores, bias)), [b, kv, g * t, s]);
+  const probs = tf.reshape(maskedSoftmax(scores, bias), [b, kv, g * t, s]);
   const out = tf.reshape(tf.matMul(probs, v), [b, kv, g, t, hd]);
   return tf.reshape(tf.transpose(out, [0, 3, 1, 2, 4]), [b * t, h * hd]) as tf.Tensor2D;
+}
+
+/** `softmax(scores + bias)`: one threaded kernel each way in the addon (the output is all the gradient needs), else tfjs's. */
+function maskedSoftmax(scores: tf.Tensor, bias: tf.Tensor): tf.Tensor {
+  if (!nativeLayerOps()) return tf.softmax(addConstant(scores, bias));
+  return customOp<[tf.Tensor]>((x, save) => {
+    const y = maskedSoftmaxKernel(x, bias);
+    save([y]);
+    return { value: y, gradFunc: (dy, [ys]) => softmaxGradKernel(ys, dy) };
+  })(scores);
 }

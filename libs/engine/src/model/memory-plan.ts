@@ -17,16 +17,17 @@ const F32 = 4;
 /**
  * Floats one token holds in one decoder layer during a training pass: the tape the backward pass needs
  * plus the gradient of every intermediate (tfjs keeps each until the whole backward pass ends), at context
- * length `s`. Fitted to Qwen2.5-0.5B's shape (568 KB per token and layer at s 256, 638 at s 512) and to
- * bench-b (130 KB), with a margin of about 15 %.
+ * length `s`. Fitted to Qwen2.5-0.5B's shape (344 KB per token and layer at s 256, 399 at s 512, with the
+ * layer's norms, rotary positions, SwiGLU and attention softmax as native kernels that keep only their
+ * inputs or output) and to two small shapes (`memory-plan.spec.ts`), with a margin of 12–23 %.
  */
 function layerFloatsPerToken(c: ModelConfig, s: number): number {
-  return 85 * c.hidden_size + 13 * c.intermediate_size + 6 * c.num_attention_heads * s;
+  return 52 * c.hidden_size + 8 * c.intermediate_size + 6 * c.num_attention_heads * s;
 }
 
 /** Floats one token needs while one layer runs forward without a tape (its intermediates, then freed). */
 function forwardFloatsPerToken(c: ModelConfig, s: number): number {
-  return 40 * c.hidden_size + 7 * c.intermediate_size + 4 * c.num_attention_heads * s;
+  return 6 * c.hidden_size + 4 * c.intermediate_size + 3 * c.num_attention_heads * s;
 }
 
 /** The head's share per token: final norm, hidden states and their gradient (logits stay outside the heap). */

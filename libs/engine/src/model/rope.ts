@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { customOp } from './custom-op';
+import { nativeLayerOps, ropeKernel } from '../kernels/native-layer-ops';
 
 /**
  * Cos and signed-sin tables of rotary positions for given position ids, `[n, headDim]` each.
@@ -59,6 +60,13 @@ export function halfSwapMatrix(headDim: number): Float32Array {
  * the backward pass runs).
  */
 export function applyRope(x: tf.Tensor, cos: tf.Tensor, sinSigned: tf.Tensor, swap: tf.Tensor2D): tf.Tensor {
+  if (nativeLayerOps()) {
+    // One threaded pass each way in the addon, halves swapped in place of the permutation product.
+    return customOp<[tf.Tensor]>((input, save) => {
+      save([cos, sinSigned]);
+      return { value: ropeKernel(input, cos, sinSigned, false), gradFunc: (dy, [c, s]) => ropeKernel(dy, c, s, true) };
+    })(x);
+  }
   const d = x.shape[x.shape.length - 1] as number;
   const swapHalves = (t: tf.Tensor, p: tf.Tensor) => tf.reshape(tf.matMul(tf.reshape(t, [-1, d]), p as tf.Tensor2D), t.shape);
   const rotate = customOp<[tf.Tensor]>((input, save) => {

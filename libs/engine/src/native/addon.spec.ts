@@ -204,7 +204,7 @@ describeIfAddon('fused token scores', () => {
       const logp = new Float32Array(n);
       const lse = new Float32Array(n);
       const entropy = new Float32Array(n);
-      addon.tokenScores(h, n, d, head, vocab, targets, logp, lse, entropy);
+      addon.tokenScores(h, n, d, head, vocab, targets, logp, lse, entropy, null);
       for (let i = 0; i < n; i++) {
         const want = rowStats(z.subarray(i * vocab, (i + 1) * vocab), targets[i]);
         expect(Math.abs(logp[i] - want.logp)).toBeLessThan(1e-4);
@@ -222,7 +222,7 @@ describeIfAddon('fused token scores', () => {
     const logp = new Float32Array(n);
     const lse = new Float32Array(n);
     const entropy = new Float32Array(n);
-    addon.tokenScores(h, n, d, wValues, vocab, targets, logp, lse, entropy);
+    addon.tokenScores(h, n, d, wValues, vocab, targets, logp, lse, entropy, null);
     const dh = new Float32Array(n * d).fill(Number.NaN);
     const dw = new Float32Array(vocab * d);
     addon.tokenScoresGrad(h, n, d, wValues, vocab, targets, lse, entropy, a, e, dh, dw);
@@ -244,12 +244,38 @@ describeIfAddon('fused token scores', () => {
     expect(dh.subarray(0, d).every((x) => x === 0)).toBe(true); // row 0 has no coefficient
   });
 
+  it('gives E_p[W] in the forward pass (over several vocabulary tiles), and from it the log-prob gradient', () => {
+    // 9,000 columns: three tiles of 4,096, so the running max rescales the sums.
+    const [m, dd, big] = [5, 16, 9000];
+    const hb = randomArray(m * dd, 21, 2);
+    const wb = randomArray(big * dd, 22, 0.5);
+    const tb = Int32Array.from({ length: m }, (_, i) => (i * 1777) % big);
+    const zb = Float64Array.from(reference(false, true, m, big, dd, hb, wb));
+    const head = addon.tensorCopy(wb, NATIVE_DTYPES.F32);
+    const out = () => new Float32Array(m);
+    const ew = new Float32Array(m * dd);
+    addon.tokenScores(hb, m, dd, head, big, tb, out(), out(), null, ew);
+    const a = Float32Array.from({ length: m }, (_, i) => i - 1.5);
+    const dh = new Float32Array(m * dd);
+    addon.tokenScoresGradEw(m, dd, head, big, tb, a, ew, dh);
+    const wantEw = new Float64Array(m * dd);
+    const wantDh = new Float64Array(m * dd);
+    for (let i = 0; i < m; i++) {
+      const s = rowStats(zb.subarray(i * big, (i + 1) * big), tb[i]);
+      for (let v = 0; v < big; v++) for (let j = 0; j < dd; j++) wantEw[i * dd + j] += s.p[v] * wb[v * dd + j];
+      for (let j = 0; j < dd; j++) wantDh[i * dd + j] = a[i] * (wb[tb[i] * dd + j] - wantEw[i * dd + j]);
+    }
+    expect(worstError(ew, wantEw)).toBeLessThan(1e-5);
+    expect(worstError(dh, wantDh)).toBeLessThan(1e-5);
+    addon.tensorFree(head);
+  });
+
   it('refuses targets outside the vocabulary and short outputs', () => {
     const out = new Float32Array(n);
     const bad = Int32Array.from(targets);
     bad[3] = vocab;
-    expect(() => addon.tokenScores(h, n, d, wValues, vocab, bad, out, out, null)).toThrow(/outside the vocabulary/);
-    expect(() => addon.tokenScores(h, n, d, wValues, vocab, targets, new Float32Array(n - 1), out, null)).toThrow(/too short/);
-    expect(() => addon.tokenScores(h, n, d, wValues.subarray(1), vocab, targets, out, out, null)).toThrow(/exceed/);
+    expect(() => addon.tokenScores(h, n, d, wValues, vocab, bad, out, out, null, null)).toThrow(/outside the vocabulary/);
+    expect(() => addon.tokenScores(h, n, d, wValues, vocab, targets, new Float32Array(n - 1), out, null, null)).toThrow(/too short/);
+    expect(() => addon.tokenScores(h, n, d, wValues.subarray(1), vocab, targets, out, out, null, null)).toThrow(/exceed/);
   });
 });

@@ -54,7 +54,9 @@ export interface EngineAddon {
     logp: Float32Array,
     lse: Float32Array,
     entropy: Float32Array | null,
+    ew: Float32Array | null,
   ): void;
+  tokenScoresGradEw(n: number, d: number, w: TensorHandle, vocab: number, targets: Int32Array, dlogp: Float32Array, ew: Float32Array, dh: Float32Array): void;
   tokenScoresGrad(
     h: Float32Array,
     n: number,
@@ -70,6 +72,28 @@ export interface EngineAddon {
     dw: Float32Array | null,
   ): void;
   memory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number };
+  machineLimits(bytes: number, seconds: number): MachineLimits;
+  rmsNorm(x: Float32Array, w: Float32Array, n: number, d: number, eps: number, y: Float32Array): void;
+  rmsNormGrad(x: Float32Array, w: Float32Array, dy: Float32Array, n: number, d: number, eps: number, dx: Float32Array, dw: Float32Array | null): void;
+  swiglu(g: Float32Array, u: Float32Array, count: number, y: Float32Array): void;
+  swigluGrad(g: Float32Array, u: Float32Array, dy: Float32Array, count: number, dg: Float32Array, du: Float32Array): void;
+  rope(x: Float32Array, cos: Float32Array, sin: Float32Array, rows: number, heads: number, hd: number, transpose: boolean, y: Float32Array): void;
+  softmaxRows(x: Float32Array, bias: Float32Array | null, rows: number, s: number, group: number, period: number): void;
+  softmaxGrad(y: Float32Array, dy: Float32Array, rows: number, s: number, dx: Float32Array): void;
+  sampleRows(logits: Float32Array, rows: number, all: number, v: number, invT: number, u: Float64Array, token: Int32Array, logp: Float32Array, slogp: Float32Array): void;
+  adamw(
+    p: Float32Array,
+    m: Float32Array,
+    v: Float32Array,
+    g: Float32Array,
+    gscale: number,
+    b1: number,
+    b2: number,
+    eps: number,
+    decay: number,
+    step: number,
+    sqrtBc2: number,
+  ): void;
   cudaOpen(device: number): CudaStatus;
   tensorToDevice(t: TensorHandle): void;
   /** The smallest product (multiply-adds) sent to the GPU; the GPU check lowers it so tiny models use it too. */
@@ -84,6 +108,18 @@ export interface CudaStatus {
   freeBytes?: number;
   totalBytes?: number;
   error?: string;
+}
+
+/** The machine's limits measured on the addon's threads (native/machine-limits.c). */
+export interface MachineLimits {
+  /** STREAM-style triad `a = b + s·c`, counted as three arrays moved, bytes/s. */
+  triadBytesPerS: number;
+  /** A plain read (sum) of an array far larger than the caches, bytes/s: what a decode pass streams weights at. */
+  readBytesPerS: number;
+  /** Peak fp32 FMA FLOP/s (0 without AVX-512). */
+  fp32FlopsPerS: number;
+  /** Peak AVX-512 BF16 dot-product FLOP/s (0 where the CPU lacks it). */
+  bf16FlopsPerS: number;
 }
 
 /** What {@link loadEngineAddon} found. */
@@ -164,6 +200,15 @@ export function setNativeThreads(threads: number): void {
 /** Bytes the addon holds: copied tensors, mapped files, and device copies on the GPU. */
 export function nativeMemory(): { allocatedBytes: number; mappedBytes: number; deviceBytes: number } {
   return addon ? addon.memory() : { allocatedBytes: 0, mappedBytes: 0, deviceBytes: 0 };
+}
+
+/**
+ * Measures the machine's memory bandwidth and peak multiply-add rate on the addon's threads (a few
+ * seconds; for benchmarks). `arrayBytes` per array of the bandwidth test should be several times the
+ * last-level cache. Undefined without the addon.
+ */
+export function measureMachineLimits(arrayBytes = 1 << 30, seconds = 0.5): MachineLimits | undefined {
+  return addon?.machineLimits(arrayBytes, seconds);
 }
 
 let cuda: CudaStatus | undefined;

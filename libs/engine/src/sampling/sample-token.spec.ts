@@ -1,5 +1,6 @@
 import { Prng } from '../util/prng';
-import { drawToken } from './sample-token';
+import { drawToken, drawTokens } from './sample-token';
+import { loadEngineAddon } from '../native/addon';
 
 const logits = new Float32Array([2.0, 1.0, 0.5, 0.0, -1.0]);
 const logZ = Math.log(Array.from(logits).reduce((s, x) => s + Math.exp(x), 0));
@@ -77,5 +78,37 @@ describe('drawToken with vocabLimit', () => {
       expect(d.samplingLogProb).toBeCloseTo(logits[d.token] - Math.log(Math.exp(0) + Math.exp(1)), 5);
     }
     expect(drawToken(logits, { temperature: 0, topK: 0, topP: 1, vocabLimit: 3 }, rng).token).toBe(2);
+  });
+});
+
+const describeIfNative = loadEngineAddon().ok ? describe : describe.skip;
+
+describeIfNative('drawTokens in the native addon', () => {
+  // 3 rows over a 5,000-id vocabulary (several of the native search's chunks), drawn among the first
+  // 4,000 ids, at temperatures 0 (greedy), 0.7 and 1: the same tokens as drawToken from the same
+  // generators, log-probs to 1e-5 (float lanes against JavaScript's doubles).
+  const [rows, vocab] = [3, 5000];
+  const rng = new Prng(9);
+  const values = Float32Array.from({ length: rows * vocab }, () => rng.normal() * 3);
+
+  it.each([0, 0.7, 1])('matches drawToken at temperature %s, rows marked done left alone', (temperature) => {
+    const params = { temperature, topK: 0, topP: 1, vocabLimit: 4000 };
+    for (let seed = 0; seed < 20; seed++) {
+      const done = Uint8Array.from([0, seed % 2, 0]);
+      const mine = Array.from({ length: rows }, (_, r) => new Prng(seed * 10 + r));
+      const theirs = Array.from({ length: rows }, (_, r) => new Prng(seed * 10 + r));
+      const got = drawTokens(values, rows, params, mine, done);
+      for (let r = 0; r < rows; r++) {
+        if (done[r]) {
+          expect(got[r]).toBeUndefined();
+          continue;
+        }
+        const want = drawToken(values.subarray(r * vocab, (r + 1) * vocab), params, theirs[r]);
+        expect(got[r]!.token).toBe(want.token);
+        expect(got[r]!.token).toBeLessThan(4000);
+        expect(Math.abs(got[r]!.logProb - want.logProb)).toBeLessThan(1e-5);
+        expect(Math.abs(got[r]!.samplingLogProb - want.samplingLogProb)).toBeLessThan(1e-5);
+      }
+    }
   });
 });

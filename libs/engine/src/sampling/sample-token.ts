@@ -1,4 +1,5 @@
 import type { Prng } from '../util/prng';
+import { engineAddon } from '../native/addon';
 
 /** How one token is drawn from a row of logits. */
 export interface TokenSamplingParams {
@@ -96,4 +97,26 @@ export function drawToken(logits: ArrayLike<number>, params: TokenSamplingParams
   }
   const samplingLogProb = logits[token] * invT - maxT - Math.log(z);
   return { token, logProb: logits[token] - logZ, samplingLogProb };
+}
+
+/**
+ * {@link drawToken} for every row of `logits` (`[rows, vocab]`, row-major) that is not `done`, each row with
+ * its own generator. Without top-k / top-p filtering (the common case: plain temperature sampling, or
+ * greedy) the rows run in the native addon, in parallel and vectorised: the same distribution, one
+ * uniform draw per row as drawToken takes, an inverse-CDF search summed in float lanes and double chunks
+ * (so a draw can differ from drawToken's only where u·Z falls within rounding of a boundary).
+ */
+export function drawTokens(logits: Float32Array, rows: number, params: TokenSamplingParams, rngs: Prng[], done: Uint8Array): Array<DrawnToken | undefined> {
+  const all = logits.length / rows;
+  const v = Math.min(all, params.vocabLimit ?? all);
+  const filtered = (params.topK > 0 && params.topK < v) || params.topP < 1;
+  const addon = engineAddon();
+  if (filtered || !addon || v > 262144) return Array.from({ length: rows }, (_, r) => (done[r] ? undefined : drawToken(logits.subarray(r * all, (r + 1) * all), params, rngs[r])));
+  const u = new Float64Array(rows);
+  if (params.temperature > 0) for (let r = 0; r < rows; r++) if (!done[r]) u[r] = rngs[r].uniform();
+  const token = new Int32Array(rows);
+  const logp = new Float32Array(rows);
+  const slogp = new Float32Array(rows);
+  addon.sampleRows(logits, rows, all, v, params.temperature > 0 ? 1 / params.temperature : 0, u, token, logp, slogp);
+  return Array.from({ length: rows }, (_, r) => (done[r] ? undefined : { token: token[r], logProb: logp[r], samplingLogProb: slogp[r] }));
 }

@@ -5,7 +5,7 @@ import { maxScoringRows } from '../model/memory-plan';
 import { padBatch, sliceRows, type TokenBatch } from '../model/token-batch';
 import type { Model, RunResult } from '../model/transformer';
 import { Prng } from '../util/prng';
-import { drawToken, type TokenSamplingParams } from './sample-token';
+import { drawTokens, type TokenSamplingParams } from './sample-token';
 import { topAlternatives, type TokenAlternative } from './top-alternatives';
 
 /** Options of {@link sample}. */
@@ -162,16 +162,19 @@ export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, 
     for (let step = 0; step < options.maxNewTokens; step++) {
       const values = logits.dataSync() as Float32Array;
       logits.dispose();
+      const draws = drawTokens(values, b, params, rngs, done);
       for (let row = 0; row < b; row++) {
         if (done[row]) continue;
-        const rowLogits = values.subarray(row * v, (row + 1) * v);
-        const drawn = drawToken(rowLogits, params, rngs[row]);
+        const drawn = draws[row]!;
         const seq = out[row];
         seq.tokens.push(drawn.token);
         seq.logProbs.push(drawn.logProb);
         seq.samplingLogProbs.push(drawn.samplingLogProb);
         // The draw's logProb is logits[token] - logZ: the same normaliser serves the alternatives.
-        if (top > 0) seq.topLogProbs!.push(topAlternatives(rowLogits, top, rowLogits[drawn.token] - drawn.logProb, params.vocabLimit));
+        if (top > 0) {
+          const rowLogits = values.subarray(row * v, (row + 1) * v);
+          seq.topLogProbs!.push(topAlternatives(rowLogits, top, rowLogits[drawn.token] - drawn.logProb, params.vocabLimit));
+        }
         next[row] = drawn.token;
         if (stops.has(drawn.token) || (options.stopCheck?.(row, seq.tokens) ?? false)) {
           seq.finishReason = 'stop';

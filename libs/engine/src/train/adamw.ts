@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
+import { adamwKernel, nativeLayerOps } from '../kernels/native-layer-ops';
 
 /** Hyper-parameters of {@link AdamW} (PyTorch's defaults except where noted). */
 export interface AdamWOptions {
@@ -77,10 +78,20 @@ export class AdamW {
     const bc2 = 1 - Math.pow(this.b2, this.t);
     const stepSize = lr / bc1;
     const sqrtBc2 = Math.sqrt(bc2);
+    const native = nativeLayerOps();
     tf.tidy(() => {
       for (const p of this.params) {
         const g = grads.get(p.name);
         if (!g) continue;
+        if (native) {
+          // One threaded pass in the addon (the same formula) instead of eleven single-threaded kernels.
+          const decay = p.decay && this.wd > 0 ? 1 - lr * this.wd : 1;
+          const [np, nm, nv] = adamwKernel(p.variable, p.m, p.v, g, { b1: this.b1, b2: this.b2, eps: this.eps, decay, step: stepSize, sqrtBc2 });
+          p.m.assign(nm);
+          p.v.assign(nv);
+          p.variable.assign(np);
+          continue;
+        }
         const m = tf.add(tf.mul(p.m, this.b1), tf.mul(g, 1 - this.b1));
         const v = tf.add(tf.mul(p.v, this.b2), tf.mul(tf.square(g), 1 - this.b2));
         p.m.assign(m);

@@ -7,7 +7,7 @@ import { clipFactor, globalNorm } from './grad-clip';
 import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
 import { recomputedGradients } from './layer-recompute';
-import { maxTrainingRows, planTrainingPass, preferredTrainingRows } from '../model/memory-plan';
+import { freeHeapBytes, maxTrainingRows, planTrainingPass, preferredTrainingRows } from '../model/memory-plan';
 import type { LrSchedule } from './lr-schedule';
 
 /** Options of {@link Trainer}. */
@@ -136,7 +136,13 @@ export class Trainer {
     // (A coefficient function sees the rows it is given, so its caller sizes micro-batches with
     // microBatchRows.)
     if (typeof coefficients !== 'function') {
-      const rows = (this.options.recompute ?? 'auto') === 'auto' ? this.microBatchRows(batch.seqLen, batch.batchSize) : this.maxMicroBatchRows(batch.seqLen);
+      // After the first part, its gradients stay live while the next parts run: size every part for that.
+      const free = freeHeapBytes() - (this.accumulated.size === 0 ? this.trainableBytes : 0);
+      const c = this.model.config;
+      const rows =
+        (this.options.recompute ?? 'auto') === 'auto'
+          ? preferredTrainingRows(c, batch.batchSize, batch.seqLen, this.trainableBytes, free)
+          : maxTrainingRows(c, batch.seqLen, this.trainableBytes, free);
       if (rows >= 1 && rows < batch.batchSize) return this.accumulateInParts(batch, coefficients, rows);
     }
     return this.accumulatePass(batch, coefficients);
