@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseStoredSpec } from './kinds/job-kinds';
 import { configureEngine } from './rollout/engine-settings';
+import { JobHub, type JobHubAccess } from './hub/job-hub';
 import { parseIpcMessage } from './core/ipc-message';
 import type { CallInbox, RunContext, RunnerPaths } from './runner/run-context';
 import { ToRunner, type CallMessage, type RunnerMessage, type StartMessage } from './runner/runner-protocol';
@@ -128,8 +129,13 @@ function runnerPaths(start: StartMessage): RunnerPaths {
     datasetsDir: join(home, 'datasets'),
     // The job's own folder holds what it saves and resumes from.
     modelRoots: [...start.policy.modelRoots, join(home, 'jobs', start.job.id)],
-    ...(start.policy.hub ? { hub: start.policy.hub } : {}),
+    ...(start.policy.hub ? { hub: new JobHub(start.policy.hub, start.policy.hubAccess ?? noHubRecords(), (use) => send({ type: 'hub', use })) } : {}),
   };
+}
+
+/** A worker that sent no records: the owner may use only what the Hub lets them fetch, with no quota. */
+function noHubRecords(): JobHubAccess {
+  return { userId: '', admin: false, granted: [], budgetBytes: null, quotaBytes: 0 };
 }
 
 function main(): void {

@@ -86,6 +86,18 @@ export const SETTINGS = {
     defaultText: 'generated',
     doc: 'API key of the admin user created on first start (`otk_` and at least 20 URL-safe characters); without it one is generated and printed once.',
   }),
+  secrets_key: setting({
+    schema: z
+      .string()
+      .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, 'must be 32 bytes as 64 hex digits or base64 (44 characters)')
+      .optional(),
+    section: 'Server',
+    secret: 'key',
+    defaultText: '`<home>/secrets.key`, created (0600) on first start',
+    doc:
+      'AES-256-GCM key that encrypts job secrets (`environment.token`, `trainer.wandb.api_key`, `model.hf_token`) in the database. ' +
+      'Every API and worker process of one server needs the same key: set it on each, or copy `secrets.key` ([SECURITY.md](../SECURITY.md#secrets-at-rest)).',
+  }),
   open_registration: setting({ schema: booleanish.default(false), section: 'Server', doc: 'Let anyone `POST /v1/users` (creates plain users).' }),
   body_limit_bytes: setting({ schema: int(1024, 1024 ** 3).default(1024 * 1024), section: 'Server', doc: 'Largest request body.' }),
   json_max_depth: setting({
@@ -338,6 +350,14 @@ export const SETTINGS = {
     section: 'Models from the Hub',
     defaultText: '`HF_ENDPOINT`, else `https://huggingface.co`',
     doc: "The Hugging Face Hub's base URL. `HF_TOKEN` and `HF_HUB_OFFLINE` are read as huggingface_hub reads them.",
+  }),
+  hub_token_repos: setting({
+    schema: list.pipe(z.array(z.string().regex(/^[A-Za-z0-9_.-]+(\/([A-Za-z0-9_.-]+|\*))?$/, 'must be Org/Name, Name or Org/* (every repo of Org)'))).default([]),
+    section: 'Models from the Hub',
+    defaultText: '—',
+    doc:
+      "Repos (`Org/Name`, or `Org/*`) that jobs fetch with this machine's `HF_TOKEN` whoever submits them; their snapshots are every tenant's. " +
+      "Any other repo is fetched without a token, or with the job owner's own (`model.hf_token`), and what an owner's token fetched is that owner's alone ([models.md](models.md#who-may-use-a-snapshot)).",
   }),
 
   // Engine: defined by the engine package; job runners and model servers start it with these values.

@@ -24,6 +24,10 @@ import { JobVersion1765600000000 } from './1765600000000-job-version.migration';
 import { ApiKeyIds1765700000000 } from './1765700000000-api-key-ids.migration';
 import { FairDispatch1765710000000 } from './1765710000000-fair-dispatch.migration';
 import { JobSecretEntity } from '../jobs/job-secret.entity';
+import { sealStoredSecrets } from '../jobs/job-secrets-cipher';
+import { HubAccessEntity } from '../hub/hub-access.entity';
+import { HubAccess1765720000000 } from './1765720000000-hub-access.migration';
+import { FinishedJobSecrets1765720010000 } from './1765720010000-finished-job-secrets.migration';
 import { UserModelEntity } from '../models/user-model.entity';
 import { UserModels1765730000000 } from './1765730000000-user-models.migration';
 
@@ -38,6 +42,7 @@ export const ENTITIES = [
   SessionCallEntity,
   DatasetEntity,
   JobSecretEntity,
+  HubAccessEntity,
   UserModelEntity,
 ];
 export const MIGRATIONS = [
@@ -52,6 +57,8 @@ export const MIGRATIONS = [
   JobVersion1765600000000,
   ApiKeyIds1765700000000,
   FairDispatch1765710000000,
+  HubAccess1765720000000,
+  FinishedJobSecrets1765720010000,
   UserModels1765730000000,
 ];
 
@@ -75,7 +82,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   };
 }
 
-/** Opens the database and brings its schema up to date. */
+/** Opens the database, brings its schema up to date and encrypts job secrets still stored in plain text. */
 export async function openDatabase(config: AppConfig): Promise<DataSource> {
   secureDataFolder(config.home);
   const dataSource = new DataSource(dataSourceOptions(config));
@@ -93,6 +100,12 @@ export async function openDatabase(config: AppConfig): Promise<DataSource> {
   } else {
     await migrateSqlite(dataSource);
     serializeTransactions(dataSource);
+  }
+  try {
+    await sealStoredSecrets(dataSource, config);
+  } catch (error) {
+    await dataSource.destroy();
+    throw error;
   }
   return dataSource;
 }

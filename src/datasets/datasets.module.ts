@@ -3,12 +3,10 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { JobsDataModule } from '../jobs/jobs-data.module';
-import { UserModelsDataModule } from '../models/user-models-data.module';
 import { DatasetReader } from './dataset-reader';
 import { registerDatasetUploadParser } from './dataset-upload-parser';
-import { StorageQuota } from './storage-quota.service';
+import { StorageQuotaModule } from './storage-quota.module';
 import { DatasetsController } from './datasets.controller';
-import { DatasetsRepository } from './datasets.repository';
 import { DatasetsService } from './datasets.service';
 
 /**
@@ -16,10 +14,10 @@ import { DatasetsService } from './datasets.service';
  * submit-time check that a job's `environment.dataset` is the caller's.
  */
 @Module({
-  imports: [JobsDataModule, UserModelsDataModule],
+  imports: [JobsDataModule, StorageQuotaModule],
   controllers: [DatasetsController],
-  providers: [DatasetsRepository, DatasetsService, DatasetReader, StorageQuota],
-  exports: [DatasetsService, StorageQuota],
+  providers: [DatasetsService, DatasetReader],
+  exports: [DatasetsService, StorageQuotaModule],
 })
 export class DatasetsModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

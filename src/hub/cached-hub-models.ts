@@ -17,6 +17,10 @@ export interface CachedHubModel {
   created: number;
   /** The repo's organisation; `huggingface` for a repo without one (`gpt2`). */
   owner: string;
+  /** Model snapshots only. */
+  type: 'model';
+  /** The operator pulled it (`opentinker models pull`): every tenant may use it. */
+  operatorShared: boolean;
 }
 
 /**
@@ -44,13 +48,18 @@ export class CachedHubModels {
     return isHubRef(model);
   }
 
-  /** The name parsed (a malformed one throws the validation error naming `field`) and its complete snapshot, or null when the cache lacks it. */
-  async find(model: string, field: string): Promise<{ ref: HubRef; name: string; snapshot: HubSnapshot | null }> {
+  /**
+   * The name parsed (a malformed one throws the validation error naming `field`), its complete snapshot
+   * (null when the cache lacks it) and whether the operator shared it. Who may use it is
+   * `HubAccessService`'s to say.
+   */
+  async find(model: string, field: string): Promise<{ ref: HubRef; name: string; snapshot: HubSnapshot | null; operatorShared: boolean }> {
     const ref = parseHubRef(model, { field });
-    return { ref, name: formatHubRef(ref), snapshot: ref.type === 'model' ? await this.cache.cachedSnapshot(ref) : null };
+    const snapshot = ref.type === 'model' ? await this.cache.cachedSnapshot(ref) : null;
+    return { ref, name: formatHubRef(ref), snapshot, operatorShared: snapshot !== null && (await this.cache.isShared(ref, snapshot.commit)) };
   }
 
-  /** Every complete model snapshot of the cache, by repo then commit. */
+  /** Every complete model snapshot of the cache, by repo then commit (whoever may use it). */
   async list(): Promise<CachedHubModel[]> {
     const out: CachedHubModel[] = [];
     for (const cached of await this.cache.list()) {
@@ -69,6 +78,8 @@ export class CachedHubModels {
             .sort(),
           created: Math.floor((written?.mtimeMs ?? 0) / 1000),
           owner: cached.repo.includes('/') ? cached.repo.split('/')[0] : 'huggingface',
+          type: 'model',
+          operatorShared: await this.cache.isShared(cached, commit),
         });
       }
     }

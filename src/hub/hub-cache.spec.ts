@@ -15,7 +15,15 @@ describe('HubCache against a fake Hub', () => {
   let hub: FakeHub;
   let files: Record<string, Buffer>;
   let cacheDir: string;
-  const settings = (over: Partial<HubSettings> = {}): HubSettings => ({ cacheDir, endpoint: hub.url, token: null, offline: false, maxDownloadBytes: 1024 ** 3, ...over });
+  const settings = (over: Partial<HubSettings> = {}): HubSettings => ({
+    cacheDir,
+    endpoint: hub.url,
+    token: null,
+    offline: false,
+    maxDownloadBytes: 1024 ** 3,
+    operatorRepos: [],
+    ...over,
+  });
   const blobRequests = () => hub.requests.filter((r) => r.path.includes('/resolve/') || r.path.startsWith('/cdn/'));
 
   beforeAll(async () => {

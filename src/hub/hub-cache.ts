@@ -60,6 +60,13 @@ export interface ResolveOptions {
   field?: string;
   log?: (line: string) => void;
   signal?: AbortSignal;
+  /**
+   * Ask the Hub for the commit even when the cache could answer (a commit sha whose listing it holds):
+   * the answer, with this cache's token, is what proves that the caller may read the repo.
+   */
+  askHub?: boolean;
+  /** Most bytes this call may download, and the error past it (checked before the first byte). */
+  budget?: { bytes: number; exceeded: (neededBytes: number) => Error };
 }
 
 /** A repo in the cache, for `opentinker models list`. */
@@ -110,7 +117,7 @@ const MAX_REDIRECTS = 5;
 const ATTEMPTS = 4;
 const RETRY_DELAY_MS = 250;
 
-function gib(bytes: number): string {
+export function gib(bytes: number): string {
   if (bytes < 1024 ** 2) return `${(bytes / 1024).toFixed(1)} KiB`;
   if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
   return `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
@@ -147,16 +154,6 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-const shared = new Map<string, HubCache>();
-
-/** One cache object per settings in a process, so refs resolved once stay resolved (see {@link HubCache}). */
-export function sharedHubCache(settings: HubSettings): HubCache {
-  const key = JSON.stringify(settings);
-  let cache = shared.get(key);
-  if (!cache) shared.set(key, (cache = new HubCache(settings)));
-  return cache;
-}
-
 export class HubCache {
   /** Refs resolved by this process: a job that loads its model twice (policy, reference) gets one commit. */
   private readonly resolved = new Map<string, string>();
@@ -181,7 +178,7 @@ export class HubCache {
     const storage = this.repoDir(ref);
     const name = formatHubRef(ref);
 
-    const commit = await this.commitOf(ref, field);
+    const commit = await this.commitOf(ref, field, options.askHub === true);
     let listing = await this.readListing(storage, commit);
     if (listing === null) {
       if (this.settings.offline) {
@@ -203,6 +200,7 @@ export class HubCache {
       if (this.settings.offline) throw this.notCached(name, field);
       this.checkSize(name, files, field);
       const total = missing.reduce((a, f) => a + f.size, 0);
+      if (options.budget && total > options.budget.bytes) throw options.budget.exceeded(total);
       log(`hub: fetching ${missing.length} file(s) of ${name} at ${commit.slice(0, 12)} (${gib(total)}) from ${this.settings.endpoint} into ${storage}`);
       for (const f of missing) downloadedBytes += await this.fetchBlob(ref, commit, f, field, log, options.signal);
     }
@@ -241,13 +239,27 @@ export class HubCache {
     return recorded !== null && isCommitSha(recorded.trim()) ? recorded.trim() : null;
   }
 
+  /**
+   * Marks a snapshot as the operator's to share (`opentinker models pull` on this machine): every tenant
+   * of a server using this cache may then use it ({@link isShared}). A marker file beside the listing,
+   * since the operator's commands work on the cache folder without the server's database.
+   */
+  async markShared(ref: Pick<HubRef, 'type' | 'repo'>, commit: string): Promise<void> {
+    await writeAtomic(join(this.repoDir(ref), '.opentinker', `${commit}.shared`), 'pulled by the operator: every tenant may use this snapshot\n');
+  }
+
+  /** Whether the operator shared this snapshot of this cache ({@link markShared}). */
+  async isShared(ref: Pick<HubRef, 'type' | 'repo'>, commit: string): Promise<boolean> {
+    return isCommitSha(commit) && (await exists(join(this.repoDir(ref), '.opentinker', `${commit}.shared`)));
+  }
+
   /** The repo's files at `commit` as the Hub listed them (empty before a resolve of that commit). */
   async listing(ref: Pick<HubRef, 'type' | 'repo'>, commit: string): Promise<HubFile[]> {
     return (await this.readListing(this.repoDir(ref), commit)) ?? [];
   }
 
   /** The commit a ref names: the Hub's answer online (recorded under refs/), refs/ offline. */
-  private async commitOf(ref: HubRef, field: string): Promise<string> {
+  private async commitOf(ref: HubRef, field: string, askHub: boolean): Promise<string> {
     const revision = ref.revision ?? 'main';
     const storage = this.repoDir(ref);
     const key = `${ref.type}:${ref.repo}@${revision}`;
@@ -258,7 +270,7 @@ export class HubCache {
       const recorded = await this.recordedCommit(ref);
       if (recorded === null) throw this.notCached(formatHubRef(ref), field);
       commit = recorded;
-    } else if (isCommitSha(revision) && (await exists(join(storage, '.opentinker', `${revision}.json`)))) {
+    } else if (!askHub && isCommitSha(revision) && (await exists(join(storage, '.opentinker', `${revision}.json`)))) {
       commit = revision; // a commit's files never change: nothing to ask
     } else {
       commit = await this.hubCall(ref, field, async (hub) => {
@@ -377,7 +389,8 @@ export class HubCache {
     }
   }
 
-  private notCached(name: string, field: string): AppError {
+  /** The error for a repo this machine does not hold while offline (HF_HUB_OFFLINE). */
+  notCached(name: string, field: string): AppError {
     return new AppError(
       ErrorCode.MODEL_NOT_FOUND,
       `${field} ${name} is not in the Hub cache at ${this.settings.cacheDir} and this machine is offline (HF_HUB_OFFLINE): run \`opentinker models pull ${name.slice(3)}\` on it while online, or unset HF_HUB_OFFLINE`,

@@ -8,8 +8,13 @@ export const HubSettings = z.object({
   cacheDir: z.string(),
   /** Base URL, no trailing slash. */
   endpoint: z.string(),
-  /** Bearer token for gated and private repos (HF_TOKEN), or null. */
+  /**
+   * This machine's bearer token (HF_TOKEN), or null. A job uses it only for {@link operatorRepos}; the
+   * operator's own commands (`opentinker models pull`) use it for any repo.
+   */
   token: z.string().nullable(),
+  /** Setting hub_token_repos: `Org/Name` or `Org/*`, the repos served with {@link token} on any tenant's behalf. */
+  operatorRepos: z.array(z.string()),
   /** HF_HUB_OFFLINE: answer from the cache only, never call the Hub. */
   offline: z.boolean(),
   /** Most bytes one repo's selected files may add up to; 0: no downloads at all. */
@@ -24,12 +29,12 @@ function truthy(value: string | undefined): boolean {
 }
 
 /**
- * The Hub settings of this machine: the server settings `hub_cache_dir`, `hub_endpoint` and
- * `hub_max_download_bytes`, and huggingface_hub's own variables `HF_ENDPOINT`, `HF_TOKEN` (or the older
+ * The Hub settings of this machine: the server settings `hub_cache_dir`, `hub_endpoint`,
+ * `hub_max_download_bytes` and `hub_token_repos`, and huggingface_hub's own variables `HF_ENDPOINT`, `HF_TOKEN` (or the older
  * `HUGGING_FACE_HUB_TOKEN`) and `HF_HUB_OFFLINE`, so a machine set up for the Python tools works as it is.
  */
 export function hubSettings(
-  values: Pick<AppConfigValues, 'home' | 'hub_cache_dir' | 'hub_endpoint' | 'hub_max_download_bytes'>,
+  values: Pick<AppConfigValues, 'home' | 'hub_cache_dir' | 'hub_endpoint' | 'hub_max_download_bytes' | 'hub_token_repos'>,
   env: NodeJS.ProcessEnv = process.env,
 ): HubSettings {
   const endpoint = (values.hub_endpoint ?? (env.HF_ENDPOINT?.trim() || DEFAULT_HUB_ENDPOINT)).replace(/\/+$/, '');
@@ -40,5 +45,6 @@ export function hubSettings(
     token,
     offline: truthy(env.HF_HUB_OFFLINE),
     maxDownloadBytes: values.hub_max_download_bytes,
+    operatorRepos: values.hub_token_repos,
   };
 }

@@ -69,8 +69,9 @@ export class JobSpecChecksService {
     }
     if (model && !model.lora && findJobKind(spec.kind as string)?.trains) this.checkFullFineTuning(model);
     await this.checkResources(spec.resources as { gpus: number; cpu_slots: number } | undefined);
-    // A job that saves checkpoints needs room in its owner's storage quota.
+    // A job that saves checkpoints, or may download from the Hub, needs room in its owner's storage quota.
     if (caller && findJobKind(spec.kind as string)?.checkpoints) await this.optional(StorageQuota)?.assertRoom(caller, 'kind');
+    else if (caller && model?.path !== undefined && isHubRef(model.path)) await this.optional(StorageQuota)?.assertRoom(caller, 'model.path');
   }
 
   /**

@@ -1,11 +1,12 @@
 /**
- * Spec paths whose values are secrets: a remote environment's bearer token and the submitting user's
- * W&B key. They are stored apart from the spec (see JobSecretEntity), given only to the job runner, and
- * never shown by the API.
+ * Spec paths whose values are secrets: a remote environment's bearer token, the submitting user's W&B
+ * key and their Hugging Face token. They are stored apart from the spec (see JobSecretEntity),
+ * encrypted, given only to the job runner, never shown by the API, and deleted when the job ends.
  */
 export const SECRET_PATHS: ReadonlyArray<readonly string[]> = [
   ['environment', 'token'],
   ['trainer', 'wandb', 'api_key'],
+  ['model', 'hf_token'],
 ];
 
 /** The object holding the last key of `path`, when every step on the way is an object. */

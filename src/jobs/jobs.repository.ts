@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { JobEventEntity } from './job-event.entity';
 import { ACTIVE_STATES, DeviceIds, FINAL_STATES, JOB_STATES, JobEntity, JobResources, JobState, JobSummary, NEXT_VERSION } from './job.entity';
 import { JobSecretEntity } from './job-secret.entity';
+import { secretsCipher } from './job-secrets-cipher';
 
 export interface JobListQuery {
   ownerId?: string;
@@ -140,18 +141,20 @@ export class JobsRepository {
   }
 
   /**
-   * A new job, with the secrets taken out of its spec (see {@link JobSecretEntity}), in one transaction.
+   * A new job, with the secrets taken out of its spec (see {@link JobSecretEntity}) encrypted with the
+   * server's key (`secretsCipher`), in one transaction.
    * With `maxQueued`, refused (`'queued_limit'`, nothing written) when its owner would then have more
    * queued jobs than that: the row is written first so SQLite holds its write lock while counting, and on
    * PostgreSQL the owner's advisory lock (the one claims take) serialises one user's submissions.
    */
   async insert(job: JobEntity, secrets: Record<string, string> = {}, maxQueued?: number): Promise<'inserted' | 'queued_limit'> {
+    const cipher = Object.keys(secrets).length > 0 ? secretsCipher(this.config) : null;
     try {
       await this.dataSource.transaction(async (m) => {
         if (maxQueued !== undefined && this.config.usesPostgres) await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [job.ownerId]);
         await m.insert(JobEntity, job as never);
         if (maxQueued !== undefined && (await this.countQueuedOf(m, job.ownerId, maxQueued + 1)) > maxQueued) throw new QueuedLimitReached();
-        const rows = Object.entries(secrets).map(([path, value]) => ({ jobId: job.id, path, value }));
+        const rows = Object.entries(secrets).map(([path, value]) => ({ jobId: job.id, path, value: cipher!.seal(job.id, path, value) }));
         if (rows.length > 0) await m.insert(JobSecretEntity, rows);
         await this.stateEvent(m, job.id, 'queued', null, job.createdAt);
       });
@@ -172,10 +175,16 @@ export class JobsRepository {
     return Number(rows[0].n);
   }
 
-  /** A job's secrets by dotted spec path, for its runner. */
+  /**
+   * A job's secrets by dotted spec path, decrypted, for its runner. Throws `SecretsKeyError` (naming
+   * the setting secrets_key) when this machine's key is not the one that sealed them. A job's secrets
+   * are deleted when it ends ({@link transition}).
+   */
   async secretsOf(jobId: string): Promise<Record<string, string>> {
     const rows = await this.dataSource.getRepository(JobSecretEntity).findBy({ jobId });
-    return Object.fromEntries(rows.map((r) => [r.path, r.value]));
+    if (rows.length === 0) return {};
+    const cipher = secretsCipher(this.config);
+    return Object.fromEntries(rows.map((r) => [r.path, cipher.open(jobId, r.path, r.value)]));
   }
 
   findById(id: string): Promise<JobEntity | null> {
@@ -487,6 +496,8 @@ export class JobsRepository {
     return this.dataSource.transaction(async (m) => {
       const result = await m.update(JobEntity, where, { ...set, updatedAt: now, ...NEXT_VERSION } as never);
       if (result.affected !== 1) return false;
+      // An ended job never runs again: its secrets go with it. A re-queued one keeps them for its next run.
+      if (FINAL_STATES.includes(state)) await m.delete(JobSecretEntity, { jobId: where.id as string });
       await this.stateEvent(m, where.id as string, state, detail, now);
       return true;
     });

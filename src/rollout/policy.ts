@@ -19,7 +19,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelSpec } from './rl-spec';
 import { engineOptions } from './engine-settings';
-import { sharedHubCache } from '../hub/hub-cache';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
 import { openableModelDir } from './model-roots';
 import { isUserModelRef, parseUserModelRef, userModelDir } from '../models/user-model-files';
@@ -151,10 +150,10 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
 /**
  * The model folder a `model.path` names: a train job's checkpoint (`job:<id>[/step-<n>]`), a model
  * folder its owner uploaded (`model:<id>`, `<home>/models/<id>`; the API checked the owner at
- * submission), a Hub repo (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing), or a
- * folder under the roots.
+ * submission), a Hub repo (`hf:Org/Name[@rev]`, fetched into this machine's cache when missing, on the
+ * owner's behalf with their `model.hf_token`: see JobHub), or a folder under the roots.
  */
-async function modelDirOf(path: string, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<string> {
+async function modelDirOf(path: string, hfToken: string | null, ctx: { paths: RunnerPaths; log(line: string): void }): Promise<string> {
   const ref = parseJobModelRef(path);
   if (ref) return resolveJobModelDir(ref, ctx.paths.jobsDir);
   if (isUserModelRef(path)) {
@@ -165,7 +164,7 @@ async function modelDirOf(path: string, ctx: { paths: RunnerPaths; log(line: str
   }
   if (isHubRef(path)) {
     if (!ctx.paths.hub) throw new Error(`model.path ${JSON.stringify(path)}: this process has no Hub settings`);
-    return (await sharedHubCache(ctx.paths.hub).resolve(parseHubRef(path), { log: ctx.log })).dir;
+    return (await ctx.paths.hub.resolve(parseHubRef(path), { token: hfToken, log: ctx.log })).dir;
   }
   return openableModelDir(path, ctx.paths.modelRoots);
 }
@@ -182,7 +181,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   await ensureEngineBackend();
   if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, trainable, spec.context_length);
   const path = spec.path!;
-  const dir = await modelDirOf(path, ctx);
+  const dir = await modelDirOf(path, spec.hf_token ?? null, ctx);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
   }

@@ -87,6 +87,15 @@ export const modelSpec = z
       .describe(
         "hf:Org/Name[@revision] (a Hugging Face repo, fetched into the worker's cache), job:<id>[/step-<n>] (a checkpoint of one of your jobs), model:<id> (a model folder you uploaded, POST /v1/models), or a model folder on the worker under model_roots",
       ),
+    hf_token: z
+      .string()
+      .min(1)
+      .max(4096)
+      .regex(/^[\x21-\x7e]+$/, 'a token is printable ASCII without spaces')
+      .optional()
+      .describe(
+        'Your Hugging Face token, for a private or gated hf: repo (the CLI sends HF_TOKEN). Kept apart from the spec, never shown, sent to the Hub only; what it fetches is yours alone',
+      ),
     lora: loraSpec.optional().describe('Train LoRA adapters with the base frozen (PEFT layout)'),
     chat_template: z
       .enum(['auto', 'chatml', 'plain'])
@@ -103,6 +112,7 @@ export const modelSpec = z
   })
   .strict()
   .refine((m) => (m.preset === undefined) !== (m.path === undefined), { message: 'Give exactly one of model.preset and model.path', path: ['preset'] })
+  .refine((m) => m.hf_token === undefined || m.path?.startsWith('hf:') === true, { message: 'model.hf_token applies to an hf: model.path only', path: ['hf_token'] })
   // A loaded model's positions were trained up to its own max_position_embeddings: lengthening it
   // silently would be a different model.
   .refine((m) => m.context_length === undefined || m.preset !== undefined, {

@@ -1,4 +1,4 @@
-import type { HubSettings } from '../hub/hub-settings';
+import type { HubResolver } from '../hub/job-hub';
 import type { CallMessage, RunnerPolicy } from './runner-protocol';
 
 /** The calls of a client-driven session, one at a time, in the order they were made. */
@@ -55,6 +55,6 @@ export interface RunnerPaths {
   datasetsDir: string;
   /** Folders a model may be loaded from when named by path (see `openableModelDir`). */
   modelRoots: string[];
-  /** Where `hf:` models come from; absent: this process cannot fetch them. */
-  hub?: HubSettings;
+  /** Where `hf:` models come from, on the job owner's behalf; absent: this process cannot fetch them. */
+  hub?: HubResolver;
 }

@@ -1,7 +1,9 @@
 import { HOST_LIMITS, HOST_SETTINGS } from '@opentinker/env-sdk';
 import { z } from 'zod';
 import { UrlPolicy } from '../egress/egress-policy';
+import { HubUse } from '../hub/hub-access';
 import { HubSettings } from '../hub/hub-settings';
+import { JobHubAccess } from '../hub/job-hub';
 import { EngineSettingsMessage } from './engine-settings-message';
 
 /**
@@ -30,6 +32,8 @@ export const RunnerPolicy = z.object({
   remoteEnvironments: UrlPolicy,
   /** How `hf:` models are fetched on this worker (its own cache, endpoint, token, limit). */
   hub: HubSettings.optional(),
+  /** What the job's owner may use from the Hub cache, and may still download (see JobHub). */
+  hubAccess: JobHubAccess.optional(),
   /** How a job streams to W&B (settings wandb_stream_seconds, wandb_finish_seconds); absent: their defaults. */
   wandb: WandbStreamSettings.optional(),
 });
@@ -69,6 +73,8 @@ export const RunnerMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('checkpoint'), state: z.unknown() }),
   z.object({ type: z.literal('resumed'), step: z.number(), keepPrefixes: z.array(z.string()) }),
   z.object({ type: z.literal('artifact'), name: z.string(), path: z.string() }),
+  /** A Hub snapshot the job used: recorded for its owner (who may use it, the bytes downloaded). */
+  z.object({ type: z.literal('hub'), use: HubUse }),
   z.object({ type: z.literal('failed'), message: z.string() }),
   z.object({ type: z.literal('call-result'), id: z.number().int(), result: z.unknown().optional(), error: z.string().optional() }),
   z.object({ type: z.literal('done') }),

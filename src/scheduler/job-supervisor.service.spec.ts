@@ -16,7 +16,8 @@ describe('JobSupervisor', () => {
     const job = await h.submit(over);
     expect(await h.jobs.claim(job, 'w1', ['cpu:0'], 4)).toBe('claimed');
     const claimed = (await h.jobs.findById(job.id))!;
-    supervisor.start(claimed, 'w1', { ownerIsAdmin: false, secrets: { 'environment.token': 't0k3n' } }, () => ended.push(job.id));
+    const hub = { userId: claimed.ownerId, admin: false, granted: [], budgetBytes: null, quotaBytes: 0 };
+    supervisor.start(claimed, 'w1', { ownerIsAdmin: false, secrets: { 'environment.token': 't0k3n' }, hub }, () => ended.push(job.id));
     return { job: claimed, runner: h.runners.of(job.id)! };
   };
   const row = async (job: JobEntity) => (await h.jobs.findById(job.id))!;
@@ -36,6 +37,7 @@ describe('JobSupervisor', () => {
     runner.emit({ type: 'progress', step: 1, total: 2, message: 'tick' });
     runner.emit({ type: 'metrics', step: 1, values: { loss: 0.5, broken: null } });
     runner.emit({ type: 'checkpoint', state: { step: 1 } });
+    runner.emit({ type: 'hub', use: { type: 'model', repo: 'Org/Tiny', commit: 'a'.repeat(40), access: 'token', downloadedBytes: 1234 } });
     runner.print('step 1\n');
     const work = join(h.config.jobDir(job.id), 'work');
     mkdirSync(work, { recursive: true });
@@ -50,6 +52,7 @@ describe('JobSupervisor', () => {
     expect((await h.events.series(job.id, { limit: 10 })).map((p) => [p.name, p.value])).toEqual([['loss', 0.5]]);
     expect((await h.events.listArtifacts(job.id)).map((a) => [a.name, a.size])).toEqual([['result.json', 2]]);
     expect(await logText(job)).toBe('step 1\n');
+    expect(await h.hubAccess.bytesOf(job.ownerId)).toBe(1234);
   });
 
   it('fails the job with the message the runner sent, in the server’s words for its folders', async () => {

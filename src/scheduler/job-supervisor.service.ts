@@ -2,7 +2,9 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { statSync } from 'node:fs';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
+import { HubAccessService } from '../hub/hub-access.service';
 import { hubSettings } from '../hub/hub-settings';
+import type { JobHubAccess } from '../hub/job-hub';
 import { findJobKind } from '../kinds/job-kinds';
 import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
 import type { JobEntity } from '../jobs/job.entity';
@@ -58,6 +60,7 @@ export class JobSupervisor {
     private readonly events: JobEventsRepository,
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
+    private readonly hubAccess: HubAccessService,
     @Optional() @Inject(JOB_LAUNCHER) private readonly launch: JobLauncher = startJobProcess,
   ) {}
 
@@ -76,7 +79,7 @@ export class JobSupervisor {
   }
 
   /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
-  start(job: JobEntity, workerId: string, launch: { ownerIsAdmin: boolean; secrets: Record<string, string> }, onEnded: () => void): void {
+  start(job: JobEntity, workerId: string, launch: { ownerIsAdmin: boolean; secrets: Record<string, string>; hub: JobHubAccess }, onEnded: () => void): void {
     const entry = { job, workerId, onEnded, hooks: [] as AttachedJobHook[], writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
     entry.process = this.launch(job, {
       runnerEntry: this.config.install.runnerEntry,
@@ -89,6 +92,7 @@ export class JobSupervisor {
         modelRoots: this.config.values.model_roots,
         remoteEnvironments: urlPolicyFor(this.config, launch.ownerIsAdmin),
         hub: hubSettings(this.config.values),
+        hubAccess: launch.hub,
         wandb: { streamSeconds: this.config.values.wandb_stream_seconds, finishSeconds: this.config.values.wandb_finish_seconds },
       },
       secrets: launch.secrets,
@@ -189,6 +193,8 @@ export class JobSupervisor {
           await this.events.putArtifact({ jobId: id, name: m.name, path: m.path, size, workerId: entry.workerId, createdAt: Date.now() });
           await this.events.append(id, 'artifact', { name: m.name, size });
         });
+      case 'hub':
+        return this.write(entry, () => this.hubAccess.record(entry.job.ownerId, m.use));
       case 'failed':
         entry.failure = this.redact(m.message);
         return;

@@ -3,7 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
+import type { Role } from '../auth/user.entity';
 import { UsersRepository } from '../auth/users.repository';
+import { StorageQuota } from '../datasets/storage-quota.service';
+import { hubReposIn } from '../hub/hub-access';
+import { HubAccessService } from '../hub/hub-access.service';
+import type { JobHubAccess } from '../hub/job-hub';
+import type { JobEntity } from '../jobs/job.entity';
+import { SecretsKeyError } from '../jobs/job-secrets-cipher';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { DevicePool } from './device-pool';
 import { DevicePoolService } from './device-pool.service';
@@ -43,6 +50,8 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     private readonly supervisor: JobSupervisor,
     private readonly users: UsersRepository,
     private readonly devices: DevicePoolService,
+    private readonly hubAccess: HubAccessService,
+    private readonly quota: StorageQuota,
   ) {
     this.id =
       config.values.worker_id ??
@@ -130,14 +139,48 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     while (!this.stopping && (this.pool.hasFree || this.pool.hasEvictable)) {
       const job = await this.queue.claimNext({ workerId: this.id, pool: this.pool, userLimit: this.config.values.max_jobs_per_user });
       if (!job) return;
-      // What the job may reach (loopback environment servers) depends on its owner's role; its secrets
-      // (a remote environment's token) are kept apart from the spec and handed to the runner.
-      const [owner, secrets] = await Promise.all([this.users.findUser(job.ownerId).catch(() => null), this.jobs.secretsOf(job.id).catch(() => ({}))]);
-      this.supervisor.start(job, this.id, { ownerIsAdmin: owner?.role === 'admin', secrets }, () => {
+      let launch: Awaited<ReturnType<WorkerService['launchOf']>>;
+      try {
+        launch = await this.launchOf(job);
+      } catch (error) {
+        this.pool.release(job.devices ?? []);
+        const message = (error as Error).message;
+        if (error instanceof SecretsKeyError) {
+          // Not this server's key: the job cannot run here or anywhere with this key; its error says what to set.
+          this.logger.error(`Job ${job.id}: ${message}`);
+          await this.jobs.finish(job.id, this.id, 'failed', { error: message });
+          continue;
+        }
+        this.logger.warn(`Job ${job.id}: could not prepare its start (${message}); it goes back to the queue`);
+        const fresh = (await this.jobs.findById(job.id)) ?? job;
+        if (await this.jobs.requeue(fresh, `worker ${this.id} could not prepare its start`, { countAttempt: false })) await this.queue.enqueue(fresh);
+        return;
+      }
+      this.supervisor.start(job, this.id, launch, () => {
         this.pool.release(job.devices ?? []);
         this.kick();
       });
     }
+  }
+
+  /**
+   * What the job may reach depends on its owner (loopback environment servers, cached Hub snapshots,
+   * their storage quota); its secrets (a remote environment's token, …) are kept apart from the spec,
+   * decrypted here and handed to the runner.
+   */
+  private async launchOf(job: JobEntity): Promise<{ ownerIsAdmin: boolean; secrets: Record<string, string>; hub: JobHubAccess }> {
+    const owner = await this.users.findUser(job.ownerId).catch(() => null);
+    const secrets = await this.jobs.secretsOf(job.id);
+    return { ownerIsAdmin: owner?.role === 'admin', secrets, hub: await this.hubAccessOf(job, owner?.role ?? 'user') };
+  }
+
+  /** The owner's records of the Hub repos the spec names, and what their storage quota has left for downloads. */
+  private async hubAccessOf(job: JobEntity, role: Role): Promise<JobHubAccess> {
+    const repos = hubReposIn(job.spec);
+    const access: JobHubAccess = { userId: job.ownerId, admin: role === 'admin', granted: [], budgetBytes: null, quotaBytes: this.config.values.storage_quota_bytes };
+    if (repos.length === 0) return access;
+    const [granted, left] = await Promise.all([this.hubAccess.grantedTo(job.ownerId, repos), this.quota.remaining({ userId: job.ownerId, role })]);
+    return { ...access, granted, budgetBytes: Number.isFinite(left) ? Math.max(0, left) : null };
   }
 
   private async heartbeat(): Promise<void> {

@@ -31,7 +31,7 @@ export class ChatController {
     summary: 'Chat with a job’s checkpoint or a cached Hugging Face model (OpenAI-compatible)',
     description:
       'OpenAI’s chat completions API over a checkpoint of one of your jobs (`job:<id>[/step-<n>]`) or a model folder you uploaded (`model:<id>`), so any OpenAI client can use a trained model, ' +
-      'or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, any user; never downloaded by a request: ' +
+      'or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, one you may use; never downloaded by a request: ' +
       '404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) ' +
       '(base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: ' +
       '`data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and ' +

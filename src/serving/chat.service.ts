@@ -49,12 +49,12 @@ export class ChatService {
 
   /**
    * The model a name means for this caller: `hf:Org/Name[@revision]` a Hub model of the server's cache
-   * (any caller's), `model:<id>` a model folder the caller uploaded, anything else one of the caller's
+   * that the caller may use, `model:<id>` a model folder the caller uploaded, anything else one of the caller's
    * checkpoints (`job:<job id>[/step-<n>]`, also without `job:`, or a job's name). Another user's
    * checkpoint or model is "not found"; `field` is the request field errors name.
    */
   async resolve(caller: Principal, model: string, field = 'model'): Promise<ServedModel> {
-    if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(model.trim());
+    if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(caller, model.trim());
     const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field });
     if (isUserModelRef(model.trim())) {
       const id = parseUserModelRef(model.trim());
@@ -145,7 +145,7 @@ export class ChatService {
     if (p.chat.includeUsage) emit(chunk([], usageOf(result)));
   }
 
-  /** The caller's servable checkpoints (of their newest jobs), then their uploaded models, then the Hub models of the server's cache, as OpenAI's model list. */
+  /** The caller's servable checkpoints (of their newest jobs), then their uploaded models, then the Hub models of the server's cache they may use, as OpenAI's model list. */
   async models(caller: Principal): Promise<ModelListDto> {
     const jobs = await this.jobs.recent(caller, MODELS_SCANNED);
     const data: ModelDto[] = [];
@@ -164,7 +164,7 @@ export class ChatService {
       }
     }
     for (const m of await this.userModels.list(caller)) data.push(userModelDto(m, caller));
-    for (const m of await this.hubModels.list()) {
+    for (const m of await this.hubModels.visibleTo(caller)) {
       data.push({ id: m.id, object: 'model', created: m.created, owned_by: m.owner, repo: m.repo, commit: m.commit, revisions: m.revisions });
     }
     return { object: 'list', data };
@@ -178,7 +178,7 @@ export class ChatService {
     const served = await this.resolve(caller, name, 'id');
     const id = parseUserModelRef(served.id);
     if (id !== null) return userModelDto(await this.userModels.get(caller, id), caller);
-    const listed = served.id.startsWith('hf:') ? (await this.hubModels.list()).find((m) => m.id === served.id) : undefined;
+    const listed = served.id.startsWith('hf:') ? (await this.hubModels.visibleTo(caller)).find((m) => m.id === served.id) : undefined;
     if (listed) return { id: listed.id, object: 'model', created: listed.created, owned_by: listed.owner, repo: listed.repo, commit: listed.commit, revisions: listed.revisions };
     const checkpoint = parseModelName(served.id);
     if (!checkpoint || checkpoint.by !== 'id' || checkpoint.step === null)

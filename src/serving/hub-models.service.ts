@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
-import { CachedHubModels, hubModelId } from '../hub/cached-hub-models';
+import { CachedHubModels, hubModelId, type CachedHubModel } from '../hub/cached-hub-models';
+import { HubAccessService, type HubCaller } from '../hub/hub-access.service';
 
 /** A Hub model a chat request resolved to. */
 export interface HubModel {
@@ -16,18 +17,29 @@ export interface HubModel {
  * (`hub_cache_dir`), put there by `opentinker models pull` on that machine or by a job that ran on its
  * embedded worker. A chat request never downloads: any tenant could otherwise make the server fetch
  * `hub_max_download_bytes` (32 GiB by default) for every repo they name, and wait minutes inside a
- * request; which base models the server holds is its operator's call. Any user may chat with a cached
- * model: the cache holds base models, not anyone's checkpoints.
+ * request; which base models the server holds is its operator's call. A user sees and loads only the
+ * snapshots {@link HubAccessService} lets them use: what the operator pulled or lists, public ones, and
+ * what their own token fetched; another tenant's private pull answers as if it were not cached.
  */
 @Injectable()
 export class HubModelsService extends CachedHubModels {
-  constructor(config: AppConfig) {
+  constructor(
+    config: AppConfig,
+    private readonly access: HubAccessService,
+  ) {
     super(config.values);
   }
 
-  /** The cached snapshot `hf:Org/Name[@revision]` names; 400 for a malformed name, 404 saying how to fill the cache. */
-  async resolve(model: string): Promise<HubModel> {
-    const { ref, name, snapshot } = await this.find(model, 'model');
+  /** The cached model snapshots the caller may use, by repo then commit. */
+  async visibleTo(caller: HubCaller): Promise<CachedHubModel[]> {
+    return this.access.filterVisible(caller, await this.list());
+  }
+
+  /** The cached snapshot `hf:Org/Name[@revision]` names, if the caller may use it; 400 for a malformed name, 404 saying how to fill the cache. */
+  async resolve(caller: HubCaller, model: string): Promise<HubModel> {
+    const found = await this.find(model, 'model');
+    const { ref, name } = found;
+    const snapshot = found.snapshot && (await this.access.mayUse(caller, { ...ref, commit: found.snapshot.commit, operatorShared: found.operatorShared })) ? found.snapshot : null;
     if (ref.type !== 'model') {
       throw new AppError(ErrorCode.VALIDATION, `model ${JSON.stringify(model)} names a dataset repo; chat takes a model repo (hf:Org/Name or hf:Org/Name@revision)`, {
         field: 'model',

@@ -30,7 +30,7 @@ export class ModelsController {
     summary: 'Checkpoints, uploaded models and Hub models you can use (OpenAI-compatible model list)',
     description:
       'One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first (`job:<job id>/step-<n>`); then your uploaded ' +
-      'models (`model:<id>`); then one per model snapshot in the server’s Hub cache (`hf:Org/Name@<commit>`, with `repo`, `commit` and the ' +
+      'models (`model:<id>`); then one per model snapshot in the server’s Hub cache that you may use (`hf:Org/Name@<commit>`, with `repo`, `commit` and the ' +
       '`revisions` that name it). `id` is what `model` (chat, completions) and a job’s `model.path` may name.',
   })
   @ZodResponse(200, ModelListDto)

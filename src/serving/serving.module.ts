@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { CheckpointsModule } from '../checkpoints/checkpoints.module';
 import { allowRawUpload } from '../core/raw-upload-parser';
 import { DatasetsModule } from '../datasets/datasets.module';
+import { HubAccessModule } from '../hub/hub-access.module';
 import { JobsModule } from '../jobs-api/jobs.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { UserModelsDataModule } from '../models/user-models-data.module';
@@ -25,7 +26,7 @@ import { UserModelsService } from './user-models.service';
  * cached Hub models. API role only.
  */
 @Module({
-  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, CheckpointsModule],
+  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, HubAccessModule, CheckpointsModule],
   controllers: [ChatController, CompletionsController, ModelsController],
   providers: [ChatService, CompletionsService, HubModelsService, ModelPoolService, UserModelsService, ModelChecker],
 })

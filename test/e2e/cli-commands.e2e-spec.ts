@@ -223,7 +223,7 @@ describe('opentinker client commands', () => {
     await new Promise<void>((resolve) =>
       child.stdout.on('data', (d) => {
         stdout += d;
-        if (/progress [2-9]\d*\/1000/.test(stdout)) resolve();
+        if (/progress ([2-9]|[1-9]\d+)\/1000/.test(stdout)) resolve();
       }),
     );
     child.kill('SIGINT');

@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { JobsRepository } from '../../src/jobs/jobs.repository';
 import { startTenants, type Tenants } from './tenants';
 
 const KEY = 'local-0123456789abcdef0123456789abcdef00secret';
@@ -54,7 +55,9 @@ describe('security: W&B keys stay secret, and a W&B URL is held to the remote UR
     const db = s.t.app.get(DataSource);
     const [row] = await db.query('SELECT spec FROM jobs WHERE id = ?', [job.body.id]);
     expect(String(row.spec)).not.toContain(KEY);
+    // Stored apart and encrypted (secrets-at-rest.security-spec.ts); the worker reads it back for the runner.
     const secrets = await db.query('SELECT path, value FROM job_secrets WHERE job_id = ?', [job.body.id]);
-    expect(secrets).toEqual([{ path: 'trainer.wandb.api_key', value: KEY }]);
+    expect(secrets).toEqual([{ path: 'trainer.wandb.api_key', value: expect.stringMatching(/^otsec1:/) }]);
+    expect(await s.t.app.get(JobsRepository).secretsOf(job.body.id)).toEqual({ 'trainer.wandb.api_key': KEY });
   });
 });

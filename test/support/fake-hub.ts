@@ -15,13 +15,16 @@ import type { AddressInfo } from 'node:net';
  *
  * Tests steer it: `cutAfter` drops the connection after that many body bytes of a file, `corrupt` serves
  * other bytes than listed, `token` requires `Authorization: Bearer <token>` on the Hub (never on the CDN),
- * and `requests` records every path asked for.
+ * a repo's `tokens` make it private (401 `RepoNotFound`, as the Hub answers for a repo one may not read,
+ * unless one of them is sent), and `requests` records every path asked for.
  */
 export interface FakeRepo {
   type: 'model' | 'dataset';
   id: string;
   /** Branch or tag → files of that commit. */
   revisions: Record<string, Record<string, Buffer>>;
+  /** A private repo: the bearer tokens that may read it. */
+  tokens?: string[];
 }
 
 interface Commit {
@@ -49,6 +52,7 @@ const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
 
 export async function startFakeHub(repos: FakeRepo[]): Promise<FakeHub> {
   const commits = new Map<string, Map<string, Commit>>(); // `type:id` → revision (and sha) → commit
+  const privateRepos = new Map(repos.filter((r) => r.tokens).map((r) => [`${r.type}:${r.id}`, r.tokens!]));
   const blobs = new Map<string, { path: string; data: Buffer }>();
   for (const repo of repos) {
     const byRev = new Map<string, Commit>();
@@ -129,6 +133,17 @@ export async function startFakeHub(repos: FakeRepo[]): Promise<FakeHub> {
     if (hub.token !== null && req.headers.authorization !== `Bearer ${hub.token}`) {
       res.writeHead(401, { 'content-type': 'application/json', 'x-error-code': 'GatedRepo' });
       res.end(JSON.stringify({ error: 'Access to this repo is restricted' }));
+      return;
+    }
+
+    // A private repo answers as the Hub does to whoever may not read it, before saying anything of it.
+    const apiName = /^\/api\/(models|datasets)\/(.+?)\/(?:revision|tree)\//.exec(path);
+    const fileName = /^\/(datasets\/)?(.+?)\/resolve\//.exec(path);
+    const repoKey = apiName ? `${apiName[1] === 'models' ? 'model' : 'dataset'}:${apiName[2]}` : fileName ? `${fileName[1] ? 'dataset' : 'model'}:${fileName[2]}` : null;
+    const readers = repoKey === null ? undefined : privateRepos.get(repoKey);
+    if (readers && !readers.some((t) => req.headers.authorization === `Bearer ${t}`)) {
+      res.writeHead(401, { 'content-type': 'application/json', 'x-error-code': 'RepoNotFound' });
+      res.end(JSON.stringify({ error: 'Repository not found' }));
       return;
     }
 

@@ -14,6 +14,10 @@ import { JobEventsRepository } from '../../src/jobs/job-events.repository';
 import type { JobEntity } from '../../src/jobs/job.entity';
 import { JobsRepository } from '../../src/jobs/jobs.repository';
 import type { CallMessage } from '../../src/runner/runner-protocol';
+import { DatasetsRepository } from '../../src/datasets/datasets.repository';
+import { StorageQuota } from '../../src/datasets/storage-quota.service';
+import { HubAccessService } from '../../src/hub/hub-access.service';
+import { UserModelsRepository } from '../../src/models/user-models.repository';
 import { DevicePoolService } from '../../src/scheduler/device-pool.service';
 import { EmbeddedQueue } from '../../src/scheduler/embedded.queue';
 import { FairDispatcher } from '../../src/scheduler/fair-dispatcher';
@@ -148,6 +152,8 @@ export interface ServiceHarness {
   workers: WorkersRepository;
   users: UsersRepository;
   calls: SessionCallsRepository;
+  hubAccess: HubAccessService;
+  quota: StorageQuota;
   bus: LocalBus;
   queue: RecordingQueue;
   runners: FakeRunners;
@@ -189,6 +195,8 @@ export async function serviceHarness(settings: Partial<Record<SettingKey, unknow
   const workers = new WorkersRepository(db);
   const users = new UsersRepository(db);
   const calls = new SessionCallsRepository(db);
+  const hubAccess = new HubAccessService(db, config);
+  const quota = new StorageQuota(config, new DatasetsRepository(db), jobs, new UserModelsRepository(db), hubAccess);
   const bus = new LocalBus();
   const queue = new RecordingQueue(jobs);
   const runners = new FakeRunners();
@@ -206,6 +214,8 @@ export async function serviceHarness(settings: Partial<Record<SettingKey, unknow
     workers,
     users,
     calls,
+    hubAccess,
+    quota,
     bus,
     queue,
     runners,
@@ -217,9 +227,9 @@ export async function serviceHarness(settings: Partial<Record<SettingKey, unknow
       bus.jobQueued();
       return job;
     },
-    supervisor: () => new JobSupervisor(config, jobs, events, queue, bus, runners.launch),
+    supervisor: () => new JobSupervisor(config, jobs, events, queue, bus, hubAccess, runners.launch),
     async worker(supervisor = harness.supervisor()) {
-      const worker = new WorkerService(config, jobs, workers, queue, bus, supervisor, users, new DevicePoolService(config));
+      const worker = new WorkerService(config, jobs, workers, queue, bus, supervisor, users, new DevicePoolService(config), hubAccess, quota);
       await worker.onApplicationBootstrap();
       booted.push(worker);
       return worker;

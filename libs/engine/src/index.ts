@@ -60,11 +60,24 @@ export { type NativeStatus, type NativeDtype, type MachineLimits, loadEngineAddo
 export { NativeTensor, MappedFile } from './native/native-tensor';
 export { registerWasmMissingKernels } from './kernels/wasm-missing-kernels';
 export { type TokenBatch, type PadOptions, padBatch, validateTokenBatch } from './model/token-batch';
+export { type DatumTokens, type DatumBatch, datumBatch } from './model/datum-batch';
 export { FULL_FINE_TUNING_BYTES_PER_PARAMETER, fullFineTuningRefusal } from './model/model-size';
 export { type TrainingPassBytes, type TrainingPassPlan, trainingPassBytes, scoringPassBytes, maxScoringRows, maxTrainingRows, preferredTrainingRows } from './model/memory-plan';
 export { type WasmHeapUsage, wasmHeapUsage, WASM_HEAP_MAX } from './kernels/wasm-heap';
-export { type ModelOptions, type ModelWeights, type ScoreOptions, type TokenScores, Model, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
-export { type LoraOptions, LORA_TARGETS } from './model/lora';
+export { type ModelOptions, type ModelWeights, type ScoreOptions, type TokenScores, Model, DEFAULT_ADAPTER, VALUE_WEIGHT, VALUE_BIAS } from './model/transformer';
+export {
+  type LoraOptions,
+  type LoraStateBytes,
+  type TinkerLoraParts,
+  LORA_TARGETS,
+  LORA_HEAD_MODULE,
+  TINKER_LORA_ALPHA,
+  loraModules,
+  loraStateBytes,
+  loraTargetableModules,
+  tinkerLoraTargets,
+} from './model/lora';
+export { AdapterSnapshot, type AdapterRef } from './model/lora-state';
 export { KvCache, type KvLayer } from './model/kv-cache';
 export { type LossCoefficients, type CurrentScores, crossEntropyCoefficients } from './train/logprobs';
 // I/O half: tokenizers, chat templates, stop strings.
@@ -73,14 +86,15 @@ export { ByteTokenizer, type ByteTokenizerOptions } from './tokenizer/byte-token
 export { HfTokenizer } from './tokenizer/hf-tokenizer';
 export { byteToUnicode, unicodeToByte } from './tokenizer/byte-level-alphabet';
 export { ChatTemplate, CHATML_TEMPLATE, type ChatMessage, type ChatRenderOptions } from './tokenizer/chat-template';
-export { StopStringScanner, cutAtStop, findEarliestStop, type StopMatch } from './tokenizer/stop-strings';
+export { StopStringScanner, cutAtStop, findEarliestStop, stopStringHook, type StopMatch } from './tokenizer/stop-strings';
 export { type SamplingOptions, type SampledSequence, sample } from './sampling/sampler';
 export { type TokenAlternative, topAlternatives, logSumExp } from './sampling/top-alternatives';
 export { type PromptLogprobs, promptLogprobs } from './sampling/prompt-logprobs';
 export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';
 export { Prng, type PrngState } from './util/prng';
-export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepResult, Trainer } from './train/trainer';
-export { type AdamWOptions, type AdamWState, AdamW, defaultDecay } from './train/adamw';
+export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepOptions, type StepResult, Trainer } from './train/trainer';
+export { type AdamWOptions, type AdamWState, type AdamWStepOptions, AdamW, defaultDecay } from './train/adamw';
+export { writeOptimizerState, readOptimizerState } from './io/optimizer-state';
 export { globalNorm, clipFactor } from './train/grad-clip';
 export { type LrSchedule, warmupCosineSchedule, warmupConstantSchedule } from './train/lr-schedule';
 // I/O half: Hugging Face model folders, PEFT LoRA adapters.

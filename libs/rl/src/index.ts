@@ -50,3 +50,4 @@ export * from './losses/registry';
 export * from './losses/value-loss';
 export * from './losses/entropy';
 export * from './losses/sft';
+export * from './losses/tinker';

@@ -13,6 +13,7 @@ import { resolveJobId } from './job-ref';
 import { saveDownload } from './save-download';
 import { readJobSpec } from './job-spec-file';
 import { watchJobUntilEnd } from './job-watch';
+import { withHubToken } from './hub-credentials';
 import { withWandbCredentials } from './wandb-credentials';
 import { formatAge, formatBytes, formatNumber, printJson, printLine, table } from './output';
 
@@ -236,13 +237,15 @@ export function registerJobsCommands(program: Command): void {
 
 /**
  * Submits a spec; a refusal that names the environment lists the ones the server knows. A train job
- * that logs to W&B takes the W&B settings of this shell (see withWandbCredentials).
+ * that logs to W&B takes the W&B settings of this shell (see withWandbCredentials), a job naming an
+ * `hf:` model its HF_TOKEN (see withHubToken).
  */
 export async function submit(client: OpenTinkerClient, spec: Record<string, unknown>) {
   const wandb = withWandbCredentials(spec, process.env);
-  for (const note of wandb.notes) process.stderr.write(`opentinker: note: ${note}\n`);
+  const hub = withHubToken(wandb.spec, process.env);
+  for (const note of [...wandb.notes, ...hub.notes]) process.stderr.write(`opentinker: note: ${note}\n`);
   try {
-    return await client.jobs.submit(wandb.spec as JobSpec);
+    return await client.jobs.submit(hub.spec as JobSpec);
   } catch (error) {
     if (isOpenTinkerError(error) && error.field?.startsWith('environment')) {
       throw new CliError(`${error.message} (known environments: ${await knownEnvironments(client)})`, EXIT.FAILED, error.code, error.field);

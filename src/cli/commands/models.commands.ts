@@ -28,16 +28,21 @@ export function registerModelsCommands(program: Command): void {
 
   models
     .command('pull')
-    .description('Download a repo at a revision into the cache (models: safetensors, config and tokenizer files), resuming a partial download')
+    .description(
+      "Download a repo at a revision into the cache (models: safetensors, config and tokenizer files), resuming a partial download; every tenant of this machine's server may then use it",
+    )
     .argument('<id>', 'Org/Name[@revision] (hf: optional); hf:datasets/Org/Name for a dataset repo')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const ref = parseHubRef(id, { field: 'model' });
-      const snap = await localHubCache().resolve(ref, {
+      const cache = localHubCache();
+      const snap = await cache.resolve(ref, {
         field: 'model',
         select: ref.type === 'model' ? isModelFile : () => true,
         log: (l) => process.stderr.write(`${l}\n`),
       });
+      // The operator's pull: every tenant of a server using this cache may use it (docs/models.md).
+      await cache.markShared(ref, snap.commit);
       const bytes = snap.files.reduce((a, f) => a + f.size, 0);
       if (opts.json)
         return printJson({

@@ -66,7 +66,7 @@ export interface paths {
         put?: never;
         /**
          * Chat with a job’s checkpoint or a cached Hugging Face model (OpenAI-compatible)
-         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs (`job:<id>[/step-<n>]`) or a model folder you uploaded (`model:<id>`), so any OpenAI client can use a trained model, or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, any user; never downloaded by a request: 404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
+         * @description OpenAI’s chat completions API over a checkpoint of one of your jobs (`job:<id>[/step-<n>]`) or a model folder you uploaded (`model:<id>`), so any OpenAI client can use a trained model, or over a Hugging Face model in the server’s Hub cache (`hf:Org/Name[@revision]`, one you may use; never downloaded by a request: 404 `OT_ERR_MODEL_NOT_FOUND` says how to pull it) (base URL `<server>/v1`, the API key as the OpenAI key). With `stream: true` the answer is Server-Sent Events: `data: <chat.completion.chunk>` lines, then `data: [DONE]`. Errors carry both our body (`code`, `field`) and OpenAI’s `error: { message, type, code, param }`. The model runs in a separate process per checkpoint; the first request to a checkpoint waits for it to load. `OT_ERR_MODEL_UNAVAILABLE` (503): its process stopped; retry.
          */
         post: operations["Chat_completions"];
         delete?: never;
@@ -604,7 +604,7 @@ export interface paths {
         };
         /**
          * Checkpoints, uploaded models and Hub models you can use (OpenAI-compatible model list)
-         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first (`job:<job id>/step-<n>`); then your uploaded models (`model:<id>`); then one per model snapshot in the server’s Hub cache (`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` (chat, completions) and a job’s `model.path` may name.
+         * @description One entry per checkpoint with a model folder, of your newest 200 jobs, newest step first (`job:<job id>/step-<n>`); then your uploaded models (`model:<id>`); then one per model snapshot in the server’s Hub cache that you may use (`hf:Org/Name@<commit>`, with `repo`, `commit` and the `revisions` that name it). `id` is what `model` (chat, completions) and a job’s `model.path` may name.
          */
         get: operations["Models_list"];
         put?: never;
@@ -1410,6 +1410,8 @@ export interface components {
                 chat_template?: "auto" | "chatml" | "plain";
                 /** @description A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only */
                 context_length?: number;
+                /** @description Your Hugging Face token, for a private or gated hf: repo (the CLI sends HF_TOKEN). Kept apart from the spec, never shown, sent to the Hub only; what it fetches is yours alone */
+                hf_token?: string;
                 /** @description Train LoRA adapters with the base frozen (PEFT layout) */
                 lora?: {
                     /** @default 16 */
@@ -1709,6 +1711,8 @@ export interface components {
                 chat_template?: "auto" | "chatml" | "plain";
                 /** @description A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only */
                 context_length?: number;
+                /** @description Your Hugging Face token, for a private or gated hf: repo (the CLI sends HF_TOKEN). Kept apart from the spec, never shown, sent to the Hub only; what it fetches is yours alone */
+                hf_token?: string;
                 /** @description Train LoRA adapters with the base frozen (PEFT layout) */
                 lora?: {
                     /** @default 16 */
@@ -2095,6 +2099,8 @@ export interface components {
                 chat_template?: "auto" | "chatml" | "plain";
                 /** @description A preset's context in tokens instead of its own (tiny-char: 128); rotary positions need no new weights. Presets only */
                 context_length?: number;
+                /** @description Your Hugging Face token, for a private or gated hf: repo (the CLI sends HF_TOKEN). Kept apart from the spec, never shown, sent to the Hub only; what it fetches is yours alone */
+                hf_token?: string;
                 /** @description Train LoRA adapters with the base frozen (PEFT layout) */
                 lora?: {
                     /** @default 16 */

@@ -69,6 +69,14 @@ export function peftKey(module: string, factor: 'A' | 'B'): string {
 
 const KEY = /^base_model\.model\.(.+)\.lora_([AB])(?:\.default)?\.weight$/;
 
+/**
+ * The full output projection PEFT also saves when `lm_head` is a target (its `save_embedding_layers`
+ * default). The engine applies the adapter on its own base's head, so this copy is skipped on load; the
+ * engine's own adapters are written without it, as `save_pretrained(save_embedding_layers=False)` does,
+ * which PEFT loads back to identical outputs.
+ */
+const HEAD_BASE_LAYER = 'base_model.model.lm_head.base_layer.weight';
+
 function invalid(message: string, field?: string): never {
   throw new EngineError('ENGINE_IO', message, field);
 }
@@ -142,6 +150,8 @@ export function validateLoraWeights(adapter: Pick<LoraAdapter, 'config' | 'weigh
           .map((s) => [s.name, s.shape]),
       )
     : null;
+  // The output projection is a target whether or not it is tied to the embedding (PEFT wraps `lm_head` either way).
+  if (linear && !linear.has('lm_head.weight')) linear.set('lm_head.weight', [modelConfig!.vocab_size, modelConfig!.hidden_size]);
   const bad = (module: string, message: string): never => {
     throw new EngineError('ENGINE_INVALID_WEIGHTS', `LoRA module ${module}: ${message}`, module);
   };
@@ -252,6 +262,7 @@ export async function loadLoraAdapter(dir: string, options: { modelConfig?: Mode
   const parts = new Map<string, Partial<LoraFactors>>();
   try {
     for (const name of file.names) {
+      if (name === HEAD_BASE_LAYER) continue;
       const m = KEY.exec(name);
       if (!m) invalid(`${weightsPath}: ${name} is not a LoRA factor (expected base_model.model.<module>.lora_A.weight / lora_B.weight)`, name);
       const entry = parts.get(m[1]) ?? {};

@@ -2,16 +2,15 @@ import * as tf from '@tensorflow/tfjs-core';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isEngineError } from '../errors';
 import { loadHfModelDir, saveHfModelDir } from '../io/hf-model-dir';
-import { loadLoraAdapter, peftKey, saveLoraAdapter, type LoraAdapter } from '../io/peft-adapter';
+import { loadLoraAdapter, peftKey, saveLoraAdapter } from '../io/peft-adapter';
 import { SafetensorsFile } from '../io/safetensors';
+import { errorCode, randomisedAdapter } from '../testing/lora';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { ByteTokenizer } from '../tokenizer/byte-tokenizer';
 import { crossEntropyCoefficients } from '../train/logprobs';
 import { Trainer } from '../train/trainer';
 import { sample } from '../sampling/sampler';
-import { Prng } from '../util/prng';
 import { modelPreset } from './model-config';
 import { padBatch } from './token-batch';
 import { Model } from './transformer';
@@ -28,22 +27,6 @@ const ALL = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'do
 
 function logits(model: Model): Float32Array {
   return tf.tidy(() => model.logits(batch).dataSync() as Float32Array);
-}
-
-/** An adapter with random (non-zero) B, so it changes the outputs. */
-function randomised(adapter: LoraAdapter, seed: number): LoraAdapter {
-  const rng = new Prng(seed);
-  const out = new Map([...adapter.weights].map(([m, f]) => [m, { A: f.A, B: { shape: f.B.shape, data: Float32Array.from(f.B.data, () => rng.normal() * 0.1) } }]));
-  return { config: adapter.config, weights: out };
-}
-
-function code(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return isEngineError(e) ? `${e.code}:${e.field ?? ''}` : String(e);
-  }
-  return 'none';
 }
 
 describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
@@ -109,7 +92,7 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
   it('round-trips through a PEFT folder into a fresh model with the same base', async () => {
     const model = Model.fromWeights(config, weights);
     model.addLora({ r: 2, alpha: 4, targetModules: ['k_proj', 'o_proj', 'gate_proj', 'down_proj'], seed: 3 });
-    const adapter = randomised(model.exportLora(), 4);
+    const adapter = randomisedAdapter(model.exportLora(), 4, 0.1);
     model.removeLora();
     model.loadLora(adapter);
     const expected = logits(model);
@@ -130,7 +113,7 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
   it('merges into the base within 1e-5 and saves as a plain Hugging Face folder', async () => {
     const model = Model.fromWeights(config, weights);
     model.addLora({ r: 4, alpha: 8, targetModules: ALL, seed: 5 });
-    const adapter = randomised(model.exportLora(), 6);
+    const adapter = randomisedAdapter(model.exportLora(), 6, 0.1);
     model.removeLora();
     model.loadLora(adapter);
     const withAdapter = logits(model);
@@ -155,7 +138,7 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
   it('samples under the adapter: sampled log-probs match the recomputed ones to 1e-4', () => {
     const model = Model.fromWeights(config, weights, { trainable: false });
     model.addLora({ r: 4, alpha: 8, targetModules: ALL, seed: 8 });
-    const adapter = randomised(model.exportLora(), 9);
+    const adapter = randomisedAdapter(model.exportLora(), 9, 0.1);
     model.removeLora();
     model.loadLora(adapter);
     const prompts = [
@@ -186,12 +169,12 @@ describe.each(TEST_BACKENDS)('LoRA on %s', (backend) => {
 
   it('refuses bad options with typed errors', () => {
     const model = Model.fromWeights(config, weights);
-    expect(code(() => model.addLora({ r: 0, alpha: 8, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:r');
-    expect(code(() => model.addLora({ r: 2, alpha: 8, dropout: 0.1, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:dropout');
-    expect(code(() => model.addLora({ r: 2, alpha: 8, targetModules: ['lm_head'], seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:targetModules');
-    expect(code(() => model.mergeLora())).toBe('ENGINE_INVALID_OPTIONS:lora');
+    expect(errorCode(() => model.addLora({ r: 0, alpha: 8, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:r');
+    expect(errorCode(() => model.addLora({ r: 2, alpha: 8, dropout: 0.1, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:dropout');
+    expect(errorCode(() => model.addLora({ r: 2, alpha: 8, targetModules: ['embed_tokens'], seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:targetModules');
+    expect(errorCode(() => model.mergeLora())).toBe('ENGINE_INVALID_OPTIONS:lora');
     model.addLora({ r: 2, alpha: 8, seed: 1 });
-    expect(code(() => model.addLora({ r: 2, alpha: 8, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:lora');
+    expect(errorCode(() => model.addLora({ r: 2, alpha: 8, seed: 1 }))).toBe('ENGINE_INVALID_OPTIONS:lora');
     model.dispose();
   });
 });

@@ -11,6 +11,14 @@ export interface TokenBatch {
   seqLen: number;
   ids: Int32Array;
   mask: Uint8Array;
+  /**
+   * Optional, row-major `[batchSize, seqLen]`: the token each position's log-prob is of, where it is not
+   * the token itself. Entry `t` replaces `ids[t]` as the target predicted from `ids[<t]` (log-probs,
+   * entropies and the training loss then score it), while `ids[t]` stays the input. This is how a Tinker
+   * datum whose `target_tokens` are not its shifted input (the cookbook puts 0 under prompt positions) is
+   * scored exactly as sent. Absent: every token is its own target.
+   */
+  targets?: Int32Array;
 }
 
 /** Options of {@link padBatch}. */
@@ -71,6 +79,14 @@ export function validateTokenBatch(batch: TokenBatch, vocabSize: number): void {
   if (!Number.isInteger(seqLen) || seqLen < 1) bad(`seqLen must be a positive integer, got ${seqLen}`, 'seqLen');
   if (ids.length !== batchSize * seqLen) bad(`ids has ${ids.length} entries, expected ${batchSize * seqLen}`, 'ids');
   if (mask.length !== batchSize * seqLen) bad(`mask has ${mask.length} entries, expected ${batchSize * seqLen}`, 'mask');
+  const targets = batch.targets;
+  if (targets) {
+    if (targets.length !== batchSize * seqLen) bad(`targets has ${targets.length} entries, expected ${batchSize * seqLen}`, 'targets');
+    for (let i = 0; i < targets.length; i++) {
+      if (mask[i] === 1 && !(Number.isInteger(targets[i]) && targets[i] >= 0 && targets[i] < vocabSize))
+        bad(`targets[${i}] = ${targets[i]} is outside the vocabulary [0, ${vocabSize})`, 'targets');
+    }
+  }
   for (let b = 0; b < batchSize; b++) {
     let state = 0; // 0: leading padding, 1: tokens, 2: trailing padding
     for (let t = 0; t < seqLen; t++) {
@@ -99,5 +115,6 @@ export function hasLogProb(batch: TokenBatch, b: number, t: number): boolean {
 /** Rows `start` to `end` (exclusive) of a batch, same sequence length (views, not copies). */
 export function sliceRows(batch: TokenBatch, start: number, end: number): TokenBatch {
   const t = batch.seqLen;
-  return { batchSize: end - start, seqLen: t, ids: batch.ids.subarray(start * t, end * t), mask: batch.mask.subarray(start * t, end * t) };
+  const rows = { batchSize: end - start, seqLen: t, ids: batch.ids.subarray(start * t, end * t), mask: batch.mask.subarray(start * t, end * t) };
+  return batch.targets ? { ...rows, targets: batch.targets.subarray(start * t, end * t) } : rows;
 }

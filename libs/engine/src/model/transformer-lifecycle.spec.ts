@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { isEngineError } from '../errors';
+import { errorCode } from '../testing/lora';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { Trainer } from '../train/trainer';
 import { modelPreset } from './model-config';
@@ -12,15 +12,6 @@ const batch = padBatch([
   [1, 2, 3, 4, 5, 6],
   [7, 8, 9],
 ]);
-
-function code(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return isEngineError(e) ? `${e.code}:${e.field ?? ''}` : String(e);
-  }
-  return 'none';
-}
 
 describe.each(TEST_BACKENDS)('Model lifecycle on %s', (backend) => {
   useBackend(backend);
@@ -56,7 +47,7 @@ describe.each(TEST_BACKENDS)('Model lifecycle on %s', (backend) => {
     expect(tf.memory().numTensors).toBeGreaterThan(before);
     model.dispose();
     expect(tf.memory().numTensors).toBe(before);
-    expect(code(() => model.exportWeights())).toBe('ENGINE_DISPOSED:');
+    expect(errorCode(() => model.exportWeights())).toBe('ENGINE_DISPOSED:');
   });
 
   it('a value head: added, exported as score.*, reloaded, and trained toward targets', () => {
@@ -64,7 +55,7 @@ describe.each(TEST_BACKENDS)('Model lifecycle on %s', (backend) => {
     expect(critic.hasValueHead).toBe(false);
     expect(critic.scoreTokens(batch).values).toBeUndefined();
     critic.addValueHead(1);
-    expect(code(() => critic.addValueHead(1))).toBe('ENGINE_INVALID_OPTIONS:valueHead');
+    expect(errorCode(() => critic.addValueHead(1))).toBe('ENGINE_INVALID_OPTIONS:valueHead');
     const weights = critic.exportWeights();
     expect(weights.get(VALUE_WEIGHT)!.shape).toEqual([1, config.hidden_size]);
     expect(weights.get(VALUE_BIAS)!.shape).toEqual([1]);
@@ -96,10 +87,10 @@ describe.each(TEST_BACKENDS)('Model lifecycle on %s', (backend) => {
     const model = Model.init(config, 7);
     const trainer = new Trainer(model, { lr: 1e-3 });
     const zeros = new Float32Array(batch.ids.length);
-    expect(code(() => trainer.accumulate(batch, { logProbCoef: zeros, valueCoef: zeros }))).toBe('ENGINE_INVALID_INPUT:valueCoef');
+    expect(errorCode(() => trainer.accumulate(batch, { logProbCoef: zeros, valueCoef: zeros }))).toBe('ENGINE_INVALID_INPUT:valueCoef');
     const weights = initWeights(config, 1);
     weights.set(VALUE_WEIGHT, { shape: [2, config.hidden_size], data: new Float32Array(2 * config.hidden_size) });
-    expect(code(() => Model.fromWeights(config, weights))).toBe(`ENGINE_INVALID_WEIGHTS:${VALUE_WEIGHT}`);
+    expect(errorCode(() => Model.fromWeights(config, weights))).toBe(`ENGINE_INVALID_WEIGHTS:${VALUE_WEIGHT}`);
     trainer.dispose();
     model.dispose();
   });

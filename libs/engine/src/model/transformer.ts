@@ -8,11 +8,24 @@ import { applyRope, halfSwapMatrix, ropeTables } from './rope';
 import { swiglu } from './swiglu';
 import { addBias, addSame, scaleBy } from './elementwise';
 import { hasLogProb, sliceRows, validateTokenBatch, type TokenBatch } from './token-batch';
-import { maxScoringRows } from './memory-plan';
+import { freeHeapBytes, maxScoringRows } from './memory-plan';
 import { initWeights, validateWeights, weightSpecs, type NamedWeights, type WeightTensor } from './weights';
 import { Prng } from '../util/prng';
-import { loraScaling, peftKey, validateLoraWeights, type LoraAdapter, type LoraFactors } from '../io/peft-adapter';
-import { LORA_TARGETS, initLoraA, loraModules, validateLoraOptions, type LoraOptions } from './lora';
+import { loraScaling, peftKey, validateLoraWeights, type LoraAdapter, type LoraAdapterConfig, type LoraFactors } from '../io/peft-adapter';
+import { LORA_HEAD_MODULE, LORA_TARGETS, initLoraA, loraModules, loraStateBytes, validateLoraOptions, type LoraOptions } from './lora';
+import {
+  AdapterSnapshot,
+  compileRowPlan,
+  disposeLoraState,
+  disposeRowPlan,
+  loraStateFactorBytes,
+  rowMask,
+  type AdapterRef,
+  type LoraFactorTensors,
+  type LoraState,
+  type RowAdapterPlan,
+} from './lora-state';
+import { loraHeadLogits, loraHeadScores, type LoraHeadFactors } from './lora-head';
 import { cudaReady, engineAddon } from '../native/addon';
 import { NativeTensor } from '../native/native-tensor';
 import { backendRunsNativeKernels } from '../kernels/native-kernel';
@@ -57,18 +70,20 @@ export interface PassContext {
   scale: number;
 }
 
-/** An attached LoRA adapter: factors held transposed (`A` `[in, r]`, `B` `[r, out]`) so `x·A·B` is two plain matmuls. */
-interface LoraState {
-  config: LoraAdapter['config'];
-  scaling: number;
-  factors: Map<string, { A: tf.Variable; B: tf.Variable }>;
-  rawConfig?: Record<string, unknown>;
-}
+/** The name `addLora`/`loadLora` give an adapter when none is given: the one passes use by default (PEFT's default adapter name). */
+export const DEFAULT_ADAPTER = 'default';
+
+/** The LoRA weights a pass applies: none, one adapter or snapshot for every row, or one per row. */
+type Selection = { kind: 'none' } | { kind: 'one'; state: LoraState } | { kind: 'rows'; plan: RowAdapterPlan };
 
 /** Options of {@link Model.scoreTokens}. */
 export interface ScoreOptions {
-  /** With `false`, score under the base model alone (the reference policy of a LoRA model); default true. */
-  adapter?: boolean;
+  /**
+   * The LoRA weights to score under: an adapter's name, a snapshot, `null` or `false` for the base alone
+   * (the reference policy of a LoRA model), or one of those per row; `true` or absent: the current
+   * selection (by default the default adapter).
+   */
+  adapter?: boolean | AdapterRef | readonly AdapterRef[];
 }
 
 /** Options of {@link Model.fromWeights}. */
@@ -152,13 +167,17 @@ export class Model {
   private readonly embed: Matrix;
   private readonly layers: LayerVars[] = [];
   private readonly finalNorm: tf.Variable;
-  private readonly lmHead?: Matrix;
+  private lmHead?: Matrix;
   private valueWeight?: tf.Variable;
   private valueBias?: tf.Variable;
   private readonly id: number;
   private disposed = false;
-  private lora?: LoraState;
-  private adapterOff = false;
+  /** Adapters by name, over the one copy of the base weights. */
+  private readonly adapters = new Map<string, LoraState>();
+  private readonly snapshots = new Set<AdapterSnapshot>();
+  private adapterSeq = 0;
+  /** What passes apply while {@link Model.withAdapter} runs; undefined: the default adapter, if any. */
+  private selection?: Selection;
 
   private constructor(config: ModelConfig, weights: ModelWeights, trainable: boolean, placement: 'native' | 'heap') {
     this.config = config;
@@ -341,23 +360,25 @@ export class Model {
 
   /**
    * The trainable variables by Hugging Face weight name (linear weights stored transposed); the
-   * optimizer uses the names to decide weight decay. Under a LoRA adapter only its factors; a natively
-   * placed (frozen) model has none but its norms, biases and value head.
+   * optimizer uses the names to decide weight decay. With LoRA adapters: the factors (under PEFT's
+   * names) of `adapter`, or without it of the adapter the current pass selects ({@link Model.withAdapter};
+   * by default the default adapter), so a trainer of an adapter leaves the base and every other adapter
+   * bit-identical. A frozen adapter or a snapshot has none; a natively placed (frozen) model has none but
+   * its norms, biases and value head.
    */
-  namedVariables(): Map<string, tf.Variable> {
+  namedVariables(adapter?: string): Map<string, tf.Variable> {
     this.assertLive();
-    // Under a LoRA adapter only its factors train: the base stays frozen (a Trainer made after addLora sees just these).
-    if (this.lora) {
-      const out = new Map<string, tf.Variable>();
-      for (const [module, f] of this.lora.factors) out.set(peftKey(module, 'A'), f.A).set(peftKey(module, 'B'), f.B);
+    const state = adapter !== undefined ? this.adapterState(adapter) : this.singleSelection();
+    const out = new Map<string, tf.Variable>();
+    if (state) {
+      if (state.trainable) for (const [module, f] of state.factors) out.set(peftKey(module, 'A'), f.A as tf.Variable).set(peftKey(module, 'B'), f.B as tf.Variable);
       return out;
     }
-    const out = new Map<string, tf.Variable>();
     for (const [name, slot] of this.slots) if (slot.variable) out.set(name, slot.variable);
     return out;
   }
 
-  /** Bytes of the model's weights in the wasm heap and outside it (native tensors, mapped or copied). */
+  /** Bytes of the model's weights in the wasm heap (adapters and snapshots included) and outside it (native tensors, mapped or copied). */
   weightBytes(): { heap: number; native: number } {
     let heap = 0;
     let native = 0;
@@ -365,35 +386,69 @@ export class Model {
       if (slot.native) native += slot.native.byteLength;
       else heap += slot.variable.size * 4;
     }
-    if (this.lora) for (const f of this.lora.factors.values()) heap += (f.A.size + f.B.size) * 4;
+    for (const state of this.adapters.values()) heap += loraStateFactorBytes(state);
+    for (const snapshot of this.snapshots) heap += snapshot.bytes;
     return { heap, native };
   }
 
-  /** Whether a LoRA adapter is attached. */
+  /** Whether the default adapter (the one {@link Model.addLora} attaches without a name) is attached. */
   get hasLora(): boolean {
-    return this.lora !== undefined;
+    return this.adapters.has(DEFAULT_ADAPTER);
+  }
+
+  /** Names of the attached adapters, in the order they were attached. */
+  adapterNames(): string[] {
+    return [...this.adapters.keys()];
+  }
+
+  /** Whether an adapter of that name is attached. */
+  hasAdapter(name: string): boolean {
+    return this.adapters.has(name);
   }
 
   /**
-   * Attaches a fresh LoRA adapter: each targeted layer linear computes `W·x + (alpha/r)·B·(A·x)`, with
-   * `A` `[r, in]` Kaiming-uniform (as PEFT) and `B` `[out, r]` zeros, so outputs are unchanged until it
-   * trains. From then on {@link Model.namedVariables} lists only the factors: a {@link Trainer} made
-   * afterwards trains the adapter and leaves the base weights bit-identical.
+   * An attached adapter's config, scaling, whether it trains, and its size (entries of the factors and
+   * their heap bytes; a trained adapter holds about four times the bytes with gradients and AdamW moments).
+   */
+  adapterInfo(name: string = DEFAULT_ADAPTER): { config: LoraAdapterConfig; scaling: number; trainable: boolean; parameters: number; bytes: number } {
+    this.assertLive();
+    const state = this.adapterState(name);
+    const bytes = loraStateFactorBytes(state);
+    return { config: { ...state.config }, scaling: state.scaling, trainable: state.trainable, parameters: bytes / 4, bytes };
+  }
+
+  /**
+   * Attaches a fresh LoRA adapter: each targeted linear computes `W·x + (alpha/r)·B·(A·x)`, with `A`
+   * `[r, in]` Kaiming-uniform (as PEFT) and `B` `[out, r]` zeros, so outputs are unchanged until it
+   * trains. Targets are the layer linears and `lm_head` (the output projection, also when tied to the
+   * embedding). Without a name it is the default adapter, which passes use unless told otherwise; a model
+   * holds any number of named adapters over one copy of its base weights, each selected per call
+   * ({@link Model.withAdapter}, the `adapter` options of scoring, sampling and {@link Trainer}). Refused
+   * with `ENGINE_OUT_OF_MEMORY` when the adapter's factors, gradients and AdamW moments would not fit the
+   * heap's free bytes.
    *
    * @example
    * ```ts
    * model.addLora({ r: 8, alpha: 16, targetModules: ['q_proj', 'v_proj'], seed: 1 });
    * const trainer = new Trainer(model, { lr: 1e-3 });
+   * model.addLora({ r: 16, alpha: 32, targetModules: ['q_proj', 'lm_head'], seed: 2 }, 'client-2');
+   * const second = new Trainer(model, { lr: 1e-4, adapter: 'client-2' });
    * ```
    */
-  addLora(options: LoraOptions): void {
+  addLora(options: LoraOptions, name: string = DEFAULT_ADAPTER): void {
     this.assertLive();
     validateLoraOptions(options);
+    this.checkNewAdapterName(name);
     const targets = options.targetModules ?? ['q_proj', 'k_proj', 'v_proj', 'o_proj'];
     const modules = loraModules(this.config, targets);
     if (modules.length === 0) {
-      throw new EngineError('ENGINE_INVALID_OPTIONS', `LoRA targetModules ${JSON.stringify(targets)} match no layer linear (${LORA_TARGETS.join(', ')})`, 'targetModules');
+      throw new EngineError(
+        'ENGINE_INVALID_OPTIONS',
+        `LoRA targetModules ${JSON.stringify(targets)} match no linear (${[...LORA_TARGETS, LORA_HEAD_MODULE].join(', ')})`,
+        'targetModules',
+      );
     }
+    this.ensureAdapterRoom(name, loraStateBytes(this.config, options.r, targets).trainingBytes, options.r);
     const rng = new Prng(options.seed);
     const weights = new Map<string, LoraFactors>();
     for (const m of modules) {
@@ -403,45 +458,68 @@ export class Model {
       });
     }
     const config = { r: options.r, lora_alpha: options.alpha, target_modules: targets, base_model_name_or_path: null, lora_dropout: 0, use_rslora: options.useRslora ?? false };
-    this.loadLora({ config, weights });
+    this.loadLora({ config, weights }, name);
   }
 
   /**
-   * Attaches an adapter read by `loadLoraAdapter` (checked against this model's shapes).
+   * Attaches an adapter read by `loadLoraAdapter` (checked against this model's shapes), as the default
+   * adapter or under `name`. With `trainable: false` its factors are frozen tensors (an adapter that only
+   * samples: a quarter of a trained one's heap).
    *
    * @example
    * ```ts
    * model.loadLora(await loadLoraAdapter('out/adapter', { modelConfig: model.config }));
+   * model.loadLora(await loadLoraAdapter('out/step-10', { modelConfig: model.config }), 'sampler-10', { trainable: false });
    * ```
    */
-  loadLora(adapter: LoraAdapter): void {
+  loadLora(adapter: LoraAdapter, name: string = DEFAULT_ADAPTER, options: { trainable?: boolean } = {}): void {
     this.assertLive();
-    if (this.lora) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model already has a LoRA adapter (merge it first)', 'lora');
+    this.checkNewAdapterName(name);
     validateLoraWeights(adapter, this.config);
-    const factors = new Map<string, { A: tf.Variable; B: tf.Variable }>();
-    for (const [module, f] of adapter.weights) {
-      const [A, B] = tf.tidy(() => [
-        tf.variable(tf.transpose(tf.tensor2d(f.A.data, f.A.shape as [number, number])), true, `m${this.id}/${peftKey(module, 'A')}`),
-        tf.variable(tf.transpose(tf.tensor2d(f.B.data, f.B.shape as [number, number])), true, `m${this.id}/${peftKey(module, 'B')}`),
-      ]);
-      factors.set(module, { A, B });
+    const trainable = options.trainable ?? true;
+    let parameters = 0;
+    for (const f of adapter.weights.values()) parameters += f.A.data.length + f.B.data.length;
+    this.ensureAdapterRoom(name, (trainable ? 16 : 4) * parameters, adapter.config.r);
+    const seq = this.adapterSeq++;
+    const factors = new Map<string, LoraFactorTensors>();
+    try {
+      for (const [module, f] of adapter.weights) {
+        const [A, B] = tf.tidy(() => {
+          const a = tf.transpose(tf.tensor2d(f.A.data, f.A.shape as [number, number])) as tf.Tensor2D;
+          const b = tf.transpose(tf.tensor2d(f.B.data, f.B.shape as [number, number])) as tf.Tensor2D;
+          if (!trainable) return [a, b];
+          return [tf.variable(a, true, `m${this.id}/a${seq}/${peftKey(module, 'A')}`), tf.variable(b, true, `m${this.id}/a${seq}/${peftKey(module, 'B')}`)] as tf.Tensor2D[];
+        });
+        factors.set(module, { A, B });
+      }
+    } catch (error) {
+      for (const f of factors.values()) tf.dispose([f.A, f.B]);
+      throw error;
     }
-    this.lora = { config: { ...adapter.config }, scaling: loraScaling(adapter.config), factors, ...(adapter.rawConfig ? { rawConfig: adapter.rawConfig } : {}) };
+    this.adapters.set(name, {
+      config: { ...adapter.config },
+      scaling: loraScaling(adapter.config),
+      factors,
+      trainable,
+      ...(adapter.rawConfig ? { rawConfig: adapter.rawConfig } : {}),
+    });
   }
 
   /**
-   * The attached adapter in PEFT layout (`A` `[r, in]`, `B` `[out, r]`), ready for `saveLoraAdapter`.
+   * An adapter (default: the default one) or a snapshot in PEFT layout (`A` `[r, in]`, `B` `[out, r]`),
+   * ready for `saveLoraAdapter`.
    *
    * @example
    * ```ts
    * await saveLoraAdapter('out/adapter', model.exportLora('Qwen/Qwen2.5-0.5B-Instruct'), { modelConfig: model.config });
+   * await saveLoraAdapter('out/client-2', model.exportLora('Qwen/Qwen2.5-0.5B-Instruct', 'client-2'), { modelConfig: model.config });
    * ```
    */
-  exportLora(baseModelNameOrPath?: string): LoraAdapter {
+  exportLora(baseModelNameOrPath?: string, adapter: string | AdapterSnapshot = DEFAULT_ADAPTER): LoraAdapter {
     this.assertLive();
-    const lora = this.requireLora();
+    const lora = typeof adapter === 'string' ? this.adapterState(adapter) : this.resolveRef(adapter)!;
     const weights = new Map<string, LoraFactors>();
-    const read = (v: tf.Variable) => {
+    const read = (v: tf.Tensor) => {
       const t = tf.tidy(() => tf.transpose(v));
       const data = Float32Array.from(t.dataSync() as Float32Array);
       const shape = [...t.shape];
@@ -454,9 +532,47 @@ export class Model {
   }
 
   /**
-   * Folds the adapter into the base, `W' = W + scaling·B·A`, and removes it (a native base becomes
+   * An immutable copy of an adapter's factors (default: the default adapter) to sample from while the
+   * adapter trains on: it costs the factors' bytes only, any number can be alive, and each is freed with
+   * its `dispose()` (or with the model). Use it wherever an adapter is selected.
+   *
+   * @example
+   * ```ts
+   * const step10 = model.snapshotAdapter('client-2');
+   * trainer.trainStep(batch, coefficients);              // the adapter moves on; step10 does not
+   * sample(model, prompts, { maxNewTokens: 16, adapter: step10 });
+   * step10.dispose();
+   * ```
+   */
+  snapshotAdapter(name: string = DEFAULT_ADAPTER): AdapterSnapshot {
+    this.assertLive();
+    const state = this.adapterState(name);
+    const bytes = loraStateFactorBytes(state);
+    this.ensureAdapterRoom(name, bytes, state.config.r, 'a snapshot of');
+    const factors = new Map<string, LoraFactorTensors>();
+    // tfjs tensors are immutable and an optimizer step assigns new values to the variables, so a clone keeps these.
+    for (const [module, f] of state.factors)
+      factors.set(
+        module,
+        tf.tidy(() => ({ A: tf.clone(f.A), B: tf.clone(f.B) })),
+      );
+    const snapshot = new AdapterSnapshot(
+      name,
+      { config: { ...state.config }, scaling: state.scaling, factors, trainable: false, ...(state.rawConfig ? { rawConfig: state.rawConfig } : {}) },
+      this,
+      (s) => this.snapshots.delete(s),
+    );
+    this.snapshots.add(snapshot);
+    return snapshot;
+  }
+
+  /**
+   * Folds the default adapter into the base, `W' = W + scaling·B·A`, and removes it (a native base becomes
    * float32, whatever it was stored as): the model then runs without the extra matmuls and {@link Model.exportWeights} holds the merged weights (a plain Hugging
-   * Face checkpoint). {@link Model.namedVariables} lists the base weights again.
+   * Face checkpoint). {@link Model.namedVariables} lists the base weights again. An `lm_head` adapter on
+   * tied embeddings gives the model its own output projection (`tie_word_embeddings` becomes false), so the
+   * input embedding keeps the base's values, as the unmerged adapter had them. Refused while other adapters
+   * or snapshots share the base.
    *
    * @example
    * ```ts
@@ -466,8 +582,15 @@ export class Model {
    */
   mergeLora(): void {
     this.assertLive();
-    const lora = this.requireLora();
+    const lora = this.adapterState(DEFAULT_ADAPTER);
+    if (this.adapters.size > 1 || this.snapshots.size > 0) {
+      throw new EngineError('ENGINE_INVALID_OPTIONS', 'cannot merge the default adapter while other adapters or snapshots share the base weights (remove them first)', 'adapter');
+    }
     for (const [module, f] of lora.factors) {
+      if (module === LORA_HEAD_MODULE) {
+        this.mergeHead(f, lora.scaling);
+        continue;
+      }
       const name = `${module}.weight`;
       const slot = this.slots.get(name)!;
       if (slot.variable) {
@@ -476,29 +599,92 @@ export class Model {
         continue;
       }
       // A native base is replaced by a float32 copy with the update folded in (W is [out, in]: add Bᵀ·Aᵀ's transpose).
-      const merged = tf.tidy(() => {
-        const w = tf.tensor2d(slot.native.toFloat32(), slot.native.shape as [number, number]);
-        return tf.add(w, tf.mul(tf.transpose(tf.matMul(f.A, f.B)), lora.scaling)).dataSync() as Float32Array;
-      });
-      const native = NativeTensor.fromFloat32(merged, slot.native.shape);
-      if (cudaReady()) native.toDevice();
+      const native = this.mergedNative(slot.native, f, lora.scaling);
       slot.native.dispose();
       this.slots.set(name, { native });
       this.replaceMatrix(slot.native, native);
     }
-    this.dropLora();
+    this.dropAdapter(DEFAULT_ADAPTER);
   }
 
-  /** Detaches and frees the adapter without merging it. */
-  removeLora(): void {
+  /** `W + scaling·(A·B)ᵀ` of a native `[out, in]` weight, as a new float32 native tensor. */
+  private mergedNative(w: NativeTensor, f: LoraFactorTensors, scaling: number, data = w.toFloat32()): NativeTensor {
+    const merged = tf.tidy(() => tf.add(tf.tensor2d(data, w.shape as [number, number]), tf.mul(tf.transpose(tf.matMul(f.A, f.B)), scaling)).dataSync() as Float32Array);
+    const native = NativeTensor.fromFloat32(merged, w.shape);
+    if (cudaReady()) native.toDevice();
+    return native;
+  }
+
+  /** Folds an `lm_head` adapter into the output projection, untying it from the embedding first when tied. */
+  private mergeHead(f: LoraFactorTensors, scaling: number): void {
+    const head = this.lmHead;
+    if (head?.variable) {
+      const w = head.variable;
+      tf.tidy(() => w.assign(tf.add(w, tf.mul(tf.transpose(tf.matMul(f.A, f.B)), scaling))));
+      return;
+    }
+    if (head?.native) {
+      const native = this.mergedNative(head.native, f, scaling);
+      head.native.dispose();
+      this.slots.set('lm_head.weight', { native });
+      this.lmHead = { native };
+      return;
+    }
+    const shape = [this.config.vocab_size, this.config.hidden_size];
+    const embed = this.embed.native ? this.embed.native.toFloat32() : Float32Array.from(this.embed.variable.dataSync() as Float32Array);
+    const merged = tf.tidy(() => tf.add(tf.tensor2d(embed, shape as [number, number]), tf.mul(tf.transpose(tf.matMul(f.A, f.B)), scaling)).dataSync() as Float32Array);
+    this.lmHead = this.makeMatrix('lm_head.weight', { shape, data: Float32Array.from(merged) }, false);
+    (this as { config: ModelConfig }).config = { ...this.config, tie_word_embeddings: false };
+  }
+
+  /** Detaches and frees an adapter (default: the default one) without merging it; its snapshots stay valid. */
+  removeLora(name: string = DEFAULT_ADAPTER): void {
     this.assertLive();
-    this.requireLora();
-    this.dropLora();
+    this.adapterState(name);
+    this.dropAdapter(name);
   }
 
   /**
-   * Runs `fn` with the adapter switched off: the base model alone, i.e. the reference policy for KL
-   * under a LoRA without a second copy of the weights. Not for use across an `await`.
+   * Runs `fn` with the LoRA weights its passes use set to `adapter`: an adapter's name, a snapshot, `null`
+   * for the base alone, or one of those per row of the batch the passes run on. Rows with different
+   * adapters share each pass over the base weights (each linear adds `((x·A) ⊙ mask)·B` over the adapters'
+   * factors side by side). Scoring, sampling and a {@link Trainer} of an adapter select theirs through
+   * their options; this is the primitive under them. Not for use across an `await`.
+   *
+   * @example
+   * ```ts
+   * const ref = model.withAdapter(null, () => model.scoreTokens(batch));            // the base model
+   * const two = model.withAdapter(['client-1', 'client-2'], () => model.logits(batch)); // row 0, row 1
+   * ```
+   */
+  withAdapter<T>(adapter: AdapterRef | readonly AdapterRef[], fn: () => T): T {
+    this.assertLive();
+    const before = this.selection;
+    let plan: RowAdapterPlan | undefined;
+    if (Array.isArray(adapter)) {
+      const states = (adapter as readonly AdapterRef[]).map((a) => this.resolveRef(a));
+      if (states.length === 0) throw new EngineError('ENGINE_INVALID_OPTIONS', 'per-row adapters need at least one row', 'adapter');
+      if (states.every((s) => s === states[0])) {
+        this.selection = states[0] ? { kind: 'one', state: states[0] } : { kind: 'none' };
+      } else {
+        plan = compileRowPlan(states);
+        this.selection = { kind: 'rows', plan };
+      }
+    } else {
+      const state = this.resolveRef(adapter as AdapterRef);
+      this.selection = state ? { kind: 'one', state } : { kind: 'none' };
+    }
+    try {
+      return fn();
+    } finally {
+      this.selection = before;
+      if (plan) disposeRowPlan(plan);
+    }
+  }
+
+  /**
+   * Runs `fn` with no adapter: the base model alone, i.e. the reference policy for KL under a LoRA
+   * without a second copy of the weights. Not for use across an `await`.
    *
    * @example
    * ```ts
@@ -506,23 +692,65 @@ export class Model {
    * ```
    */
   withoutAdapter<T>(fn: () => T): T {
-    const before = this.adapterOff;
-    this.adapterOff = true;
-    try {
-      return fn();
-    } finally {
-      this.adapterOff = before;
+    return this.withAdapter(null, fn);
+  }
+
+  private checkNewAdapterName(name: string): void {
+    if (typeof name !== 'string' || name.length === 0) throw new EngineError('ENGINE_INVALID_OPTIONS', 'an adapter name must be a non-empty string', 'adapter');
+    if (this.adapters.has(name)) {
+      const what = name === DEFAULT_ADAPTER ? 'a LoRA adapter (merge or remove it first)' : `a LoRA adapter named "${name}"`;
+      throw new EngineError('ENGINE_INVALID_OPTIONS', `the model already has ${what}`, 'lora');
     }
   }
 
-  private requireLora(): LoraState {
-    if (!this.lora) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model has no LoRA adapter', 'lora');
-    return this.lora;
+  /** Refuses, before allocating, an adapter state that the heap's free bytes cannot hold. */
+  private ensureAdapterRoom(name: string, bytes: number, r: number, what = 'adapter'): void {
+    const free = freeHeapBytes();
+    if (bytes <= free) return;
+    const mib = (b: number) => `${(b / 1024 ** 2).toFixed(1)} MiB`;
+    throw new EngineError(
+      'ENGINE_OUT_OF_MEMORY',
+      `${what === 'adapter' ? 'adapter' : `${what} adapter`} "${name}" (rank ${r}) needs ${mib(bytes)} of the engine's heap` +
+        `${what === 'adapter' ? ' for its factors, gradients and AdamW moments' : ''} and ${mib(Math.max(0, free))} are free: ` +
+        'remove adapters or snapshots, lower the rank or the targeted modules, or raise OPENTINKER_ENGINE_MEMORY_MB (at most 4 GiB: the wasm heap)',
+      'memory',
+    );
   }
 
-  private dropLora(): void {
-    for (const f of this.lora!.factors.values()) tf.dispose([f.A, f.B]);
-    this.lora = undefined;
+  private adapterState(name: string): LoraState {
+    const state = this.adapters.get(name);
+    if (state) return state;
+    if (name === DEFAULT_ADAPTER) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model has no LoRA adapter', 'lora');
+    throw new EngineError('ENGINE_INVALID_OPTIONS', `the model has no adapter named "${name}" (adapters: ${this.adapterNames().join(', ') || 'none'})`, 'adapter');
+  }
+
+  /** The LoRA weights a reference names (undefined for `null`: the base alone). */
+  private resolveRef(ref: AdapterRef): LoraState | undefined {
+    if (ref === null) return undefined;
+    if (typeof ref === 'string') return this.adapterState(ref);
+    if (!(ref instanceof AdapterSnapshot) || ref.owner !== this) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the snapshot belongs to another model', 'adapter');
+    return ref.live();
+  }
+
+  /** What the current pass applies: the selection, or by default the default adapter. */
+  private current(): Selection {
+    if (this.selection) return this.selection;
+    const state = this.adapters.get(DEFAULT_ADAPTER);
+    return state ? { kind: 'one', state } : { kind: 'none' };
+  }
+
+  /** The one adapter the current pass applies to every row (undefined: none). */
+  private singleSelection(): LoraState | undefined {
+    const sel = this.current();
+    if (sel.kind === 'rows') throw new EngineError('ENGINE_INVALID_OPTIONS', 'a pass with a different adapter per row has no single set of trainable factors', 'adapter');
+    return sel.kind === 'one' ? sel.state : undefined;
+  }
+
+  private dropAdapter(name: string): void {
+    const state = this.adapters.get(name);
+    if (!state) return;
+    disposeLoraState(state);
+    this.adapters.delete(name);
   }
 
   /** Points the layer that used `old` at `replacement` (after a merge). */
@@ -532,12 +760,37 @@ export class Model {
     }
   }
 
-  /** `x·W` for a layer linear (`[in, out]` variable or native `[out, in]`), plus the adapter's `scaling·(x·A)·B` when one targets `module`. */
+  /**
+   * `x·W` for a layer linear (`[in, out]` variable or native `[out, in]`), plus the selected adapter's
+   * `scaling·(x·A)·B` when it targets `module`, or each row's adapter's under a per-row selection.
+   */
   private linear(x: tf.Tensor2D, w: Matrix, module: string): tf.Tensor2D {
     const y = (w.native ? nativeMatMul(x, w.native) : tf.matMul(x, w.variable)) as tf.Tensor2D;
-    const f = this.lora && !this.adapterOff ? this.lora.factors.get(module) : undefined;
-    if (!f) return y;
-    return addSame(y, scaleBy(tf.matMul(tf.matMul(x, f.A), f.B) as tf.Tensor2D, this.lora!.scaling));
+    const sel = this.current();
+    if (sel.kind === 'one') {
+      const f = sel.state.factors.get(module);
+      return f ? addSame(y, scaleBy(tf.matMul(tf.matMul(x, f.A), f.B) as tf.Tensor2D, sel.state.scaling)) : y;
+    }
+    if (sel.kind === 'rows') {
+      const e = sel.plan.modules.get(module);
+      if (!e) return y;
+      return addSame(y, tf.matMul(tf.mul(tf.matMul(x, e.A), rowMask(sel.plan, e.mask, x.shape[0])), e.B) as tf.Tensor2D);
+    }
+    return y;
+  }
+
+  /** The unembedding LoRA the current pass applies to `n` rows of final hidden states, if any. */
+  private headFactors(n: number): LoraHeadFactors | undefined {
+    const sel = this.current();
+    if (sel.kind === 'one') {
+      const f = sel.state.factors.get(LORA_HEAD_MODULE);
+      return f && { A: f.A, B: tf.mul(f.B, sel.state.scaling) };
+    }
+    if (sel.kind === 'rows') {
+      const e = sel.plan.modules.get(LORA_HEAD_MODULE);
+      return e && { A: e.A, B: e.B, mask: rowMask(sel.plan, e.mask, n) };
+    }
+    return undefined;
   }
 
   /** Frees the model's variables and native tensors. */
@@ -549,7 +802,8 @@ export class Model {
       else slot.variable.dispose();
     }
     this.slots.clear();
-    if (this.lora) this.dropLora();
+    for (const name of [...this.adapters.keys()]) this.dropAdapter(name);
+    for (const snapshot of [...this.snapshots]) snapshot.dispose();
   }
 
   get isDisposed(): boolean {
@@ -638,6 +892,8 @@ export class Model {
   /** Logits `[n, vocab]` of final hidden states. @internal */
   headLogits(hidden: tf.Tensor2D): tf.Tensor2D {
     const w = this.head;
+    const lora = this.headFactors(hidden.shape[0]);
+    if (lora) return loraHeadLogits(hidden, w.native ?? (w.variable as tf.Tensor2D), lora);
     return (w.native ? nativeMatMul(hidden, w.native) : tf.matMul(hidden, w.variable, false, true)) as tf.Tensor2D;
   }
 
@@ -715,11 +971,19 @@ export class Model {
    * (computed here when not given). @internal
    */
   scoresOf(hidden: tf.Tensor2D, batch: TokenBatch, logits?: tf.Tensor2D): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D; values?: tf.Tensor1D } {
-    const { batchSize: b, seqLen: t, ids } = batch;
+    const { batchSize: b, seqLen: t } = batch;
+    const ids = batch.targets ?? batch.ids;
     const n = b * t;
     const values = this.valueWeight ? (tf.reshape(tf.add(tf.matMul(hidden, this.valueWeight), this.valueBias!), [n]) as tf.Tensor1D) : undefined;
     const next = new Int32Array(n);
     for (let r = 0; r < b; r++) for (let p = 0; p < t - 1; p++) next[r * t + p] = ids[r * t + p + 1];
+    const lora = this.headFactors(n);
+    if (lora) {
+      // An unembedding LoRA: the fused head cannot add its low-rank term, so blocks of logits are formed and dropped.
+      const w = this.head;
+      const s = loraHeadScores(hidden, w.native ?? (w.variable as tf.Tensor2D), lora, next, true);
+      return { logProbs: s.logProbs, entropy: s.entropy, ...(values ? { values } : {}) };
+    }
     if (fusedHead()) {
       const w = this.head;
       const s = tokenScores(hidden, w.native ?? (w.variable as tf.Tensor2D), tf.tensor1d(next, 'int32'), { entropy: true });
@@ -745,13 +1009,20 @@ export class Model {
    * ```
    */
   scoreTokens(batch: TokenBatch, options: ScoreOptions = {}): TokenScores {
-    if (options.adapter === false) return this.withoutAdapter(() => this.scoreTokens(batch));
     validateTokenBatch(batch, this.config.vocab_size);
+    const ref = options.adapter === false ? null : options.adapter === true ? undefined : options.adapter;
+    if (Array.isArray(ref) && ref.length !== batch.batchSize) {
+      throw new EngineError('ENGINE_INVALID_INPUT', `${ref.length} per-row adapters for a batch of ${batch.batchSize} rows`, 'adapter');
+    }
     // More rows than the heap's free bytes take at once are scored a slice of rows at a time.
     const rows = maxScoringRows(this.config, batch.seqLen);
     if (rows < batch.batchSize) {
+      if (ref === undefined && this.selection?.kind === 'rows') throw new EngineError('ENGINE_INVALID_OPTIONS', 'pass per-row adapters through the adapter option', 'adapter');
       const parts: TokenScores[] = [];
-      for (let start = 0; start < batch.batchSize; start += rows) parts.push(this.scoreTokens(sliceRows(batch, start, Math.min(batch.batchSize, start + rows))));
+      for (let start = 0; start < batch.batchSize; start += rows) {
+        const end = Math.min(batch.batchSize, start + rows);
+        parts.push(this.scoreTokens(sliceRows(batch, start, end), ref === undefined ? {} : { adapter: sliceAdapterRefs(ref, start, end) }));
+      }
       const join = (pick: (s: TokenScores) => Float32Array | Uint8Array | undefined) => {
         const first = pick(parts[0]);
         if (!first) return undefined;
@@ -772,14 +1043,22 @@ export class Model {
         ...(values ? { values } : {}),
       };
     }
-    let valNext: Float32Array | undefined;
-    const [lpNext, entNext] = tf.tidy(() => {
-      const r = this.nextTokenScores(batch);
-      valNext = r.values?.dataSync() as Float32Array | undefined;
-      return [r.logProbs.dataSync() as Float32Array, r.entropy.dataSync() as Float32Array];
-    });
-    return alignToTokens(batch, lpNext, entNext, valNext);
+    const run = () => {
+      let valNext: Float32Array | undefined;
+      const [lpNext, entNext] = tf.tidy(() => {
+        const r = this.nextTokenScores(batch);
+        valNext = r.values?.dataSync() as Float32Array | undefined;
+        return [r.logProbs.dataSync() as Float32Array, r.entropy.dataSync() as Float32Array];
+      });
+      return alignToTokens(batch, lpNext, entNext, valNext);
+    };
+    return ref === undefined ? run() : this.withAdapter(ref, run);
   }
+}
+
+/** Rows `[start, end)` of per-row adapters (a single reference applies to every row and is kept). @internal */
+export function sliceAdapterRefs<T extends AdapterRef | readonly AdapterRef[]>(ref: T, start: number, end: number): T {
+  return (Array.isArray(ref) ? (ref as readonly AdapterRef[]).slice(start, end) : ref) as T;
 }
 
 /** Where a model's matrices go: natively for a frozen model when the addon runs on this backend. */

@@ -3,7 +3,8 @@ import { EngineError } from '../errors';
 import { KvCache, type KvLayer } from '../model/kv-cache';
 import { maxScoringRows } from '../model/memory-plan';
 import { padBatch, sliceRows, type TokenBatch } from '../model/token-batch';
-import type { Model, RunResult } from '../model/transformer';
+import { sliceAdapterRefs, type Model, type RunResult } from '../model/transformer';
+import type { AdapterRef } from '../model/lora-state';
 import { Prng } from '../util/prng';
 import { drawTokens, type TokenSamplingParams } from './sample-token';
 import { topAlternatives, type TokenAlternative } from './top-alternatives';
@@ -32,6 +33,22 @@ export interface SamplingOptions {
   stopCheck?: (row: number, generated: readonly number[]) => boolean;
   /** Draw only ids below this (those the tokenizer can decode); default: the whole vocabulary. See {@link TokenSamplingParams.vocabLimit}. */
   vocabLimit?: number;
+  /**
+   * Continuations per prompt (default 1): the prompt's prefill runs once and its keys/values are shared
+   * by its rows. Results come prompt by prompt: prompt `p`'s samples are rows `p·numSamples … +numSamples−1`.
+   */
+  numSamples?: number;
+  /**
+   * The LoRA weights to sample with: an adapter's name, a snapshot (`Model.snapshotAdapter`), `null` for
+   * the base alone, or one of those per prompt (prompts of different adapters then share each pass over
+   * the base weights). Default: the model's current selection (its default adapter, if any).
+   */
+  adapter?: AdapterRef | readonly AdapterRef[];
+  /**
+   * Also return each prompt's log-probs (`SampledSequence.promptLogProbs`), computed in the prefill pass
+   * the sampling needs anyway: `log p(prompt[i] | prompt[<i])` at temperature 1, NaN at position 0.
+   */
+  promptLogProbs?: boolean;
   /** Also report this many most likely tokens at each step (`SampledSequence.topLogProbs`), among the ids below `vocabLimit`; default 0. */
   topLogprobs?: number;
 }
@@ -53,6 +70,11 @@ export interface SampledSequence {
   topLogProbs?: TokenAlternative[][];
   /** `stop`: a stop token or the stop hook ended it; `length`: `maxNewTokens` reached. */
   finishReason: 'stop' | 'length';
+  /**
+   * With `promptLogProbs`: the prompt's log-probs, `[prompt length]`, NaN at position 0 (nothing precedes
+   * it); the same array for every sample of a prompt. What `Model.scoreTokens` gives for the prompt.
+   */
+  promptLogProbs?: Float32Array;
 }
 
 function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o: SamplingOptions): TokenSamplingParams {
@@ -67,9 +89,12 @@ function checkOptions(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, o
   if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${topP}`, 'topP');
   if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${topK}`, 'topK');
   if (o.vocabLimit !== undefined && !(Number.isInteger(o.vocabLimit) && o.vocabLimit >= 1)) bad(`vocabLimit must be a positive integer, got ${o.vocabLimit}`, 'vocabLimit');
+  const numSamples = o.numSamples ?? 1;
+  if (!Number.isInteger(numSamples) || numSamples < 1) bad(`numSamples must be a positive integer, got ${o.numSamples}`, 'numSamples');
   if (o.topLogprobs !== undefined && !(Number.isInteger(o.topLogprobs) && o.topLogprobs >= 0))
     bad(`topLogprobs must be a non-negative integer, got ${o.topLogprobs}`, 'topLogprobs');
   if (prompts.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', 'no prompts given', 'prompts');
+  if (Array.isArray(o.adapter) && o.adapter.length !== prompts.length) bad(`${o.adapter.length} per-prompt adapters for ${prompts.length} prompts`, 'adapter');
   const vocab = model.config.vocab_size;
   prompts.forEach((p, i) => {
     if (p.length === 0) throw new EngineError('ENGINE_INVALID_INPUT', `prompt ${i} is empty`, 'prompts');
@@ -100,26 +125,94 @@ function keepRun(fn: () => RunResult): { logits: tf.Tensor2D; present: KvLayer[]
   return { logits: flat[0] as tf.Tensor2D, present };
 }
 
+/** A prefill: last-position logits, every layer's keys/values and, when asked, the prompt tokens' next-token log-probs (position-aligned). */
+interface Prefill {
+  logits: tf.Tensor2D;
+  present: KvLayer[];
+  lpNext?: Float32Array;
+}
+
+/**
+ * One prefill pass over left-padded rows. With `scores`, the pass keeps every position's final hidden
+ * state and scores the prompt tokens the way `Model.scoreTokens` does (fused head, or the unembedding
+ * LoRA's blocks), then takes the last positions' logits from the same states.
+ */
+function prefillPass(model: Model, part: TokenBatch, scores: boolean): Prefill {
+  const ids = () => tf.tensor2d(part.ids, [part.batchSize, part.seqLen], 'int32');
+  if (!scores) return keepRun(() => model.run(ids(), part.mask, undefined, { lastOnly: true, present: true }));
+  let lpNext: Float32Array | undefined;
+  const r = keepRun(() => {
+    const { hidden, present } = model.run(ids(), part.mask, undefined, { present: true, logits: false });
+    lpNext = Float32Array.from(model.scoresOf(hidden, part).logProbs.dataSync() as Float32Array);
+    const last = new Int32Array(part.batchSize).map((_, row) => row * part.seqLen + part.seqLen - 1);
+    return { hidden, present, logits: model.headLogits(tf.gather(hidden, tf.tensor1d(last, 'int32'))) };
+  });
+  return { ...r, lpNext: lpNext! };
+}
+
 /**
  * The prefill pass over left-padded prompts: last-position logits and every layer's keys/values. As many
  * rows at a time as the heap's free bytes allow (a prompt's prefill holds one layer's intermediates per
- * token), the slices' caches joined along the batch axis.
+ * token), the slices' caches joined along the batch axis; each slice under its prompts' adapters when
+ * they are given per prompt.
  */
-function prefillRows(model: Model, batch: TokenBatch): { logits: tf.Tensor2D; present: KvLayer[] } {
-  const run = (part: TokenBatch) =>
-    keepRun(() => model.run(tf.tensor2d(part.ids, [part.batchSize, part.seqLen], 'int32'), part.mask, undefined, { lastOnly: true, present: true }));
+function prefillRows(model: Model, batch: TokenBatch, adapter: SamplingOptions['adapter'], scores: boolean): Prefill {
+  const run = (start: number, end: number) => {
+    const part = start === 0 && end === batch.batchSize ? batch : sliceRows(batch, start, end);
+    return adapter === undefined ? prefillPass(model, part, scores) : model.withAdapter(sliceAdapterRefs(adapter, start, end), () => prefillPass(model, part, scores));
+  };
   const rows = maxScoringRows(model.config, batch.seqLen);
-  if (rows >= batch.batchSize) return run(batch);
-  const parts: Array<{ logits: tf.Tensor2D; present: KvLayer[] }> = [];
+  if (rows >= batch.batchSize) return run(0, batch.batchSize);
+  const parts: Prefill[] = [];
   try {
-    for (let start = 0; start < batch.batchSize; start += rows) parts.push(run(sliceRows(batch, start, Math.min(batch.batchSize, start + rows))));
+    for (let start = 0; start < batch.batchSize; start += rows) parts.push(run(start, Math.min(batch.batchSize, start + rows)));
+    let lpNext: Float32Array | undefined;
+    if (scores) {
+      lpNext = new Float32Array(batch.batchSize * batch.seqLen);
+      let at = 0;
+      for (const p of parts) {
+        lpNext.set(p.lpNext!, at);
+        at += p.lpNext!.length;
+      }
+    }
     return {
       logits: tf.concat(parts.map((p) => p.logits)),
       present: parts[0].present.map((_, layer) => ({ k: tf.concat(parts.map((p) => p.present[layer].k)), v: tf.concat(parts.map((p) => p.present[layer].v)) })),
+      ...(lpNext ? { lpNext } : {}),
     };
   } finally {
     for (const p of parts) tf.dispose([p.logits, ...p.present.flatMap((l) => [l.k, l.v])]);
   }
+}
+
+/** Repeats each row of a prefill `n` times (a prompt's samples share its keys/values). */
+function repeatRows(prefill: Prefill, n: number): Prefill {
+  if (n === 1) return prefill;
+  const rows = prefill.logits.shape[0];
+  const index = tf.tensor1d(
+    Int32Array.from({ length: rows * n }, (_, r) => Math.floor(r / n)),
+    'int32',
+  );
+  try {
+    return {
+      logits: tf.gather(prefill.logits, index),
+      present: prefill.present.map((l) => ({ k: tf.gather(l.k, index), v: tf.gather(l.v, index) })),
+      ...(prefill.lpNext ? { lpNext: prefill.lpNext } : {}),
+    };
+  } finally {
+    tf.dispose([index, prefill.logits, ...prefill.present.flatMap((l) => [l.k, l.v])]);
+  }
+}
+
+/** Each prompt's log-probs (NaN at position 0) from a left-padded batch's position-aligned next-token log-probs. */
+function promptLogProbsOf(batch: TokenBatch, prompts: ReadonlyArray<ArrayLike<number>>, lpNext: Float32Array): Float32Array[] {
+  const t = batch.seqLen;
+  return prompts.map((p, row) => {
+    const out = new Float32Array(p.length).fill(NaN);
+    const pad = t - p.length;
+    for (let i = 1; i < p.length; i++) out[i] = lpNext[row * t + pad + i - 1];
+    return out;
+  });
 }
 
 function defaultStops(model: Model): number[] {
@@ -143,19 +236,40 @@ function defaultStops(model: Model): number[] {
  */
 export function sample(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions): SampledSequence[] {
   const params = checkOptions(model, prompts, options);
+  const n = options.numSamples ?? 1;
+  const adapter = options.adapter;
+  // Per-prompt adapters become per-row ones: prompt p's samples are rows p·n … p·n + n − 1.
+  const rowAdapter = Array.isArray(adapter) && n > 1 ? (adapter as readonly AdapterRef[]).flatMap((a) => new Array<AdapterRef>(n).fill(a)) : adapter;
+  const decode = () => sampleRows(model, prompts, options, params, n);
+  return rowAdapter === undefined ? decode() : model.withAdapter(rowAdapter as AdapterRef | readonly AdapterRef[], decode);
+}
+
+function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, options: SamplingOptions, params: TokenSamplingParams, n: number): SampledSequence[] {
   const stops = new Set(options.stopTokenIds ?? defaultStops(model));
   const seed = options.seed ?? 0;
-  const b = prompts.length;
+  const b = prompts.length * n;
   const v = model.config.vocab_size;
-  const rngs = prompts.map((_, row) => new Prng(seed ^ Math.imul(row + 1, 0x9e3779b1)));
+  const rngs = Array.from({ length: b }, (_, row) => new Prng(seed ^ Math.imul(row + 1, 0x9e3779b1)));
   const top = options.topLogprobs ?? 0;
-  const out: SampledSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], samplingLogProbs: [], ...(top > 0 ? { topLogProbs: [] } : {}), finishReason: 'length' }));
+  const out: SampledSequence[] = Array.from({ length: b }, () => ({
+    tokens: [],
+    logProbs: [],
+    samplingLogProbs: [],
+    ...(top > 0 ? { topLogProbs: [] } : {}),
+    finishReason: 'length',
+  }));
   const done = new Uint8Array(b);
   let remaining = b;
 
-  const batch = padBatch(prompts, { side: 'left' });
-  const prefill = prefillRows(model, batch);
-  const cache = new KvCache(b, prefill.present, batch.mask);
+  const prompted = padBatch(prompts, { side: 'left' });
+  const prefill = repeatRows(prefillRows(model, prompted, options.adapter, options.promptLogProbs === true), n);
+  if (prefill.lpNext) {
+    const perPrompt = promptLogProbsOf(prompted, prompts, prefill.lpNext);
+    out.forEach((seq, row) => (seq.promptLogProbs = perPrompt[Math.floor(row / n)]));
+  }
+  const keyMask = new Uint8Array(b * prompted.seqLen);
+  for (let row = 0; row < b; row++) keyMask.set(prompted.mask.subarray(Math.floor(row / n) * prompted.seqLen, (Math.floor(row / n) + 1) * prompted.seqLen), row * prompted.seqLen);
+  const cache = new KvCache(b, prefill.present, keyMask);
   let logits: tf.Tensor2D = prefill.logits;
   try {
     const next = new Int32Array(b);

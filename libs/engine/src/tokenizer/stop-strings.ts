@@ -135,3 +135,28 @@ export function cutAtStop(tokenizer: Pick<Tokenizer, 'decode'>, ids: readonly nu
   }
   return null;
 }
+
+/**
+ * A `stopCheck` hook for `sample` that ends a row once its decoded text holds one of `stops` (one
+ * {@link StopStringScanner} per row, fed the row's new tokens): the token that completes a stop string is
+ * the row's last, so the ids returned are exactly those sampled.
+ *
+ * @example
+ * ```ts
+ * sample(model, prompts, { maxNewTokens: 64, stopCheck: stopStringHook(tokenizer, ['\n\n']) });
+ * ```
+ */
+export function stopStringHook(
+  tokenizer: Pick<Tokenizer, 'decode'>,
+  stops: readonly string[],
+  options: { skipSpecial?: boolean } = {},
+): (row: number, generated: readonly number[]) => boolean {
+  const scanners = new Map<number, { scanner: StopStringScanner; fed: number }>();
+  return (row, generated) => {
+    let entry = scanners.get(row);
+    if (!entry) scanners.set(row, (entry = { scanner: new StopStringScanner(tokenizer, stops, options), fed: 0 }));
+    let match: StopMatch | null = null;
+    while (entry.fed < generated.length) match = entry.scanner.push(generated[entry.fed++]);
+    return match !== null;
+  };
+}

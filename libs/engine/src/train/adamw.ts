@@ -13,6 +13,25 @@ export interface AdamWOptions {
 }
 
 /**
+ * Hyper-parameters for one step that replace the optimizer's own for that step only (Tinker's
+ * `AdamParams` arrive with every `optim_step`). Bias correction uses the step's betas, as
+ * `torch.optim.AdamW` does when a param group's betas change between steps.
+ */
+export interface AdamWStepOptions {
+  betas?: [number, number];
+  eps?: number;
+  weightDecay?: number;
+}
+
+/** Throws `ENGINE_INVALID_OPTIONS` naming the bad hyper-parameter. */
+function checkHyper(b1: number, b2: number, eps: number, wd: number): void {
+  const bad = (msg: string, field: string) => new EngineError('ENGINE_INVALID_OPTIONS', msg, field);
+  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) throw bad(`betas must be in [0, 1), got [${b1}, ${b2}]`, 'betas');
+  if (!(eps > 0 && Number.isFinite(eps))) throw bad(`eps must be a finite number > 0, got ${eps}`, 'eps');
+  if (!(wd >= 0 && Number.isFinite(wd))) throw bad(`weightDecay must be a finite number >= 0, got ${wd}`, 'weightDecay');
+}
+
+/**
  * The optimizer's state as plain arrays, to checkpoint and resume a run exactly: the step count and each
  * parameter's first and second moments, by parameter name, in the layout of the parameter's variable.
  */
@@ -50,10 +69,7 @@ export class AdamW {
     [this.b1, this.b2] = options.betas ?? [0.9, 0.999];
     this.eps = options.eps ?? 1e-8;
     this.wd = options.weightDecay ?? 0.01;
-    const bad = (msg: string, field: string) => new EngineError('ENGINE_INVALID_OPTIONS', msg, field);
-    if (!(this.b1 >= 0 && this.b1 < 1) || !(this.b2 >= 0 && this.b2 < 1)) throw bad(`betas must be in [0, 1), got [${this.b1}, ${this.b2}]`, 'betas');
-    if (!(this.eps > 0)) throw bad(`eps must be > 0, got ${this.eps}`, 'eps');
-    if (!(this.wd >= 0)) throw bad(`weightDecay must be >= 0, got ${this.wd}`, 'weightDecay');
+    checkHyper(this.b1, this.b2, this.eps, this.wd);
     const decay = options.decay ?? defaultDecay;
     this.params = [...params].map(([name, variable]) => ({
       name,
@@ -70,12 +86,25 @@ export class AdamW {
     return this.t;
   }
 
-  /** One update with gradients by parameter name (missing names are left unchanged, their moments too). */
-  apply(grads: Map<string, tf.Tensor>, lr: number): void {
+  /** Checks a step's hyper-parameters without applying anything (throws `ENGINE_INVALID_OPTIONS` naming the bad one). */
+  checkStep(step: AdamWStepOptions): void {
+    const [b1, b2] = step.betas ?? [this.b1, this.b2];
+    checkHyper(b1, b2, step.eps ?? this.eps, step.weightDecay ?? this.wd);
+  }
+
+  /**
+   * One update with gradients by parameter name (missing names are left unchanged, their moments too),
+   * with the optimizer's hyper-parameters or, for this step, those of `step`.
+   */
+  apply(grads: Map<string, tf.Tensor>, lr: number, step: AdamWStepOptions = {}): void {
     if (!(lr >= 0) || !Number.isFinite(lr)) throw new EngineError('ENGINE_INVALID_OPTIONS', `learning rate must be a finite number >= 0, got ${lr}`, 'lr');
+    const [b1, b2] = step.betas ?? [this.b1, this.b2];
+    const eps = step.eps ?? this.eps;
+    const wd = step.weightDecay ?? this.wd;
+    checkHyper(b1, b2, eps, wd);
     this.t++;
-    const bc1 = 1 - Math.pow(this.b1, this.t);
-    const bc2 = 1 - Math.pow(this.b2, this.t);
+    const bc1 = 1 - Math.pow(b1, this.t);
+    const bc2 = 1 - Math.pow(b2, this.t);
     const stepSize = lr / bc1;
     const sqrtBc2 = Math.sqrt(bc2);
     const native = nativeLayerOps();
@@ -85,19 +114,19 @@ export class AdamW {
         if (!g) continue;
         if (native) {
           // One threaded pass in the addon (the same formula) instead of eleven single-threaded kernels.
-          const decay = p.decay && this.wd > 0 ? 1 - lr * this.wd : 1;
-          const [np, nm, nv] = adamwKernel(p.variable, p.m, p.v, g, { b1: this.b1, b2: this.b2, eps: this.eps, decay, step: stepSize, sqrtBc2 });
+          const decay = p.decay && wd > 0 ? 1 - lr * wd : 1;
+          const [np, nm, nv] = adamwKernel(p.variable, p.m, p.v, g, { b1, b2, eps, decay, step: stepSize, sqrtBc2 });
           p.m.assign(nm);
           p.v.assign(nv);
           p.variable.assign(np);
           continue;
         }
-        const m = tf.add(tf.mul(p.m, this.b1), tf.mul(g, 1 - this.b1));
-        const v = tf.add(tf.mul(p.v, this.b2), tf.mul(tf.square(g), 1 - this.b2));
+        const m = tf.add(tf.mul(p.m, b1), tf.mul(g, 1 - b1));
+        const v = tf.add(tf.mul(p.v, b2), tf.mul(tf.square(g), 1 - b2));
         p.m.assign(m);
         p.v.assign(v);
-        const base = p.decay && this.wd > 0 ? tf.mul(p.variable, 1 - lr * this.wd) : p.variable;
-        const denom = tf.add(tf.div(tf.sqrt(v), sqrtBc2), this.eps);
+        const base = p.decay && wd > 0 ? tf.mul(p.variable, 1 - lr * wd) : p.variable;
+        const denom = tf.add(tf.div(tf.sqrt(v), sqrtBc2), eps);
         p.variable.assign(tf.sub(base, tf.mul(tf.div(m, denom), stepSize)));
       }
     });

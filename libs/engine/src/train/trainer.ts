@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import { sliceRows, validateTokenBatch, type TokenBatch } from '../model/token-batch';
 import type { Model } from '../model/transformer';
-import { AdamW, type AdamWOptions, type AdamWState } from './adamw';
+import { AdamW, type AdamWOptions, type AdamWState, type AdamWStepOptions } from './adamw';
 import { clipFactor, globalNorm } from './grad-clip';
 import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
@@ -21,6 +21,21 @@ export interface TrainerOptions extends AdamWOptions {
    * `auto` (default) when the tape would not fit the heap's free bytes, or always / never.
    */
   recompute?: 'auto' | boolean;
+  /**
+   * The LoRA adapter this trainer trains, by name (`Model.addLora(options, name)`): its passes run under
+   * that adapter and only its factors move, so trainers of several adapters share one base model.
+   * Default: the model's default adapter, or the whole model without one.
+   */
+  adapter?: string;
+}
+
+/**
+ * Hyper-parameters for one {@link Trainer.step} in place of the trainer's (Tinker's `optim_step` sends
+ * `AdamParams` with every call). `maxGradNorm` 0 turns clipping off for the step.
+ */
+export interface StepOptions extends AdamWStepOptions {
+  lr?: number;
+  maxGradNorm?: number;
 }
 
 /** Coefficients for a batch, or a function computing them from the batch's current log-probs and entropies. */
@@ -96,14 +111,20 @@ export class Trainer {
     private readonly options: TrainerOptions,
   ) {
     // A frozen base still trains under a LoRA adapter: only the factors are optimised then.
-    if (!model.trainable && !model.hasLora) throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model is frozen (trainable: false)', 'model');
+    if (options.adapter !== undefined) {
+      if (!model.hasAdapter(options.adapter)) throw new EngineError('ENGINE_INVALID_OPTIONS', `the model has no adapter named "${options.adapter}"`, 'adapter');
+      if (!model.adapterInfo(options.adapter).trainable)
+        throw new EngineError('ENGINE_INVALID_OPTIONS', `adapter "${options.adapter}" was loaded frozen (trainable: false)`, 'adapter');
+    } else if (!model.trainable && !model.hasLora) {
+      throw new EngineError('ENGINE_INVALID_OPTIONS', 'the model is frozen (trainable: false)', 'model');
+    }
     const lr = options.lr;
     if (typeof lr === 'number' && !(lr >= 0)) throw new EngineError('ENGINE_INVALID_OPTIONS', `lr must be >= 0, got ${lr}`, 'lr');
     if (options.maxGradNorm !== undefined && !(options.maxGradNorm > 0)) {
       throw new EngineError('ENGINE_INVALID_OPTIONS', `maxGradNorm must be > 0, got ${options.maxGradNorm}`, 'maxGradNorm');
     }
     this.lr = typeof lr === 'number' ? () => lr : lr;
-    this.variables = model.namedVariables();
+    this.variables = model.namedVariables(options.adapter);
     for (const [name, v] of this.variables) this.names.set(v.name, name);
     this.optimizer = new AdamW(this.variables, options);
   }
@@ -130,6 +151,11 @@ export class Trainer {
    * the last {@link Trainer.step}.
    */
   accumulate(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
+    const adapter = this.options.adapter;
+    return adapter === undefined ? this.accumulateBatch(batch, coefficients) : this.model.withAdapter(adapter, () => this.accumulateBatch(batch, coefficients));
+  }
+
+  private accumulateBatch(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult {
     validateTokenBatch(batch, this.model.config.vocab_size);
     // Fixed coefficients are exact on any split of the rows: a batch larger than the heap's free bytes
     // allow, or one that would recompute layers that a smaller pass keeps taped, runs as several passes.
@@ -236,24 +262,35 @@ export class Trainer {
   /**
    * Clips the accumulated gradients by global norm, applies AdamW at the scheduled learning rate, and
    * clears the accumulation. A step with a non-finite gradient norm changes nothing (and is reported).
+   * `options` replace the trainer's hyper-parameters for this step (learning rate, betas, eps, weight
+   * decay, clipping); they are checked before anything changes.
    */
-  step(): StepResult {
+  step(options: StepOptions = {}): StepResult {
     if (this.microBatches === 0) throw new EngineError('ENGINE_INVALID_OPTIONS', 'step() before any accumulate()', 'step');
-    const lr = this.lr(this.optimizer.steps);
+    const lr = options.lr ?? this.lr(this.optimizer.steps);
+    const maxGradNorm = options.maxGradNorm ?? this.options.maxGradNorm;
+    const bad = (message: string, field: string) => new EngineError('ENGINE_INVALID_OPTIONS', message, field);
+    if (!(lr >= 0 && Number.isFinite(lr))) throw bad(`lr must be a finite number >= 0, got ${lr}`, 'lr');
+    if (maxGradNorm !== undefined && !(maxGradNorm >= 0 && Number.isFinite(maxGradNorm))) throw bad(`maxGradNorm must be a finite number >= 0, got ${maxGradNorm}`, 'maxGradNorm');
+    const adam: AdamWStepOptions = {};
+    if (options.betas !== undefined) adam.betas = options.betas;
+    if (options.eps !== undefined) adam.eps = options.eps;
+    if (options.weightDecay !== undefined) adam.weightDecay = options.weightDecay;
+    this.optimizer.checkStep(adam);
     const gradNorm = globalNorm(this.accumulated.values());
     const microBatches = this.microBatches;
     if (!Number.isFinite(gradNorm)) {
       this.zeroGrad();
       return { step: this.optimizer.steps, lr, gradNorm, clipped: false, skipped: true, microBatches };
     }
-    const factor = clipFactor(gradNorm, this.options.maxGradNorm);
+    const factor = clipFactor(gradNorm, maxGradNorm);
     if (factor < 1) {
       for (const [name, g] of this.accumulated) {
         this.accumulated.set(name, tf.mul(g, factor));
         g.dispose();
       }
     }
-    this.optimizer.apply(this.accumulated, lr);
+    this.optimizer.apply(this.accumulated, lr, adam);
     this.zeroGrad();
     return { step: this.optimizer.steps, lr, gradNorm, clipped: factor < 1, skipped: false, microBatches };
   }
