@@ -8,7 +8,7 @@ export type SessionCallState = (typeof SESSION_CALL_STATES)[number];
 
 /**
  * One call to a job runner that answers calls: a client-driven training session's (`op` one of
- * {@link SESSION_OPS}), or a Tinker runner's (the ops of `jobs/kinds/tinker/tinker-ops.ts`).
+ * {@link SESSION_OPS}), or a Tinker runner's (the ops of `kinds/tinker/tinker-ops.ts`).
  * `(job_id, call_id)` is unique: the call id is the idempotency key, so a retried `train_step` (or a
  * Tinker request resubmitted with its `seq_id`) finds the first one instead of running twice.
  */

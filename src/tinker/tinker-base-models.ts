@@ -12,7 +12,7 @@ import { HubAccessService } from '../hub/hub-access.service';
 import { HUB_PREFIX, isHubRef, parseHubRef } from '../hub/hub-ref';
 import { isUserModelRef, parseUserModelRef, userModelDir, userModelName } from '../models/user-model-files';
 import { UserModelsRepository } from '../models/user-models.repository';
-import { modelPathAllowed } from '../training/model-roots';
+import { modelPathAllowed } from '../rollout/model-roots';
 
 /** A base model as a job names it (`model.preset` or `model.path`). */
 export type BaseModelSpec = { preset: string } | { path: string };

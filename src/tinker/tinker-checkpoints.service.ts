@@ -7,8 +7,15 @@ import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { iso } from '../core/columns';
-import { TINKER_META_FILE, tinkerCheckpointDir, tinkerKindDir, type TinkerCheckpointMeta } from '../jobs/kinds/tinker/tinker-files';
-import { CHECKPOINT_NAME, CheckpointKind, type CheckpointRef } from '../jobs/kinds/tinker/tinker-ops';
+import {
+  CHECKPOINT_NAME,
+  CheckpointKind,
+  TINKER_META_FILE,
+  tinkerCheckpointDir,
+  tinkerKindDir,
+  type CheckpointRef,
+  type TinkerCheckpointMeta,
+} from '../rollout/tinker-checkpoint-files';
 import type { TinkerModelEntity } from './tinker-model.entity';
 import { TinkerRepository } from './tinker.repository';
 

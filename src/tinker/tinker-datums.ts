@@ -1,7 +1,7 @@
 import { checkTinkerLossInputs, isRlError, resolveTinkerLossConfig, type TinkerLossFn } from '@opentinker/rl';
 import { tensorAsFloat32, tensorAsInt32, type ForwardBackwardRequestPlain, type PlainTensor } from '@opentinker/tinker-wire';
 import { AppError, ErrorCode } from '../core/app-error';
-import type { OpDatum } from '../jobs/kinds/tinker/tinker-ops';
+import type { OpDatum } from '../kinds/tinker/tinker-ops';
 
 function invalid(field: string, message: string): AppError {
   return new AppError(ErrorCode.VALIDATION, `${field}: ${message}`, { field });

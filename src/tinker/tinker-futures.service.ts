@@ -6,7 +6,8 @@ import { AppError, ErrorCode } from '../core/app-error';
 import { LocalBus } from '../core/local-bus';
 import { parseOrThrow } from '../core/zod-error';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { USER_ERROR_PREFIX, type TinkerOp, type TinkerOpArgs, type TinkerResults } from '../jobs/kinds/tinker/tinker-ops';
+import { parseIpcMessage } from '../core/ipc-message';
+import { TinkerAnswered, USER_ERROR_PREFIX } from '../kinds/tinker/tinker-ops';
 import { CallWaiter, isOpen } from '../sessions/call-waiter.service';
 import type { SessionCallEntity } from '../sessions/session-call.entity';
 import { SessionCallsRepository } from '../sessions/session-calls.repository';
@@ -62,7 +63,7 @@ export class TinkerFutures {
       const user = error.startsWith(USER_ERROR_PREFIX);
       return { json: { error: user ? error.slice(USER_ERROR_PREFIX.length) : error, category: user ? 'user' : 'server' } };
     }
-    return answer(call.op as TinkerOp, call.args, call.result);
+    return answer(parseIpcMessage(TinkerAnswered, { op: call.op, args: call.args, result: call.result }, `the runner of job ${call.jobId}`));
   }
 
   private async tryAgain(call: SessionCallEntity, requestId: string): Promise<TryAgainResponse> {
@@ -89,36 +90,28 @@ export class TinkerFutures {
 }
 
 /** A finished request's result as the SDK reads it for its request type. */
-function answer(op: TinkerOp, rawArgs: unknown, rawResult: unknown): FutureAnswer {
-  switch (op) {
-    case 'create_model': {
-      const args = rawArgs as TinkerOpArgs<'create_model'>;
-      return { json: { model_id: args.model_id, type: 'create_model' } };
-    }
+function answer(done: TinkerAnswered): FutureAnswer {
+  switch (done.op) {
+    case 'create_model':
+      return { json: { model_id: done.args.model_id, type: 'create_model' } };
     case 'create_from_checkpoint':
-    case 'load_weights': {
-      const args = rawArgs as TinkerOpArgs<'load_weights'>;
-      return { json: { path: args.path, model_id: args.model_id, type: 'load_weights' } };
-    }
-    case 'forward_backward': {
-      const result = rawResult as TinkerResults['forward_backward'];
+    case 'load_weights':
+      return { json: { path: done.args.path, model_id: done.args.model_id, type: 'load_weights' } };
+    case 'forward_backward':
       return {
         protobuf: encodeForwardBackwardOutput({
-          lossFnOutputs: result.outputs.map((o) => ({ logprobs: Float32Array.from(o.logprobs), elementwise_loss: Float32Array.from(o.elementwise_loss) })),
-          metrics: result.metrics,
+          lossFnOutputs: done.result.outputs.map((o) => ({ logprobs: Float32Array.from(o.logprobs), elementwise_loss: Float32Array.from(o.elementwise_loss) })),
+          metrics: done.result.metrics,
         }),
       };
-    }
     case 'optim_step':
-      return { json: { metrics: (rawResult as TinkerResults['optim_step']).metrics } };
-    case 'save': {
-      const args = rawArgs as TinkerOpArgs<'save'>;
-      return { json: { path: tinkerPath(args.model_id, args.kind, args.name), type: args.kind === 'weights' ? 'save_weights' : 'save_weights_for_sampler' } };
-    }
+      return { json: { metrics: done.result.metrics } };
+    case 'save':
+      return { json: { path: tinkerPath(done.args.model_id, done.args.kind, done.args.name), type: done.args.kind === 'weights' ? 'save_weights' : 'save_weights_for_sampler' } };
     case 'snapshot':
-      return { json: { sampling_session_id: (rawArgs as TinkerOpArgs<'snapshot'>).sampling_session_id, type: 'save_weights_for_sampler' } };
+      return { json: { sampling_session_id: done.args.sampling_session_id, type: 'save_weights_for_sampler' } };
     case 'sample': {
-      const r = rawResult as TinkerResults['sample'];
+      const r = done.result;
       return {
         protobuf: encodeSampleResponse({
           sequences: r.sequences.map((s) => ({ stopReason: s.stop_reason, tokens: s.tokens, logprobs: s.logprobs })),
@@ -129,7 +122,8 @@ function answer(op: TinkerOp, rawArgs: unknown, rawResult: unknown): FutureAnswe
         }),
       };
     }
-    default:
+    case 'skip':
+    case 'close':
       return { json: {} };
   }
 }

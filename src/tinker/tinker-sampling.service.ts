@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { parseOrThrow } from '../core/zod-error';
-import type { TinkerOpArgs } from '../jobs/kinds/tinker/tinker-ops';
+import type { TinkerOpArgs } from '../kinds/tinker/tinker-ops';
 import { modelKey, TinkerCheckpoints } from './tinker-checkpoints.service';
 import { requestIdOf } from './tinker-futures.service';
 import type { TinkerSamplerEntity } from './tinker-sampler.entity';

@@ -16,7 +16,7 @@ import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { parseOrThrow } from '../core/zod-error';
 import { StorageQuota } from '../datasets/storage-quota.service';
-import type { OpLora, TinkerOp, TinkerOpArgs } from '../jobs/kinds/tinker/tinker-ops';
+import type { OpLora, TinkerOp, TinkerOpArgs } from '../kinds/tinker/tinker-ops';
 import type { SessionCallEntity } from '../sessions/session-call.entity';
 import { SessionCallsRepository } from '../sessions/session-calls.repository';
 import { TinkerBaseModels } from './tinker-base-models';
@@ -150,7 +150,11 @@ export class TinkerTraining {
    * A request that takes a training client's turn: an identical resubmission (same model and seq_id)
    * gets the first back; a refusal still records the turn as taken.
    */
-  private async turn(caller: Principal, body: unknown, build: (model: TinkerModelEntity, seq: number) => Promise<{ op: TinkerOp; args: unknown }>): Promise<UntypedAPIFuture> {
+  private async turn(
+    caller: Principal,
+    body: unknown,
+    build: (model: TinkerModelEntity, seq: number) => { op: TinkerOp; args: unknown } | Promise<{ op: TinkerOp; args: unknown }>,
+  ): Promise<UntypedAPIFuture> {
     const b = (typeof body === 'object' && body !== null ? body : {}) as { model_id?: unknown; seq_id?: unknown };
     if (typeof b.model_id !== 'string') throw new AppError(ErrorCode.VALIDATION, 'model_id: required', { field: 'model_id' });
     const model = await this.checkpoints.ownedModel(caller, b.model_id);
@@ -184,7 +188,7 @@ export class TinkerTraining {
     } catch (error) {
       throw wireError(error);
     }
-    return this.turn(caller, { model_id: req.modelId, seq_id: req.seqId }, async (model, seq) => {
+    return this.turn(caller, { model_id: req.modelId, seq_id: req.seqId }, (model, seq) => {
       const lossFn = checkLoss(req.lossFn, req.lossFnConfig);
       const args: TinkerOpArgs<'forward_backward'> = {
         model: modelKey(model),
@@ -199,7 +203,7 @@ export class TinkerTraining {
   }
 
   async optimStep(caller: Principal, body: unknown): Promise<UntypedAPIFuture> {
-    return this.turn(caller, body, async (model, seq) => {
+    return this.turn(caller, body, (model, seq) => {
       const req = parseOrThrow(OptimStepRequest, body);
       if (!req.adam_params) throw new AppError(ErrorCode.VALIDATION, 'optimizer_params: this server steps with Adam (adam_params)', { field: 'optimizer_params' });
       const p = req.adam_params;

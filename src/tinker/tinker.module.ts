@@ -1,3 +1,4 @@
+// src/tinker owns the Tinker SDK's API (/api/v1): its sessions, training clients, samplers, futures and checkpoints, and their tables.
 import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { PROTOBUF_CONTENT_TYPE } from '@opentinker/tinker-wire';
@@ -5,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { allowRawUpload } from '../core/raw-upload-parser';
 import { DatasetsModule } from '../datasets/datasets.module';
 import { HubAccessModule } from '../hub/hub-access.module';
-import { JobsModule } from '../jobs/api/jobs.module';
+import { JobsModule } from '../jobs-api/jobs.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { UserModelsDataModule } from '../models/user-models-data.module';
 import { SessionsModule } from '../sessions/sessions.module';
