@@ -340,6 +340,11 @@ export const SETTINGS = {
     section: 'Tinker API',
     doc: 'A Tinker SDK session without a heartbeat this long expires: its runners stop and its futures fail (the SDK sends one every 10 s).',
   }),
+  tinker_session_yield_seconds: setting({
+    schema: z.coerce.number().min(5).max(86_400).default(30),
+    section: 'Tinker API',
+    doc: "A Tinker SDK session without a heartbeat this long expires early while a job waits for devices, so a program that exited without ServiceClient.close (the cookbook's recipes never call it) frees its runner's devices for the next one; at most tinker_session_timeout_seconds.",
+  }),
   tinker_max_sessions_per_user: setting({
     schema: int(1, 100_000).default(8),
     section: 'Tinker API',

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
+import { JobsRepository } from '../jobs/jobs.repository';
 import { SessionCallsRepository } from '../sessions/session-calls.repository';
 import { TinkerRunners } from './tinker-runners.service';
 import type { TinkerSessionEntity } from './tinker-session.entity';
@@ -15,8 +16,10 @@ const SWEEP_BATCH = 100;
 /**
  * Tinker sessions: created by the SDK's first training or sampling client, kept alive by its heartbeats
  * (every 10 s), ended by `sessions/{id}/finish` or, without heartbeats for `tinker_session_timeout_seconds`,
- * by the sweep every API process runs (ending twice is harmless). Ending a session ends its runners. A
- * session, like everything in it, is its owner's alone: anyone else gets 404.
+ * by the sweep every API process runs (ending twice is harmless); while a job waits for devices, already
+ * after `tinker_session_yield_seconds` without heartbeats (its program has gone: the SDK heartbeats from a
+ * thread of its own), so that a dead session's runner does not hold them. Ending a session ends its
+ * runners. A session, like everything in it, is its owner's alone: anyone else gets 404.
  */
 @Injectable()
 export class TinkerSessions implements OnModuleInit, OnModuleDestroy {
@@ -29,6 +32,7 @@ export class TinkerSessions implements OnModuleInit, OnModuleDestroy {
     private readonly repo: TinkerRepository,
     private readonly runners: TinkerRunners,
     private readonly calls: SessionCallsRepository,
+    private readonly jobs: JobsRepository,
   ) {}
 
   onModuleInit(): void {
@@ -114,6 +118,12 @@ export class TinkerSessions implements OnModuleInit, OnModuleDestroy {
       const now = Date.now();
       for (const session of await this.repo.silentSessions(now - timeout * 1000, SWEEP_BATCH)) {
         await this.end(session, 'expired', `no heartbeat for ${timeout} s (operator setting tinker_session_timeout_seconds)`);
+      }
+      const yieldAfter = Math.min(timeout, this.config.values.tinker_session_yield_seconds);
+      if (yieldAfter < timeout && (await this.jobs.queued(1)).length > 0) {
+        for (const session of await this.repo.silentSessions(now - yieldAfter * 1000, SWEEP_BATCH)) {
+          await this.end(session, 'expired', `no heartbeat for ${yieldAfter} s while a job waited for devices (operator setting tinker_session_yield_seconds)`);
+        }
       }
       const keep = this.config.values.tinker_result_keep_seconds * 1000;
       await this.calls.deleteFinished(await this.repo.runnerJobIds(10_000), now - keep);
