@@ -1,18 +1,19 @@
+// src owns the entry points: the API and worker roles (this module), the job runner child process, the OpenAPI document.
 import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
+import { CheckpointsModule } from './checkpoints/checkpoints.module';
 import { ConfigModule } from './config/config.module';
 import { CoreModule } from './core/core.module';
 import { DatabaseModule } from './database/database.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { DatasetsModule } from './datasets/datasets.module';
 import { HealthModule } from './health/health.module';
-import { JobsModule } from './jobs/api/jobs.module';
+import { JobsModule } from './jobs-api/jobs.module';
 import { RegistryModule } from './registry/registry.module';
 import { QueueModule } from './scheduler/queue.module';
 import { SchedulerModule } from './scheduler/scheduler.module';
-import { InferenceModule } from './inference/inference.module';
-import { ServingModule } from './inference/serving.module';
+import { ServingModule } from './serving/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
 import { SessionRelayModule } from './sessions/session-relay.module';
 import { SessionsModule } from './sessions/sessions.module';
@@ -29,7 +30,7 @@ export class AppModule {
     const imports: DynamicModule['imports'] = [ConfigModule.forRoot(config), CoreModule, DatabaseModule.forRoot(config), QueueModule];
     if (roles.api) {
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule);
-      imports.push(ServingModule, InferenceModule);
+      imports.push(CheckpointsModule, ServingModule);
       imports.push(SessionsModule, DatasetsModule, DashboardModule);
     }
     if (roles.worker) imports.push(WorkerModule, SessionRelayModule);

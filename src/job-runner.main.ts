@@ -5,25 +5,28 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseStoredSpec } from './jobs/kinds/job-kinds';
-import { configureEngine } from './training/engine-settings';
+import { parseStoredSpec } from './kinds/job-kinds';
+import { configureEngine } from './rollout/engine-settings';
 import { JobHub, type JobHubAccess } from './hub/job-hub';
-import type { CallInbox, CallMessage, RunContext, RunnerMessage, RunnerPaths, StartMessage } from './runner/runner-protocol';
+import { parseIpcMessage } from './core/ipc-message';
+import type { CallInbox, RunContext, RunnerPaths } from './runner/run-context';
+import { ToRunner, type CallMessage, type RunnerMessage, type StartMessage } from './runner/runner-protocol';
 
 const controller = new AbortController();
 
-/** Calls arrive on the IPC channel at any time; a session runner takes them with `next()`. */
+/** Calls arrive on the IPC channel at any time ({@link deliver}); a session runner takes them with `next()`. */
+const queued: CallMessage[] = [];
+let waiting: ((call: CallMessage | null) => void) | null = null;
+
+function deliver(call: CallMessage): void {
+  if (waiting) {
+    const wake = waiting;
+    waiting = null;
+    wake(call);
+  } else queued.push(call);
+}
+
 function callInbox(): CallInbox {
-  const queued: CallMessage[] = [];
-  let waiting: ((call: CallMessage | null) => void) | null = null;
-  process.on('message', (message: { type?: string }) => {
-    if (message?.type !== 'call') return;
-    if (waiting) {
-      const wake = waiting;
-      waiting = null;
-      wake(message as CallMessage);
-    } else queued.push(message as CallMessage);
-  });
   controller.signal.addEventListener('abort', () => waiting?.(null));
   return {
     next: (timeoutMs) => {
@@ -50,11 +53,21 @@ function send(message: RunnerMessage): void {
 
 const onDisconnect = (): never => process.exit(70);
 
-/** Sends the last message, then lets go of the channel so the process can exit with `code`. */
-function finish(code: number, last?: RunnerMessage): void {
+let finishing = false;
+
+/**
+ * Sends the last message, then lets go of the channel so the process can exit with `code` (at once with
+ * `now`, whatever is still running). Only the first call counts.
+ */
+function finish(code: number, last?: RunnerMessage, now = false): void {
+  if (finishing) return;
+  finishing = true;
   process.exitCode = code;
   process.off('disconnect', onDisconnect);
-  const release = () => process.disconnect?.();
+  const release = () => {
+    process.disconnect?.();
+    if (now) process.exit(code);
+  };
   if (last) process.send?.(last, undefined, {}, release);
   else process.send?.({ type: 'done' } satisfies RunnerMessage, undefined, {}, release);
 }
@@ -134,18 +147,39 @@ function main(): void {
   stopOn('SIGINT');
   // The worker died or dropped us: nobody would record what we do, so stop.
   process.on('disconnect', onDisconnect);
-  process.once('message', (message: StartMessage) => {
-    run(message).then(
-      () => finish(0),
-      (error: unknown) => {
-        // The job's log and error are its owner's to read: the message, never a stack trace (which
-        // names the installation's files). Setting runner_stacks prints it for an operator.
-        const text = error instanceof Error ? error.message : String(error);
-        console.error(message.stackTraces && error instanceof Error && error.stack ? error.stack : `error: ${text}`);
-        finish(1, { type: 'failed', message: text });
-      },
-    );
+  let started = false;
+  process.on('message', (raw: unknown) => {
+    let message: ToRunner;
+    try {
+      message = parseIpcMessage(ToRunner, raw, 'The worker');
+    } catch (error) {
+      // The worker is this server's own code: a message that does not fit is a bug, and the job stops on it.
+      console.error(`error: ${(error as Error).message}`);
+      finish(1, { type: 'failed', message: (error as Error).message }, true);
+      return;
+    }
+    switch (message.type) {
+      case 'start':
+        if (started) return;
+        started = true;
+        return start(message);
+      case 'call':
+        return deliver(message);
+    }
   });
+}
+
+function start(message: StartMessage): void {
+  run(message).then(
+    () => finish(0),
+    (error: unknown) => {
+      // The job's log and error are its owner's to read: the message, never a stack trace (which
+      // names the installation's files). Setting runner_stacks prints it for an operator.
+      const text = error instanceof Error ? error.message : String(error);
+      console.error(message.stackTraces && error instanceof Error && error.stack ? error.stack : `error: ${text}`);
+      finish(1, { type: 'failed', message: text });
+    },
+  );
 }
 
 main();

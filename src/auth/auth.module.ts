@@ -1,3 +1,4 @@
+// src/auth owns users, API keys, the guard and the failed-authentication limiter.
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AuthFailureLimiter } from './auth-failure-limiter';

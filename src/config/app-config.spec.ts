@@ -45,7 +45,7 @@ describe('loadConfig', () => {
   it('carries the installation layout: the entry files and the default plugins folder under its root', () => {
     const c = loadConfig({}, {}, { root: '/opt/ot' });
     expect(c.install.runnerEntry).toBe('/opt/ot/dist/job-runner.main.js');
-    expect(c.install.modelServerEntry).toBe('/opt/ot/dist/inference/model-server.main.js');
+    expect(c.install.modelServerEntry).toBe('/opt/ot/dist/serving/model-server.main.js');
     expect(c.pluginsDir).toBe('/opt/ot/plugins');
     expect(loadConfig({ OPENTINKER_PLUGINS_DIR: '/srv/plugins' }, {}, { root: '/opt/ot' }).pluginsDir).toBe('/srv/plugins');
     // By default, the folder this code is installed in (the repository root here).

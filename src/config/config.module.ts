@@ -1,3 +1,4 @@
+// src/config owns the settings (defaults, YAML file, OPENTINKER_* variables, flags) and where the installation's files are.
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { AppConfig } from './app-config';
 

@@ -27,22 +27,17 @@ export class InstallLayout {
 
   /** The model server the API starts for each checkpoint it serves. */
   get modelServerEntry(): string {
-    return this.dist('inference', 'model-server.main.js');
+    return this.dist('serving', 'model-server.main.js');
   }
 
   /** The process that checks an uploaded model folder. */
   get modelCheckEntry(): string {
-    return this.dist('inference', 'model-check.main.js');
+    return this.dist('serving', 'model-check.main.js');
   }
 
   /** The process that parses an uploaded dataset. */
   get datasetReaderEntry(): string {
     return this.dist('datasets', 'dataset-reader.main.js');
-  }
-
-  /** The threads that write job-list pages. */
-  get listReaderEntry(): string {
-    return this.dist('jobs', 'job-list.worker.js');
   }
 
   /** The drop-in environments folder when `plugins_dir` is not set. */

@@ -1,3 +1,4 @@
+// src/dashboard owns the web UI and the route that serves it.
 import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import fastifyStatic from '@fastify/static';

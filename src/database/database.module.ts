@@ -1,3 +1,4 @@
+// src/database owns the data source (every module's entities), the migrations and the connection.
 import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config';

@@ -1,4 +1,4 @@
-import type { DatasetFormat } from './dataset-files';
+import type { DatasetFormat } from '../rollout/dataset-files';
 import { parquetInfo, readDatasetRows } from './dataset-rows';
 import type { DatasetCaps } from './dataset-rows';
 import type { DatasetReportDto } from './datasets.dto';

@@ -10,7 +10,8 @@ import type { Environment } from '@opentinker/env-sdk';
 import { loadRegistry } from '../registry/registry-loader';
 import { checkDatasetFile, firstUsableRow } from './dataset-check';
 import { DatasetCapError, DatasetFormatError, readDatasetRows } from './dataset-rows';
-import type { DatasetReaderReply, DatasetReaderRequest } from './dataset-reader';
+import { parseIpcMessage } from '../core/ipc-message';
+import { DatasetReaderRequest, type DatasetReaderReply } from './dataset-reader-protocol';
 
 async function environment(req: { environment: { id: string; hostRoot: string; pluginsDir: string } }): Promise<Environment<unknown, unknown>> {
   const records = await loadRegistry({ hostRoot: req.environment.hostRoot, pluginsDir: req.environment.pluginsDir });
@@ -42,15 +43,17 @@ async function handle(req: DatasetReaderRequest): Promise<DatasetReaderReply> {
 
 const reply = (message: DatasetReaderReply) => process.send!(message, undefined, {}, () => process.disconnect());
 
-process.once('message', (request: DatasetReaderRequest) =>
-  handle(request).then(reply, (error: unknown) => {
-    const e = error as Error;
-    const failure =
-      error instanceof DatasetCapError
-        ? { kind: 'cap' as const, message: e.message, setting: error.setting }
-        : error instanceof DatasetFormatError
-          ? { kind: 'format' as const, message: e.message }
-          : { kind: 'internal' as const, message: e?.message ?? String(error) };
-    reply({ failure });
-  }),
-);
+process.once('message', (raw: unknown) => {
+  void Promise.resolve()
+    .then(() => handle(parseIpcMessage(DatasetReaderRequest, raw, 'The API')))
+    .then(reply, (error: unknown) => {
+      const e = error as Error;
+      const failure =
+        error instanceof DatasetCapError
+          ? { kind: 'cap' as const, message: e.message, setting: error.setting }
+          : error instanceof DatasetFormatError
+            ? { kind: 'format' as const, message: e.message }
+            : { kind: 'internal' as const, message: e?.message ?? String(error) };
+      reply({ failure });
+    });
+});

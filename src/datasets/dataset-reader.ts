@@ -5,22 +5,9 @@ import { askOnce } from '../core/one-shot-child';
 import { REGISTRY_PATHS } from '../registry/environment-registry.service';
 import type { RegistryPaths } from '../registry/registry-loader';
 import type { DatasetReport } from './dataset-check';
-import type { DatasetFormat } from './dataset-files';
+import { DatasetReaderReply, type DatasetReaderRequest, type EnvRef } from './dataset-reader-protocol';
+import type { DatasetFormat } from '../rollout/dataset-files';
 import type { DatasetCaps, DatasetRow } from './dataset-rows';
-
-type EnvRef = { id: string; hostRoot: string; pluginsDir: string };
-
-/** A request to the dataset reader process (`dataset-reader.main.ts`). */
-export type DatasetReaderRequest =
-  | { op: 'check'; path: string; format: DatasetFormat; caps: DatasetCaps; environment: EnvRef }
-  | { op: 'preview'; path: string; format: DatasetFormat; caps: DatasetCaps; limit: number }
-  | { op: 'sample'; path: string; format: DatasetFormat; caps: DatasetCaps; limit: number; environment: EnvRef };
-
-export type DatasetReaderReply =
-  | { report: DatasetReport }
-  | { rows: DatasetRow[] }
-  | { reason: string | null }
-  | { failure: { kind: 'cap'; message: string; setting: string } | { kind: 'format'; message: string } | { kind: 'internal'; message: string } };
 
 /** Longest a dataset read may take before its thread is stopped. */
 const READ_TIMEOUT_MS = 10 * 60_000;
@@ -64,7 +51,7 @@ export class DatasetReader {
 
   private async run(request: DatasetReaderRequest): Promise<Exclude<DatasetReaderReply, { failure: unknown }>> {
     const memoryMb = this.config.values.dataset_parse_memory_mb;
-    const outcome = await askOnce<DatasetReaderRequest, DatasetReaderReply>(this.config.install.datasetReaderEntry, request, {
+    const outcome = await askOnce(this.config.install.datasetReaderEntry, request, DatasetReaderReply, 'The dataset reader', {
       memoryMb,
       timeoutMs: READ_TIMEOUT_MS,
       serialization: 'advanced',
@@ -77,6 +64,7 @@ export class DatasetReader {
       });
     }
     if ('stopped' in outcome) throw new AppError(ErrorCode.INTERNAL, `The dataset reader stopped (${outcome.stopped})`);
+    if ('badReply' in outcome) throw new AppError(ErrorCode.INTERNAL, outcome.badReply);
     const reply = outcome.reply;
     if (!('failure' in reply)) return reply;
     const f = reply.failure;

@@ -1,24 +1,23 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { DEFAULT_JSON_MAX_DEPTH, tooDeepAt } from '@opentinker/env-sdk';
-import type { DatasetFormat } from './dataset-files';
+import { z } from 'zod';
+import type { DatasetFormat } from '../rollout/dataset-files';
 
 /** One row of a dataset file: 1-based `row` (the line number for JSONL), its value, or why it is not JSON. */
-export interface DatasetRow {
-  row: number;
-  value: unknown;
-  error?: string;
-}
+export const DatasetRow = z.object({ row: z.number().int(), value: z.unknown(), error: z.string().optional() });
+export type DatasetRow = z.output<typeof DatasetRow>;
 
 /** Bounds on what reading a file may hold: a hostile file is refused at the bound, never parsed past it. */
-export interface DatasetCaps {
+export const DatasetCaps = z.object({
   /** Rows (parquet: from the footer, before anything is decoded). */
-  maxRows: number;
+  maxRows: z.number().int(),
   /** Bytes of one JSONL line. */
-  maxLineBytes: number;
+  maxLineBytes: z.number().int(),
   /** Objects and arrays one row may nest (setting json_max_depth; default 64): a deeper row is a bad row. */
-  maxDepth?: number;
-}
+  maxDepth: z.number().int().optional(),
+});
+export type DatasetCaps = z.output<typeof DatasetCaps>;
 
 /** Thrown when a file is past one of its {@link DatasetCaps}: names the cap and the setting that raises it. */
 export class DatasetCapError extends Error {

@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { epochMs } from '../core/columns';
-import type { DatasetFormat } from './dataset-files';
+import type { DatasetFormat } from '../rollout/dataset-files';
 import type { BadRow } from './dataset-check';
 
 /** An uploaded dataset: its file lives at `<home>/datasets/<id>/data.<format>`. */

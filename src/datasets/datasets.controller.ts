@@ -9,7 +9,7 @@ import { ApiErrors } from '../core/api-errors.decorator';
 import { AppError, ErrorCode } from '../core/app-error';
 import { drainRefused } from '../core/raw-upload-parser';
 import { ZodQuery, ZodResponse } from '../core/zod-api.decorators';
-import type { DatasetFormat } from './dataset-files';
+import type { DatasetFormat } from '../rollout/dataset-files';
 import { DATASET_UPLOAD_TYPES } from './dataset-upload-parser';
 import { DatasetDto, datasetDto, DatasetPageDto, DatasetPreviewDto, ListDatasetsQuery, PreviewQuery, previewRowDto, UploadDatasetQuery, UploadedDatasetDto } from './datasets.dto';
 import { DatasetsService } from './datasets.service';

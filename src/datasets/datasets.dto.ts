@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { iso } from '../core/columns';
 import { PageQuery, pageOf } from '../core/page-query.dto';
-import { DATASET_FORMATS } from './dataset-files';
+import { DATASET_FORMATS } from '../rollout/dataset-files';
 import type { DatasetRow } from './dataset-rows';
 import type { DatasetEntity } from './dataset.entity';
 

@@ -1,3 +1,4 @@
+// src/datasets owns dataset uploads, their row checks in a separate process, and the storage quota.
 import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';

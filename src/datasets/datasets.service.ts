@@ -11,7 +11,7 @@ import { AppError, ErrorCode } from '../core/app-error';
 import { limitedBody } from '../core/byte-limit';
 import { EnvironmentRegistry } from '../registry/environment-registry.service';
 import type { DatasetReport } from './dataset-check';
-import { datasetDir, datasetFile, DatasetFormat, datasetPath, isDatasetId } from './dataset-files';
+import { datasetDir, datasetFile, DatasetFormat, datasetPath, isDatasetId } from '../rollout/dataset-files';
 import { DatasetReader } from './dataset-reader';
 import type { DatasetRow } from './dataset-rows';
 import { DatasetEntity } from './dataset.entity';

@@ -1,3 +1,4 @@
+// src/datasets owns dataset uploads, their row checks in a separate process, and the storage quota.
 import { Module } from '@nestjs/common';
 import { HubAccessModule } from '../hub/hub-access.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';

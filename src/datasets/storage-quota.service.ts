@@ -6,7 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { HubAccessService } from '../hub/hub-access.service';
 import { JobsRepository } from '../jobs/jobs.repository';
-import { kindsWith } from '../jobs/kinds/job-kinds';
+import { kindsWith } from '../kinds/job-kinds';
 import { UserModelsRepository } from '../models/user-models.repository';
 import { DatasetsRepository } from './datasets.repository';
 

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { z } from 'zod';
 import type { AppConfig } from '../config/app-config';
 
 /**
@@ -11,14 +12,15 @@ import type { AppConfig } from '../config/app-config';
  * one (mapped, compatible, translated, NAT64, 6to4, Teredo) is judged by the IPv4 address too. The
  * client that makes these requests is `egress-fetch.ts`: it checks every connection and follows no redirect.
  */
-export interface UrlPolicy {
+export const UrlPolicy = z.object({
   /** Operator entries: host names, IPs or CIDR ranges, each optionally with `:port`. */
-  allow: string[];
+  allow: z.array(z.string()),
   /** Public addresses are allowed (setting environment_url_allow_public). */
-  allowPublic: boolean;
+  allowPublic: z.boolean(),
   /** Loopback addresses are allowed (the job's owner is an admin). */
-  allowLoopback: boolean;
-}
+  allowLoopback: z.boolean(),
+});
+export type UrlPolicy = z.output<typeof UrlPolicy>;
 
 /** The policy for a job or request of a user, from the operator's settings. */
 export function urlPolicyFor(config: AppConfig, admin: boolean): UrlPolicy {

@@ -1,3 +1,4 @@
+// src/health owns liveness, readiness and the Prometheus metrics.
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { QueueModule } from '../scheduler/queue.module';

@@ -1,3 +1,4 @@
+// src/hub owns models and datasets by Hugging Face name: the Hub cache, its downloads, who may use which snapshot, a job's Hub access.
 import { Module } from '@nestjs/common';
 import { HubAccessService } from './hub-access.service';
 

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { isHubRef, parseHubRef, type HubRepoType } from './hub-ref';
 
 /**
@@ -12,24 +13,24 @@ import { isHubRef, parseHubRef, type HubRepoType } from './hub-ref';
  * - admins: every snapshot.
  */
 
-/** How a job got a snapshot, as its runner reports it (and the `hub_access.access` column stores it). */
-export type HubAccessKind =
-  /** The Hub answered without a token: anyone may read the repo. */
-  | 'public'
-  /** The owner's own token (`model.hf_token`) was needed. */
-  | 'token'
-  /** A repo of `hub_token_repos`, fetched with the server's token. */
-  | 'operator';
+/**
+ * How a job got a snapshot, as its runner reports it (and the `hub_access.access` column stores it):
+ * `public`, the Hub answered without a token (anyone may read the repo); `token`, the owner's own token
+ * (`model.hf_token`) was needed; `operator`, a repo of `hub_token_repos`, fetched with the server's token.
+ */
+export const HubAccessKind = z.enum(['public', 'token', 'operator']);
+export type HubAccessKind = z.output<typeof HubAccessKind>;
 
-/** A snapshot a job used, reported by its runner: the record of who may use it, and the bytes its download added. */
-export interface HubUse {
-  type: HubRepoType;
-  repo: string;
-  commit: string;
-  access: HubAccessKind;
+/** A snapshot a job used, reported by its runner (the `hub` message): the record of who may use it, and the bytes its download added. */
+export const HubUse = z.object({
+  type: z.enum(['model', 'dataset']) satisfies z.ZodType<HubRepoType>,
+  repo: z.string(),
+  commit: z.string(),
+  access: HubAccessKind,
   /** Bytes this job downloaded into its worker's cache (0: all cached). */
-  downloadedBytes: number;
-}
+  downloadedBytes: z.number(),
+});
+export type HubUse = z.output<typeof HubUse>;
 
 /** One user's record of a snapshot (a `hub_access` row). */
 export interface HubAccessRecord {

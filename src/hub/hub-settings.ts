@@ -1,24 +1,26 @@
 import { join } from 'node:path';
+import { z } from 'zod';
 import type { AppConfigValues } from '../config/settings';
 
-/** How this machine reaches the Hugging Face Hub and where it caches what it fetched. */
-export interface HubSettings {
+/** How this machine reaches the Hugging Face Hub and where it caches what it fetched (a worker hands it to its job runners). */
+export const HubSettings = z.object({
   /** huggingface_hub's layout: `models--Org--Name/{blobs,snapshots,refs}`. */
-  cacheDir: string;
+  cacheDir: z.string(),
   /** Base URL, no trailing slash. */
-  endpoint: string;
+  endpoint: z.string(),
   /**
    * This machine's bearer token (HF_TOKEN), or null. A job uses it only for {@link operatorRepos}; the
    * operator's own commands (`opentinker models pull`) use it for any repo.
    */
-  token: string | null;
+  token: z.string().nullable(),
   /** Setting hub_token_repos: `Org/Name` or `Org/*`, the repos served with {@link token} on any tenant's behalf. */
-  operatorRepos: string[];
+  operatorRepos: z.array(z.string()),
   /** HF_HUB_OFFLINE: answer from the cache only, never call the Hub. */
-  offline: boolean;
+  offline: z.boolean(),
   /** Most bytes one repo's selected files may add up to; 0: no downloads at all. */
-  maxDownloadBytes: number;
-}
+  maxDownloadBytes: z.number(),
+});
+export type HubSettings = z.output<typeof HubSettings>;
 
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
 

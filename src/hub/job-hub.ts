@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { AppError, ErrorCode } from '../core/app-error';
 import { hubSnapshotKey, mayUseHubSnapshot, operatorServes, type HubAccessKind, type HubUse } from './hub-access';
 import { gib, HubCache, type HubSnapshot } from './hub-cache';
@@ -8,17 +9,18 @@ import type { HubSettings } from './hub-settings';
  * What the worker tells a job runner about its owner's access to the Hub: the records that let the
  * owner use cached snapshots (`HubAccessService.grantedTo`), and what their storage quota has left.
  */
-export interface JobHubAccess {
-  userId: string;
+export const JobHubAccess = z.object({
+  userId: z.string(),
   /** The owner is an admin (who may use every snapshot of the cache). */
-  admin: boolean;
+  admin: z.boolean(),
   /** `model:Org/Name@<commit>` of the snapshots the owner's records (or public ones) let them use. */
-  granted: string[];
+  granted: z.array(z.string()),
   /** Bytes this job may download before its owner's storage quota is full; null: no quota (admins, `storage_quota_bytes=0`). */
-  budgetBytes: number | null;
+  budgetBytes: z.number().nullable(),
   /** Setting storage_quota_bytes, for the error. */
-  quotaBytes: number;
-}
+  quotaBytes: z.number(),
+});
+export type JobHubAccess = z.output<typeof JobHubAccess>;
 
 /** How a job runner's `model.path` finds `hf:` repos (RunnerPaths.hub). */
 export interface HubResolver {

@@ -1,3 +1,4 @@
+// src/jobs owns the jobs table and its events, metrics, artifacts and secrets.
 import { Module } from '@nestjs/common';
 import { JobEventsRepository } from './job-events.repository';
 import { JobsRepository } from './jobs.repository';

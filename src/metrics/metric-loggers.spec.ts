@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeWandb, type FakeWandb } from '../../test/support/fake-wandb';
-import type { RunContext } from '../runner/runner-protocol';
+import type { RunContext } from '../runner/run-context';
 import { MetricLoggers, type MetricLoggingSpec } from './metric-loggers';
 
 const KEY = 'local-0123456789abcdef0123456789abcdef00spec01';

@@ -20,7 +20,7 @@ import { basename, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pack as tarPack } from 'tar-stream';
-import type { RunContext } from '../runner/runner-protocol';
+import type { RunContext } from '../runner/run-context';
 import { TensorBoardWriter } from './tensorboard-writer';
 import { WandbOfflineRun } from './wandb-offline-run';
 import { WandbStream } from './wandb-stream';

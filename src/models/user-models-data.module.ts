@@ -1,3 +1,4 @@
+// src/models owns the uploaded models' table and where their folders live.
 import { Module } from '@nestjs/common';
 import { UserModelsRepository } from './user-models.repository';
 

@@ -1,3 +1,4 @@
+// src/registry owns environment discovery and loading, the environment protocol routes, env serve and tenant config.
 import { Global, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { EnvironmentRegistry, REGISTRY_PATHS } from './environment-registry.service';

@@ -1,4 +1,4 @@
-import type { AnyJobKind } from '../jobs/kinds/spec/job-kind';
+import type { AnyJobKind } from '../kinds/spec/job-kind';
 import type { JobEntity } from '../jobs/job.entity';
 import type { CallMessage, RunnerMessage } from '../runner/runner-protocol';
 

@@ -37,4 +37,29 @@ describe('JobProcess', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('runs the real job runner, which fails at once on a start message that does not fit its protocol, naming the field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ot-job-process-'));
+    try {
+      const messages: unknown[] = [];
+      const job = { id: 'job-1', kind: 'sleep', spec: { kind: 'sleep' }, attempts: 1, resumeState: null, devices: [] } as unknown as JobEntity;
+      const p = new JobProcess(job, {
+        runnerEntry: join(process.cwd(), 'dist', 'job-runner.main.js'),
+        jobDir: dir,
+        paths: { home: dir, hostRoot: dir, pluginsDir: dir },
+        // Not the engine's settings: the runner must refuse the message, not run the job.
+        engine: { engine_backend: 'quantum' } as never,
+        stackTraces: false,
+        policy: { environmentHost: { limits: {}, settings: {} }, modelRoots: [], remoteEnvironments: { allow: [], allowPublic: false, allowLoopback: false } },
+        secrets: {},
+        graceMs: 1000,
+        onMessage: (m) => messages.push(m),
+        onLog: () => undefined,
+      });
+      expect((await p.exited).code).toBe(1);
+      expect(messages).toEqual([{ type: 'failed', message: expect.stringMatching(/^The worker sent a message that does not fit its protocol \(engine\.engine_backend: /) }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -2,7 +2,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManagedProcess, type ProcessExit } from '../core/managed-process';
 import type { JobEntity } from '../jobs/job.entity';
-import type { CallMessage, RunnerMessage, StartMessage } from '../runner/runner-protocol';
+import type { CallMessage, StartMessage } from '../runner/runner-protocol';
 import { cpuThreads, cudaVisibleDevices } from './device-pool';
 
 export interface JobProcessOptions {
@@ -15,12 +15,31 @@ export interface JobProcessOptions {
   policy: StartMessage['policy'];
   secrets: StartMessage['secrets'];
   graceMs: number;
-  onMessage(message: RunnerMessage): void;
+  /** A message from the runner as it arrived: the supervisor parses it (`RunnerMessage`). */
+  onMessage(message: unknown): void;
   onLog(text: string): void;
 }
 
 /** How the runner ended; `stderrTail` goes into the error message of a failed job. */
 export type JobExit = ProcessExit;
+
+/** What the supervisor holds of a job's runner: its end, its pid, its IPC channel and a way to stop it. */
+export interface RunnerProcess {
+  readonly exited: Promise<JobExit>;
+  readonly pid: number | undefined;
+  /** Sends a message on the IPC channel (dropped when the runner is gone: its end is recorded anyway). */
+  send(message: CallMessage): void;
+  /** Asks the runner to stop, then kills it after the grace period. */
+  stop(): void;
+}
+
+/** Starts a job's runner: {@link startJobProcess} on a worker, a fake in the service specs. */
+export type JobLauncher = (job: JobEntity, options: JobProcessOptions) => RunnerProcess;
+
+/** The Nest token of the {@link JobLauncher} the supervisor uses (default {@link startJobProcess}). */
+export const JOB_LAUNCHER = Symbol('JOB_LAUNCHER');
+
+export const startJobProcess: JobLauncher = (job, options) => new JobProcess(job, options);
 
 /**
  * Settings that must not reach job code (which may run third-party environments). The Hub token goes
@@ -33,7 +52,7 @@ const SECRET_ENV = /^(OPENTINKER_(ADMIN_KEY|DATABASE_URL|REDIS_URL|API_KEY)|HF_T
  * One job runner child process ({@link ManagedProcess}: its own process group, so cancelling stops the
  * whole tree), with the job's GPUs in CUDA_VISIBLE_DEVICES and its output appended to `<jobDir>/job.log`.
  */
-export class JobProcess {
+export class JobProcess implements RunnerProcess {
   readonly exited: Promise<JobExit>;
   private readonly process: ManagedProcess;
   private readonly graceMs: number;
@@ -59,7 +78,7 @@ export class JobProcess {
       onStderr: (text) => output(text, text),
     });
     this.process.child.stdout!.on('data', (chunk: Buffer) => output(chunk.toString('utf8'), chunk));
-    this.process.child.on('message', (m: RunnerMessage) => options.onMessage(m));
+    this.process.child.on('message', (m: unknown) => options.onMessage(m));
     this.exited = this.process.exited.then((exit) => {
       logFile.end();
       return exit;

@@ -1,18 +1,19 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { statSync } from 'node:fs';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
 import { HubAccessService } from '../hub/hub-access.service';
 import { hubSettings } from '../hub/hub-settings';
 import type { JobHubAccess } from '../hub/job-hub';
-import { findJobKind } from '../jobs/kinds/job-kinds';
+import { findJobKind } from '../kinds/job-kinds';
 import { JobEventsRepository, type JobOutput, type JobOutputEvent, type MetricPoint } from '../jobs/job-events.repository';
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
-import type { RunnerMessage } from '../runner/runner-protocol';
+import { parseIpcMessage } from '../core/ipc-message';
+import { RunnerMessage } from '../runner/runner-protocol';
 import { urlPolicyFor } from '../egress/egress-policy';
 import type { AttachedJobHook, JobHook } from './job-hooks';
-import { JobProcess } from './job-process';
+import { JOB_LAUNCHER, startJobProcess, type JobLauncher, type RunnerProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
 
@@ -27,7 +28,7 @@ export type StopReason = 'cancel' | 'shutdown' | 'lost';
 interface Running {
   job: JobEntity;
   workerId: string;
-  process: JobProcess;
+  process: RunnerProcess;
   onEnded: () => void;
   /** The hooks of its kind's capabilities (the call relay of a kind with `calls`). */
   hooks: AttachedJobHook[];
@@ -60,6 +61,7 @@ export class JobSupervisor {
     @Inject(JOB_QUEUE) private readonly queue: JobQueue,
     private readonly bus: LocalBus,
     private readonly hubAccess: HubAccessService,
+    @Optional() @Inject(JOB_LAUNCHER) private readonly launch: JobLauncher = startJobProcess,
   ) {}
 
   /** Text for the tenant (job logs and errors): the server's folders named, not spelled out. */
@@ -79,7 +81,7 @@ export class JobSupervisor {
   /** Starts a claimed job; `onEnded` runs once its end is recorded and its devices may be reused. */
   start(job: JobEntity, workerId: string, launch: { ownerIsAdmin: boolean; secrets: Record<string, string>; hub: JobHubAccess }, onEnded: () => void): void {
     const entry = { job, workerId, onEnded, hooks: [] as AttachedJobHook[], writes: Promise.resolve(), output: null, log: { buffer: '', stored: 0, truncated: false } } as Running;
-    entry.process = new JobProcess(job, {
+    entry.process = this.launch(job, {
       runnerEntry: this.config.install.runnerEntry,
       jobDir: this.config.jobDir(job.id),
       paths: { home: this.config.home, hostRoot: this.config.install.root, pluginsDir: this.config.pluginsDir },
@@ -157,8 +159,18 @@ export class JobSupervisor {
       .catch((error: Error) => this.logger.warn(`Job ${entry.job.id}: could not record runner output: ${error.message}`));
   }
 
-  private onMessage(entry: Running, m: RunnerMessage): void {
+  private onMessage(entry: Running, raw: unknown): void {
     const id = entry.job.id;
+    let m: RunnerMessage;
+    try {
+      m = parseIpcMessage(RunnerMessage, raw, 'The job runner');
+    } catch (error) {
+      // The runner runs plugin code: what it sends is input. A message that does not fit is dropped,
+      // and the job's log says so.
+      this.logger.warn(`Job ${id}: ${(error as Error).message}`);
+      this.onLog(entry, `[worker] dropped a message: ${(error as Error).message}\n`);
+      return;
+    }
     switch (m.type) {
       case 'running':
         return this.write(entry, () => this.jobs.markRunning(id, entry.workerId));
@@ -166,7 +178,7 @@ export class JobSupervisor {
         return this.record(entry, { type: 'progress', data: { step: m.step, total: m.total, message: m.message } });
       case 'metrics': {
         const points: MetricPoint[] = Object.entries(m.values)
-          .filter(([, v]) => typeof v === 'number' && Number.isFinite(v))
+          .filter((e): e is [string, number] => typeof e[1] === 'number' && Number.isFinite(e[1]))
           .map(([name, value]) => ({ step: m.step, name: name.slice(0, 128), value }));
         if (points.length > 0) this.record(entry, { type: 'metrics', data: { points } });
         return;
@@ -257,6 +269,9 @@ export class JobSupervisor {
         }
         return;
       }
+      case undefined:
+        // Not stopped by the worker: the exit code says how the job ended.
+        break;
     }
     if (code === 0) {
       await this.jobs.finish(job.id, workerId, 'succeeded', { exitCode: 0 });

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { LocalBus } from '../core/local-bus';
-import { findJobKind } from '../jobs/kinds/job-kinds';
+import { findJobKind } from '../kinds/job-kinds';
 import type { JobEntity } from '../jobs/job.entity';
 import { JobsRepository } from '../jobs/jobs.repository';
 import { JOB_QUEUE } from './job-queue';

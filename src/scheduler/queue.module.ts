@@ -1,3 +1,4 @@
+// src/scheduler owns which job runs next, the queues, the worker and its devices, job runner processes, leases and their reaper.
 import { Inject, Injectable, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { JobsDataModule } from '../jobs/jobs-data.module';

@@ -1,3 +1,4 @@
+// src/scheduler owns which job runs next, the queues, the worker and its devices, job runner processes, leases and their reaper.
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { DevicePoolModule } from './device-pool.module';

@@ -1,3 +1,4 @@
+// src/sessions owns session calls: their routes and table, and the worker's relay to the runner.
 import { Module } from '@nestjs/common';
 import { SessionCallsRepository } from './session-calls.repository';
 import { SessionRelayService } from './session-relay.service';

@@ -2,7 +2,7 @@ import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { ModuleRef } from '@nestjs/core';
 import { LocalBus } from '../core/local-bus';
 import type { JobEntity } from '../jobs/job.entity';
-import type { AnyJobKind } from '../jobs/kinds/spec/job-kind';
+import type { AnyJobKind } from '../kinds/spec/job-kind';
 import type { CallMessage } from '../runner/runner-protocol';
 import type { AttachedJobHook, JobHook } from '../scheduler/job-hooks';
 import { JobSupervisor } from '../scheduler/job-supervisor.service';

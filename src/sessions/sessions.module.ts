@@ -1,6 +1,7 @@
+// src/sessions owns session calls: their routes and table, and the worker's relay to the runner.
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
-import { JobsModule } from '../jobs/api/jobs.module';
+import { JobsModule } from '../jobs-api/jobs.module';
 import { SessionCallsRepository } from './session-calls.repository';
 import { SessionsController } from './sessions.controller';
 import { SessionsService } from './sessions.service';

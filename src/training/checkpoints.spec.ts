@@ -2,15 +2,15 @@ import { ByteTokenizer, loadHfModelDir, loadLoraAdapter, Model, modelPreset, Prn
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { trainKind } from '../jobs/kinds/train/train.kind';
 import { checkpointDir, listCheckpoints, mergedWeights, pruneCheckpoints, readOptimizer, readTrainerState, saveCheckpoint, type TrainerState } from './checkpoints';
-import { ensureEngineBackend } from './policy';
-import { computeAdvantages, trajectoryRow, updatePolicy, type AlgorithmSpec } from './policy-update';
-import { TaskCursor } from './task-cursor';
-import type { Trajectory } from './trajectory';
+import { ensureEngineBackend } from '../rollout/policy';
+import { algorithmSpec } from './learner-spec';
+import { computeAdvantages, trajectoryRow, updatePolicy } from './policy-update';
+import { TaskCursor } from '../rollout/task-cursor';
+import type { Trajectory } from '../rollout/trajectory';
 
 const CONFIG = { ...modelPreset('tiny-test'), vocab_size: 260 };
-const ALGO = (trainKind.spec.parse({ environment: { id: 'math' }, model: { preset: 'tiny-test' } }) as { algorithm: AlgorithmSpec }).algorithm;
+const ALGO = algorithmSpec.parse({});
 const dirs: string[] = [];
 const workDir = () => {
   const d = mkdtempSync(join(tmpdir(), 'ot-ckpt-'));

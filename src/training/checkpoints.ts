@@ -26,8 +26,8 @@ import {
   type SafetensorsWriteTensor,
   type Tokenizer,
 } from '@opentinker/engine';
-import { checkpointSteps, checkpointsDir } from './checkpoint-folders';
-import type { TaskCursorState } from './task-cursor';
+import { checkpointSteps, checkpointsDir } from '../rollout/checkpoint-folders';
+import type { TaskCursorState } from '../rollout/task-cursor';
 
 /** What `trainer_state.json` holds: enough to continue the run where it stopped. */
 export interface TrainerState {

@@ -1,16 +1,15 @@
 import { Model, modelPreset, padBatch, Trainer, type CoefficientSource, type CurrentScores, type LossCoefficients } from '@opentinker/engine';
 import * as tf from '@tensorflow/tfjs-core';
-import { trainKind } from '../jobs/kinds/train/train.kind';
-import { ensureEngineBackend } from './policy';
-import { computeAdvantages, miniBatches, scoreRows, selectRows, trajectoryRow, updatePolicy, type AlgorithmSpec, type UpdateRow } from './policy-update';
-import type { Trajectory } from './trajectory';
+import { ensureEngineBackend } from '../rollout/policy';
+import { computeAdvantages, miniBatches, scoreRows, selectRows, trajectoryRow, updatePolicy, type UpdateRow } from './policy-update';
+import { algorithmSpec, type AlgorithmSpec } from './learner-spec';
+import type { Trajectory } from '../rollout/trajectory';
 
 const CONFIG = { ...modelPreset('tiny-test'), vocab_size: 260 };
 const PROMPT = [10, 11, 12];
 
 function algorithm(overrides: Partial<AlgorithmSpec> = {}): AlgorithmSpec {
-  const spec = trainKind.spec.parse({ environment: { id: 'math' }, model: { preset: 'tiny-test' }, algorithm: overrides }) as { algorithm: AlgorithmSpec };
-  return spec.algorithm;
+  return algorithmSpec.parse(overrides);
 }
 
 /** A trajectory whose old log-probs are the model's own (as the sampler records them). */

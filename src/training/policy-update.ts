@@ -17,10 +17,8 @@ import {
   type AggOptions,
   type LossAggMode,
 } from '@opentinker/rl';
-import type { TrainSpec } from '../jobs/kinds/train/train.kind';
-import type { Trajectory } from './trajectory';
-
-export type AlgorithmSpec = TrainSpec['algorithm'];
+import type { AlgorithmSpec } from './learner-spec';
+import type { Trajectory } from '../rollout/trajectory';
 
 /** verl's default `critic.cliprange_value`. */
 const VALUE_CLIP = 0.5;

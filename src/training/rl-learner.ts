@@ -8,22 +8,19 @@ import { loadHfModelDir, loadLoraAdapter, Model, Prng, Trainer } from '@opentink
 import type { EnvironmentInstance } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { TrainSpec } from '../jobs/kinds/train/train.kind';
-import type { RunContext } from '../runner/runner-protocol';
-import { mixSeed, runEpisodes, type EpisodeItem } from './agent-loop';
+import type { RunContext } from '../runner/run-context';
+import { mixSeed, runEpisodes, type EpisodeItem } from '../rollout/agent-loop';
 import { pruneCheckpoints, readCriticWeights, readOptimizer, saveCheckpoint, type TrainerState } from './checkpoints';
-import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from './episode-metrics';
-import { loadPolicy, type Policy } from './policy';
+import { rolloutMetrics, summarizeEpisodes, validationMetrics, type EpisodeSummary } from '../rollout/episode-metrics';
+import { loadPolicy, type Policy } from '../rollout/policy';
+import type { LearnerSpec } from './learner-spec';
 import { computeAdvantages, OPTIMAL_TOKEN_BASELINES, scoreRows, scoreSumPiSquared, selectRows, trajectoryRow, updatePolicy } from './policy-update';
-import type { Trajectory } from './trajectory';
+import type { Trajectory } from '../rollout/trajectory';
 
 /** Rows per forward pass when scoring without gradients (reference policy, critic values). */
 const SCORE_CHUNK = 64;
 
 const secondsSince = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
-
-/** The spec keys the learner reads (train and session specs both have them). */
-export type LearnerSpec = Pick<TrainSpec, 'model' | 'algorithm' | 'optim' | 'rollout' | 'val_temperature' | 'max_checkpoints' | 'seed'>;
 
 /** A task of a split, by its index (inline tasks of a session call get negative indices). */
 export interface IndexedTask {

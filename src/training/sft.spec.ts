@@ -1,9 +1,8 @@
 import type { Episode, Message, StepResult } from '@opentinker/env-sdk';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseJobSpec } from '../jobs/kinds/job-kinds';
-import { modelSpec } from '../jobs/kinds/spec/rl-spec';
-import { loadPolicy, type Policy } from './policy';
+import { modelSpec } from '../rollout/rl-spec';
+import { loadPolicy, type Policy } from '../rollout/policy';
 import { renderTarget, replayScript, sftBatch } from './sft';
 
 const TASK = { question: '347*958=', ground_truth: '332426', extra_info: { expression: '347*958' } };
@@ -143,7 +142,9 @@ describe('replayScript', () => {
     await expect(replayScript(plain, scriptedEpisode([], { doneAfter: 1 }), TASK, [...TURNS, 'more'], 1)).rejects.toThrow(
       'sft.turns: the environment ended the episode after turn 1 of 3 (reward 1)',
     );
-    await expect(replayScript(plain, scriptedEpisode([], { badStep: true }), TASK, TURNS, 1)).rejects.toThrow(/reward that is not a finite number/);
+    await expect(replayScript(plain, scriptedEpisode([], { badStep: true }), TASK, TURNS, 1)).rejects.toThrow(
+      'step: the answer does not fit the protocol (reward: Invalid input: expected number, received NaN)',
+    );
   });
 
   it("fills each turn's {info.x} from the step before it", async () => {
@@ -198,25 +199,25 @@ describe('sftBatch', () => {
   });
 });
 
-describe('sft.turns in the train spec', () => {
-  const base = { kind: 'train', environment: { id: 'math-tool' }, model: { preset: 'tiny-char' } };
-
-  it('is accepted alone and stored as given', () => {
-    const { spec } = parseJobSpec({ ...base, sft: { steps: 5, turns: TURNS } });
-    expect(spec.sft).toMatchObject({ steps: 5, turns: TURNS, target: '{ground_truth}' });
+describe('SFT examples', () => {
+  it('renders the target from task fields, keeping other braces', () => {
+    expect(renderTarget('\\boxed{{ground_truth}}', { ground_truth: '42' })).toBe('\\boxed{42}');
+    expect(renderTarget('{a.b} and {n}', { a: { b: 'x' }, n: 3 })).toBe('x and 3');
+    expect(() => renderTarget('{answer}', { ground_truth: '1' })).toThrow(/no text field answer/);
+    expect(() => renderTarget('{a}', { a: { b: 1 } })).toThrow(/it is object/);
   });
 
-  it('is refused with a non-default target, or empty', () => {
-    expect(() => parseJobSpec({ ...base, sft: { target: '\\boxed{{ground_truth}}', turns: TURNS } })).toThrow(
-      expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'sft.turns' }),
+  it('puts the loss on the response tokens only, as a mean over them', () => {
+    const { batch, coefficients, tokens } = sftBatch(
+      [
+        { promptIds: [1, 2, 3], responseIds: [4, 5] },
+        { promptIds: [1], responseIds: [6, 7, 8] },
+      ],
+      0,
     );
-    expect(() => parseJobSpec({ ...base, sft: { turns: [] } })).toThrow(expect.objectContaining({ field: 'sft.turns' }));
-    expect(() => parseJobSpec({ ...base, sft: { turns: [''] } })).toThrow(expect.objectContaining({ field: 'sft.turns.0' }));
-  });
-
-  it('turns_repeat_last defaults to false and needs turns', () => {
-    expect(parseJobSpec({ ...base, sft: { turns: TURNS } }).spec).toMatchObject({ sft: { turns_repeat_last: false } });
-    expect(parseJobSpec({ ...base, sft: { turns: TURNS, turns_repeat_last: true } }).spec).toMatchObject({ sft: { turns_repeat_last: true } });
-    expect(() => parseJobSpec({ ...base, sft: { turns_repeat_last: true } })).toThrow(expect.objectContaining({ field: 'sft.turns_repeat_last' }));
+    expect(tokens).toBe(5);
+    expect(batch.seqLen).toBe(5);
+    const c = Array.from(coefficients.logProbCoef, (x) => (x === 0 ? 0 : x));
+    expect(c).toEqual([0, 0, 0, -0.2, -0.2, 0, -0.2, -0.2, -0.2, 0].map((x) => (x === 0 ? 0 : expect.closeTo(x, 6))));
   });
 });

@@ -5,9 +5,10 @@
  * only, never the prompt's or the environment's.
  */
 import { crossEntropyCoefficients, padBatch, type LossCoefficients, type TokenBatch } from '@opentinker/engine';
+import { parseStepAnswer } from '@opentinker/env-sdk';
 import type { Episode } from '@opentinker/env-sdk';
-import { checkStep, observationMessage, observationTokens } from './agent-loop';
-import type { Policy } from './policy';
+import { observationMessage, observationTokens } from '../rollout/agent-loop';
+import type { Policy } from '../rollout/policy';
 
 const FIELD = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}/g;
 
@@ -103,7 +104,7 @@ export async function replayScript(
     lossMask.push(...turnIds.map(() => 1));
     if (!fits()) return null;
     if (k === total - 1) break;
-    const result = checkStep(await episode.step(text));
+    const result = parseStepAnswer(await episode.step(text), 'step');
     if (result.done) {
       if (options.repeatLast && k >= turns.length - 1) break;
       throw new Error(`sft.turns: the environment ended the episode after turn ${k + 1} of ${turns.length} (reward ${result.reward})`);

@@ -28,10 +28,10 @@ function options(argv) {
 async function main() {
   const o = options(process.argv.slice(2));
   const { sample } = require('@opentinker/engine');
-  const { loadPolicy } = dist('training/policy.js');
-  const { runEpisodes } = dist('training/agent-loop.js');
-  const { openEnvironment } = dist('training/environment-handle.js');
-  const { environmentSpec, modelSpec, rolloutSpec } = dist('jobs/kinds/rl-spec.js');
+  const { loadPolicy } = dist('rollout/policy.js');
+  const { runEpisodes } = dist('rollout/agent-loop.js');
+  const { openEnvironment } = dist('rollout/environment-handle.js');
+  const { environmentSpec, modelSpec, rolloutSpec } = dist('rollout/rl-spec.js');
   const home = tmpdir();
   const paths = { hostRoot: root, pluginsDir: join(root, 'plugins'), home, jobsDir: join(home, 'jobs'), datasetsDir: join(home, 'datasets') };
   const log = () => undefined;

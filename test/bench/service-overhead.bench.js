@@ -138,12 +138,12 @@ function cpuDelta(a, b, wall) {
 
 /** The direct side, in a fresh process (`--direct-child <home>`): prints its result as one JSON line. */
 async function directChild(home) {
-  const { parseJobSpec } = dist('jobs/kinds/job-kinds.js');
-  const { ensureEngineBackend } = dist('training/policy.js');
-  const { openEnvironment } = dist('training/environment-handle.js');
+  const { parseJobSpec } = dist('kinds/job-kinds.js');
+  const { ensureEngineBackend } = dist('rollout/policy.js');
+  const { openEnvironment } = dist('rollout/environment-handle.js');
   const { openTrainablePolicy, RlLearner } = dist('training/rl-learner.js');
-  const { TaskCursor } = dist('training/task-cursor.js');
-  const { mixSeed } = dist('training/agent-loop.js');
+  const { TaskCursor } = dist('rollout/task-cursor.js');
+  const { mixSeed } = dist('rollout/agent-loop.js');
   const { Prng } = require('@opentinker/engine');
   const full = parseJobSpec(spec).spec;
   const workDir = join(home, 'direct');

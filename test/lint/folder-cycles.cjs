@@ -2,36 +2,48 @@
 'use strict';
 /**
  * "No import cycles between folders of src/" (docs/architecture.md, "Dependency rules"), checked on
- * dependency-cruiser's JSON output:
+ * dependency-cruiser's JSON output at two levels:
  *
  *   npx depcruise src --config .dependency-cruiser.cjs --output-type json | node test/lint/folder-cycles.cjs
  *
- * A folder is the directory a file sits in (`src/jobs` and `src/jobs/kinds` are two folders). Every
- * import between two folders of src/ is an edge, specs and type-only imports included (a type names a
- * dependency as much as a value does), except a lazy `import()`: a job kind loads its runner that way,
- * in the job runner process only. dependency-cruiser's own `scope: 'folder'` merges sub-folders into
- * their parents and drops dependency types, so it cannot say this; the check is the strongly connected
- * components of that graph, each printed with the imports that close it. Exit code 1 when there is one.
+ * - `folder`: a folder is the directory a file sits in (`src/kinds` and `src/kinds/train` are two).
+ * - `top`: a folder is the top-level folder of src/ a file sits in, sub-folders included
+ *   (`src/kinds/train` is `src/kinds`); files directly in src/ (the entry points) are the folder `src`.
+ *   No cycle here means the top-level folders stack in floors, each importing only from those below.
+ *
+ * Every import between two folders of src/ is an edge: specs, type-only imports (a type names a
+ * dependency as much as a value does) and lazy `import()`s included. dependency-cruiser's own
+ * `scope: 'folder'` merges sub-folders into their parents and drops dependency types, so it cannot say
+ * this; the check is the strongly connected components of that graph, each printed with the imports
+ * that close it. Exit code 1 when there is one.
  */
 
-/** `src/a/b.ts` → `src/a`; files directly in src/ are the folder `src`. */
-function folderOf(path) {
-  return path.slice(0, path.lastIndexOf('/'));
+/** The levels the check runs at (see above). */
+const LEVELS = ['folder', 'top'];
+
+/**
+ * The folder a file counts in: at `folder` level its directory (`src/a/b/c.ts` → `src/a/b`), at `top`
+ * level its top-level folder (`src/a`); files directly in src/ are the folder `src` at both.
+ */
+function folderOf(path, level = 'folder') {
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  return level === 'top' ? dir.split('/').slice(0, 2).join('/') : dir;
 }
 
 /**
- * The folder cycles of src/: each strongly connected component of two or more folders, with the imports
- * (`from => to`) of each edge inside it.
+ * The folder cycles of src/ at a level: each strongly connected component of two or more folders, with
+ * the imports (`from => to`) of each edge inside it.
  * @param {{ source: string, dependencies: { resolved: string, dependencyTypes: string[] }[] }[]} modules
+ * @param {'folder' | 'top'} [level]
  */
-function folderCycles(modules) {
+function folderCycles(modules, level = 'folder') {
   const edges = new Map();
   for (const m of modules) {
     if (!m.source.startsWith('src/')) continue;
     for (const d of m.dependencies) {
-      if (!d.resolved.startsWith('src/') || d.dependencyTypes.includes('dynamic-import')) continue;
-      const from = folderOf(m.source);
-      const to = folderOf(d.resolved);
+      if (!d.resolved.startsWith('src/')) continue;
+      const from = folderOf(m.source, level);
+      const to = folderOf(d.resolved, level);
       if (from === to) continue;
       if (!edges.has(from)) edges.set(from, new Map());
       const imports = edges.get(from);
@@ -79,24 +91,29 @@ function folderCycles(modules) {
   });
 }
 
-module.exports = { folderCycles };
+module.exports = { folderCycles, LEVELS };
 
 if (require.main === module) {
   let input = '';
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (chunk) => (input += chunk));
   process.stdin.on('end', () => {
-    const cycles = folderCycles(JSON.parse(input).modules);
-    for (const { folders, links } of cycles) {
-      process.stdout.write(`error no-folder-cycles: ${folders.join(', ')} import each other:\n`);
-      for (const { from, to, imports } of links)
-        process.stdout.write(`  ${from} -> ${to}: ${imports.slice(0, 3).join('; ')}${imports.length > 3 ? `; … (${imports.length})` : ''}\n`);
+    const modules = JSON.parse(input).modules;
+    let found = 0;
+    for (const level of LEVELS) {
+      const cycles = folderCycles(modules, level);
+      found += cycles.length;
+      for (const { folders, links } of cycles) {
+        process.stdout.write(`error no-folder-cycles (${level} level): ${folders.join(', ')} import each other:\n`);
+        for (const { from, to, imports } of links)
+          process.stdout.write(`  ${from} -> ${to}: ${imports.slice(0, 3).join('; ')}${imports.length > 3 ? `; … (${imports.length})` : ''}\n`);
+      }
     }
-    if (cycles.length) {
+    if (found) {
       process.stdout.write('Folders of src/ form a directed graph: a cycle between folders means one of them holds code the other should own.\n');
       process.exitCode = 1;
     } else {
-      process.stdout.write('✔ no import cycles between folders of src/\n');
+      process.stdout.write(`✔ no import cycles between folders of src/ (levels: ${LEVELS.join(', ')})\n`);
     }
   });
 }

@@ -9,4 +9,9 @@ export interface FolderCycle {
   links: { from: string; to: string; imports: string[] }[];
 }
 
-export function folderCycles(modules: CruisedModule[]): FolderCycle[];
+/** `folder`: each directory is a folder; `top`: each top-level folder of src/ with its sub-folders (files directly in src/: `src`). */
+export type FolderLevel = 'folder' | 'top';
+
+export const LEVELS: readonly FolderLevel[];
+
+export function folderCycles(modules: CruisedModule[], level?: FolderLevel): FolderCycle[];

@@ -1,8 +1,8 @@
 import { ByteTokenizer, CHATML_TEMPLATE, initWeights, modelPreset, saveHfModelDir } from '@opentinker/engine';
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
-import { walkFiles } from '../../src/inference/checkpoint-store';
-import { checkpointTar } from '../../src/inference/checkpoint-tar';
+import { walkFiles } from '../../src/checkpoints/checkpoint-store';
+import { checkpointTar } from '../../src/checkpoints/checkpoint-tar';
 
 /** A tiny random-weight model folder as the engine saves it (tiny-char, context 64, ChatML), at `dir`. */
 export async function writeTinyModelFolder(dir: string, seed = 3): Promise<void> {

@@ -30,8 +30,14 @@ export {
   CreateEpisodeResponse,
   StepRequest,
   StepResponse,
+  StepResultSchema,
+  EpisodeMessages,
+  MAX_OBSERVATION_CHARS,
   ProtocolError,
   parseRequest,
+  parseAnswer,
+  parseResetAnswer,
+  parseStepAnswer,
 } from './protocol';
 export { RemoteEnvironment } from './remote-environment';
 export type { RemoteEnvironmentOptions } from './remote-environment';

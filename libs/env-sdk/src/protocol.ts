@@ -1,6 +1,4 @@
 import { z } from 'zod';
-// Imported for the {@link} references in the docs below.
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
 import type { StepResult } from './environment';
 import { EnvironmentError } from './errors';
 // eslint-disable-next-line @typescript-eslint/no-unused-vars
@@ -82,11 +80,25 @@ export const CreateEpisodeRequest = z
   .meta({ id: 'EnvCreateEpisode' });
 export type CreateEpisodeRequest = z.output<typeof CreateEpisodeRequest>;
 
+/** Longest text a host takes into a conversation from one answer of an environment (characters): an observation, or the first messages together. */
+export const MAX_OBSERVATION_CHARS = 1_000_000;
+
+/**
+ * The first messages of an episode, as `reset` returns them (in process) and `POST /v1/episodes` answers
+ * them (over HTTP): at least one, {@link MAX_OBSERVATION_CHARS} characters at most together.
+ */
+export const EpisodeMessages = z
+  .array(Message)
+  .min(1)
+  .refine((messages) => messages.reduce((chars, m) => chars + m.content.length, 0) <= MAX_OBSERVATION_CHARS, {
+    message: `Too big: the messages hold more than ${MAX_OBSERVATION_CHARS} characters together`,
+  });
+
 /** Answer of `POST /v1/episodes` (201). */
 export const CreateEpisodeResponse = z
   .object({
     episode_id: z.string().describe('Names the episode in the step and delete routes; it expires when left idle'),
-    messages: z.array(Message).describe('The first messages (system prompt and first user message)'),
+    messages: EpisodeMessages.describe('The first messages (system prompt and first user message)'),
     task: JsonValue.describe('The task the episode plays (the one sent, or the one looked up by split and index)'),
   })
   .meta({ id: 'EnvEpisode' });
@@ -99,17 +111,44 @@ export const StepRequest = z
   .meta({ id: 'EnvStep' });
 export type StepRequest = z.output<typeof StepRequest>;
 
+/** The fields of a step's answer, in both its forms: over HTTP ({@link StepResponse}) and in process ({@link StepResultSchema}). */
+const observation = z.string().max(MAX_OBSERVATION_CHARS);
+const observationRole = z.enum(['user', 'tool']);
+const reward = z.number();
+const done = z.boolean();
+
 /** Answer of `POST /v1/episodes/:id/step`: the protocol's form of a {@link StepResult}. */
 export const StepResponse = z
   .object({
-    observation: z.string(),
-    observation_role: z.enum(['user', 'tool']).default('user'),
-    reward: z.number(),
-    done: z.boolean(),
+    observation,
+    observation_role: observationRole.default('user'),
+    reward,
+    done,
     info: JsonObject,
   })
   .meta({ id: 'EnvStepResult' });
 export type StepResponse = z.output<typeof StepResponse>;
+
+/**
+ * A {@link StepResult} as an environment running in the host's process returned it, checked with the
+ * fields of {@link StepResponse}: a local and a remote environment that answer a step with the same
+ * fault are refused with the same words ({@link parseAnswer}). A missing observation is empty and a
+ * missing `info` is `{}`; `info` is copied as JSON (so it can be stored and sent as it is).
+ */
+export const StepResultSchema = z.object({
+  observation: observation.default(''),
+  observationRole: observationRole.optional(),
+  reward,
+  done,
+  info: JsonObject.default({}).transform((info, ctx) => {
+    try {
+      return JSON.parse(JSON.stringify(info)) as JsonObject;
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `not JSON (${(error as Error).message})` });
+      return z.NEVER;
+    }
+  }),
+});
 
 /**
  * Body of every 4xx/5xx answer. `code` is stable (`ENV_EPISODE_CLOSED`, `ENV_CAPACITY`, …; see
@@ -151,6 +190,29 @@ export function parseRequest<S extends z.ZodType>(schema: S, value: unknown): z.
   if (parsed.success) return parsed.data;
   const { field, message } = firstIssue(parsed.error);
   throw new EnvironmentError('ENV_BAD_REQUEST', message, field);
+}
+
+/** The first messages in the shape `POST /v1/episodes` answers them in, so both forms are refused in the same words. */
+const ResetAnswer = z.object({ messages: EpisodeMessages });
+
+/**
+ * What an environment running in the host's process answered, checked as a remote environment's answer
+ * is ({@link parseAnswer}, the same schemas): `reset`'s messages, then each step's {@link StepResult}.
+ * `where` names the call (`reset`, `step`).
+ *
+ * @example
+ * ```ts
+ * const messages = parseResetAnswer(await episode.reset(task, seed), 'reset');
+ * const result = parseStepAnswer(await episode.step(action), 'step'); // NaN reward: ENV_UNAVAILABLE "step: … (reward: …)"
+ * ```
+ */
+export function parseResetAnswer(value: unknown, where: string): Message[] {
+  return parseAnswer(ResetAnswer, { messages: value }, where).messages;
+}
+
+/** See {@link parseResetAnswer}. */
+export function parseStepAnswer(value: unknown, where: string): StepResult {
+  return parseAnswer(StepResultSchema, value, where);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EnvironmentError } from './errors';
-import { PROTOCOL_VERSION } from './protocol';
+import { parseResetAnswer, parseStepAnswer, PROTOCOL_VERSION } from './protocol';
 import { RemoteEnvironment } from './remote-environment';
 
 /**
@@ -332,5 +332,45 @@ describe('RemoteEnvironment against a real HTTP server', () => {
 
     answers['/v1/tasks?split=test&offset=0&limit=100'] = { split: 'test', offset: 0, total: 3, tasks: 'none' };
     expect(await failure(env.tasks.get('test', 1))).toMatchObject({ code: 'ENV_UNAVAILABLE', field: 'tasks' });
+  });
+});
+
+describe('a malformed answer, from a remote or an in-process environment', () => {
+  /** The part of the message after the call it names: what was wrong, in the schemas' words. */
+  const fault = (error: Error) => error.message.slice(error.message.indexOf(': the answer does not fit'));
+
+  const steps: Array<[string, Record<string, unknown>]> = [
+    ['a reward that is not a number', { observation: 'x', reward: 'high', done: false, info: {} }],
+    ['no done', { observation: 'x', reward: 1, info: {} }],
+    ['info that is a list', { observation: 'x', reward: 1, done: true, info: [] }],
+    ['an observation over the cap', { observation: 'y'.repeat(1_000_001), reward: 0, done: true, info: {} }],
+  ];
+
+  it.each(steps)('is refused in the same words: %s', async (_what, step) => {
+    const server = await fake();
+    server.handler = (req, res) => (req.path === '/v1/episodes/e1/step' ? json(res, 200, step) : healthy(req, res, 1));
+    const env = await RemoteEnvironment.connect({ url: server.url, retries: 0 });
+    const episode = env.newEpisode();
+    await episode.reset({ n: 0 }, 1);
+    const remote = await failure(episode.step('a'));
+    let local: Error | undefined;
+    try {
+      parseStepAnswer(step, 'step');
+    } catch (error) {
+      local = error as Error;
+    }
+    expect(remote).toMatchObject({ code: 'ENV_UNAVAILABLE' });
+    expect(local).toMatchObject({ code: 'ENV_UNAVAILABLE', field: remote.field });
+    expect(fault(local!)).toBe(fault(remote));
+    expect(local!.message.startsWith('step: the answer does not fit the protocol (')).toBe(true);
+  });
+
+  it('first messages too: none at all', async () => {
+    const server = await fake();
+    server.handler = (req, res) => (req.method === 'POST' && req.path === '/v1/episodes' ? json(res, 201, { episode_id: 'e1', messages: [], task: {} }) : healthy(req, res, 1));
+    const env = await RemoteEnvironment.connect({ url: server.url, retries: 0 });
+    const remote = await failure(env.newEpisode().reset({ n: 0 }, 1));
+    expect(() => parseResetAnswer([], 'reset')).toThrow(fault(remote));
+    expect(fault(remote)).toBe(': the answer does not fit the protocol (messages: Too small: expected array to have >=1 items)');
   });
 });

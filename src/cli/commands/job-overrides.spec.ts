@@ -1,4 +1,4 @@
-import { parseJobSpec } from '../../jobs/kinds/job-kinds';
+import { parseJobSpec } from '../../kinds/job-kinds';
 import { CliError } from './cli-error';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

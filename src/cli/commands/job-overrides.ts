@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import { seedModelPath as hubModelPath } from '../../hub/hub-ref';
-import { findJobKind } from '../../jobs/kinds/job-kinds';
+import { findJobKind } from '../../kinds/job-kinds';
 import { CliError, EXIT } from './cli-error';
 
 /** The kinds `train` and `infer` submit. */

@@ -5,7 +5,7 @@ import { createReadStream, existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
 import { isModelFile } from '../../hub/hub-cache';
-import { checkpointTar } from '../../inference/checkpoint-tar';
+import { checkpointTar } from '../../checkpoints/checkpoint-tar';
 import { modelContentHash } from '../../models/user-model-files';
 import type { UserModelFile } from '../../models/user-model.entity';
 import { submit } from './jobs.commands';

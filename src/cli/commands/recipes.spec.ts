@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '@opentinker/env-sdk';
 import type { Environment } from '@opentinker/env-sdk';
-import { parseJobSpec } from '../../jobs/kinds/job-kinds';
+import { parseJobSpec } from '../../kinds/job-kinds';
 import { loadRegistry } from '../../registry/registry-loader';
 import { readJobSpec } from './job-spec-file';
 import { FULL_SIZE, QUICK_SIZE, quickstartInferenceSpec, quickstartTrainSpec } from './quickstart-spec';

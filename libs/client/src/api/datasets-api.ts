@@ -55,7 +55,7 @@ export class DatasetsApi {
     const query: Record<string, string> = { environment: options.environment, name, format };
     if (options.strict) query.strict = 'true';
     if (isNode() && !isBlob(source) && !(source instanceof Uint8Array)) return this.uploadFromNode(source, query, format, options.signal);
-    const body = await requestBody(source);
+    const body = requestBody(source);
     return this.t.call(
       this.t.api.POST('/v1/datasets', {
         params: { query: query as never },
@@ -123,7 +123,7 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
   return typeof (value as AsyncIterable<Uint8Array>)?.[Symbol.asyncIterator] === 'function';
 }
 
-async function requestBody(source: DatasetSource): Promise<BodyInit> {
+function requestBody(source: DatasetSource): BodyInit {
   if (typeof source === 'string') throw invalid('source', 'File paths can be uploaded from Node only; pass a Blob or File in a browser');
   if (isBlob(source) || source instanceof Uint8Array) return source as BodyInit;
   if (source instanceof ReadableStream) return source;

@@ -366,7 +366,7 @@ function backendOption(value: string | undefined): BackendName | undefined {
 export function registerModelCommands(
   program: Command,
   output: CommandOutput = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) },
-  resolveDir: (dir: string) => Promise<string> = async (dir) => dir,
+  resolveDir: (dir: string) => Promise<string> = (dir) => Promise.resolve(dir),
 ): Command {
   const run =
     <A extends unknown[]>(fn: (...args: A) => Promise<void>) =>

@@ -3,6 +3,7 @@ import { configJsonSchema, isEnvironment, parseConfig } from '../environment';
 import type { Environment, EnvironmentInstance, Split, StepResult } from '../environment';
 import { isEnvironmentError } from '../errors';
 import type { Message } from '../messages';
+import { parseResetAnswer, parseStepAnswer } from '../protocol';
 import { standardInfoProblem } from '../step-info';
 
 /** How {@link conformanceChecks} and {@link describeConformance} exercise an environment. */
@@ -173,11 +174,7 @@ export function conformanceChecks(env: unknown, options: ConformanceOptions = {}
           const mb = await b.reset(task, seed);
           await a.close();
           await b.close();
-          assert(Array.isArray(ma) && ma.length > 0, 'reset must return at least one message');
-          for (const m of ma) {
-            assert(['system', 'user', 'assistant', 'tool'].includes(m.role), `bad role ${m.role}`);
-            assert(typeof m.content === 'string', 'message content must be a string');
-          }
+          conforms(() => parseResetAnswer(ma, `reset (seed ${seed})`));
           assert(ma[ma.length - 1].role === 'user', 'the last first message must be the user turn the policy answers');
           assert(JSON.stringify(ma) === JSON.stringify(mb), `seed ${seed}: two resets gave different messages`);
         }
@@ -261,13 +258,14 @@ export function describeConformance(env: unknown, options: ConformanceOptions = 
   });
 }
 
+/**
+ * A step's result checked as hosts check it (`parseStepAnswer`: the protocol's schemas, so the words are
+ * the ones a host would use), then the stricter checks of this kit: an observation, `info` that survives
+ * a JSON round trip unchanged and standard fields of the right types.
+ */
 function checkStep(result: StepResult, where: string): void {
-  assert(result !== null && typeof result === 'object', `${where}: step must return an object`);
+  conforms(() => parseStepAnswer(result, where));
   assert(typeof result.observation === 'string', `${where}: observation must be a string`);
-  assert(typeof result.reward === 'number' && Number.isFinite(result.reward), `${where}: reward must be a finite number, got ${result.reward}`);
-  assert(typeof result.done === 'boolean', `${where}: done must be a boolean`);
-  assert(result.observationRole === undefined || result.observationRole === 'user' || result.observationRole === 'tool', `${where}: bad observationRole`);
-  assert(result.info !== null && typeof result.info === 'object' && !Array.isArray(result.info), `${where}: info must be an object`);
   assertJson(result.info, `${where}: info`);
   const problem = standardInfoProblem(result.info);
   assert(problem === null, `${where}: ${problem} (see StandardInfo)`);
@@ -291,6 +289,15 @@ function assertJson(value: unknown, what: string): void {
     throw new Error(`${what} is not JSON-serialisable`);
   }
   assert(copy !== undefined && JSON.stringify(JSON.parse(copy)) === copy, `${what} does not survive a JSON round trip`);
+}
+
+/** Runs a host's check; what it refuses fails the kit with the host's words. */
+function conforms(check: () => unknown): void {
+  try {
+    check();
+  } catch (error) {
+    throw new Error(`Conformance: ${(error as Error).message}`);
+  }
 }
 
 function assert(condition: unknown, message: string): asserts condition {
