@@ -2,6 +2,10 @@
 // information, plus four type-aware rules on the sources of src/ and libs/*/src (below). The whole
 // type-aware set (recommendedTypeChecked) took 39 s of CPU against 12 s on the 2-core development
 // machine and its 1,800 findings were almost all `no-unsafe-*` on JSON typed `any`, so it is not used.
+// The four rules cost what building their program costs: `eslint . --no-cache` took 39–41 s of CPU with
+// them against 17–19 s without (alternating, same run, load 5 from other work), and `tsc` alone on
+// tsconfig.lint.json 17 s; `projectService` instead of `project` was no cheaper (42 s). `npm run lint`
+// keeps ESLint's cache, so a second run re-reads only changed files (10 s).
 // Formatting is Prettier's business (eslint-config-prettier, last).
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
