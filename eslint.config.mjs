@@ -27,6 +27,8 @@ export default tseslint.config(
       '.venv-clients/**',
       // The official Tinker SDKs the Tinker wire tests run (test/tinker/setup-sdk.sh).
       '.venv-tinker/**',
+      // tinker-cookbook and torch for the cookbook's loops (test/tinker/setup-cookbook.sh).
+      '.venv-cookbook/**',
       // The engine bench's peer, transformers + PEFT (libs/engine/bench/install-peer.sh).
       'libs/engine/bench/.venv-peer/**',
       '.opentinker/**',

@@ -17,6 +17,7 @@ import { ServingModule } from './serving/serving.module';
 import { WorkerModule } from './scheduler/worker.module';
 import { SessionRelayModule } from './sessions/session-relay.module';
 import { SessionsModule } from './sessions/sessions.module';
+import { TinkerModule } from './tinker/tinker.module';
 
 /** Which roles this process plays; where the installation's files are comes with the config (`config.install`). */
 export interface AppRoles {
@@ -31,7 +32,7 @@ export class AppModule {
     if (roles.api) {
       imports.push(AuthModule, JobsModule, SchedulerModule, HealthModule, RegistryModule);
       imports.push(CheckpointsModule, ServingModule);
-      imports.push(SessionsModule, DatasetsModule, DashboardModule);
+      imports.push(SessionsModule, DatasetsModule, DashboardModule, TinkerModule);
     }
     if (roles.worker) imports.push(WorkerModule, SessionRelayModule);
     return { module: AppModule, imports };

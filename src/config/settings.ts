@@ -18,6 +18,7 @@ export const SETTING_SECTIONS = [
   'Tenants and uploads',
   'Environments and sandboxes',
   'Serving',
+  'Tinker API',
   'Models from the Hub',
   'Engine',
 ] as const;
@@ -332,6 +333,84 @@ export const SETTINGS = {
     section: 'Serving',
     doc: 'Longest chat request; its model server is killed past it.',
   }),
+
+  // Tinker API (docs/tinker.md)
+  tinker_session_timeout_seconds: setting({
+    schema: z.coerce.number().min(5).max(86_400).default(120),
+    section: 'Tinker API',
+    doc: 'A Tinker SDK session without a heartbeat this long expires: its runners stop and its futures fail (the SDK sends one every 10 s).',
+  }),
+  tinker_session_yield_seconds: setting({
+    schema: z.coerce.number().min(5).max(86_400).default(30),
+    section: 'Tinker API',
+    doc: "A Tinker SDK session without a heartbeat this long expires early while a job waits for devices, so a program that exited without ServiceClient.close (the cookbook's recipes never call it) frees its runner's devices for the next one; at most tinker_session_timeout_seconds.",
+  }),
+  tinker_max_sessions_per_user: setting({
+    schema: int(1, 100_000).default(8),
+    section: 'Tinker API',
+    doc: 'Active Tinker sessions one user may have; `create_session` past it is refused (400 `OT_ERR_LIMIT_EXCEEDED`).',
+  }),
+  tinker_max_models_per_session: setting({
+    schema: int(1, 100_000).default(64),
+    section: 'Tinker API',
+    doc: 'Training clients one Tinker session may create (`create_model`, `create_training_client_from_state`).',
+  }),
+  tinker_max_adapters_per_base: setting({
+    schema: int(1, 10_000).default(16),
+    section: 'Tinker API',
+    doc: "Training clients (LoRA adapters with their Adam state) one session's runner holds on one base model.",
+  }),
+  tinker_adapter_memory_mb: setting({
+    schema: int(1, 1_048_576).default(4096),
+    section: 'Tinker API',
+    doc: "Memory (MiB) a session's runner gives adapters, their gradients and Adam states, and sampler snapshots; more is refused with the size and this setting.",
+  }),
+  tinker_samplers_per_model: setting({
+    schema: int(1, 1000).default(8),
+    section: 'Tinker API',
+    doc: 'Unnamed sampler snapshots (`save_weights_and_get_sampling_client`) kept per training client; older ones are released, and sampling with one says so.',
+  }),
+  tinker_seq_gap_seconds: setting({
+    schema: z.coerce.number().min(0).max(3600).default(60),
+    section: 'Tinker API',
+    doc: "How long a training client's request waits for an earlier `seq_id` that never arrived before the runner goes on without it.",
+  }),
+  tinker_max_sample_tokens: setting({
+    schema: int(1, 1_000_000).default(4096),
+    section: 'Tinker API',
+    doc: 'Most tokens one sample may generate (also the default when `max_tokens` is unset, within the model’s context).',
+  }),
+  tinker_max_open_requests: setting({
+    schema: int(1, 1_000_000).default(4096),
+    section: 'Tinker API',
+    doc: "Requests a session's runner may have waiting; more are answered 429 (the SDK backs off and sends them again).",
+  }),
+  tinker_request_max_bytes: setting({
+    schema: int(1024, 1024 ** 3).default(64 * 1024 ** 2),
+    section: 'Tinker API',
+    defaultText: '`67108864` (64 MiB)',
+    doc: 'Largest `forward_backward` body, as sent and after zstd decompression.',
+  }),
+  tinker_poll_seconds: setting({
+    schema: z.coerce.number().min(0).max(40).default(30),
+    section: 'Tinker API',
+    doc: '`retrieve_future` holds a poll this long for the result before answering `try_again` (the SDK gives up on a poll after 45 s).',
+  }),
+  tinker_result_keep_seconds: setting({
+    schema: z.coerce
+      .number()
+      .min(1)
+      .max(30 * 86_400)
+      .default(3600),
+    section: 'Tinker API',
+    doc: 'How long an answered request and its result stay retrievable.',
+  }),
+  tinker_cpu_slots: setting({
+    schema: int(0, 1024).default(1),
+    section: 'Tinker API',
+    doc: "CPU slots a session's runner (the job of one base model) takes from the worker that runs it.",
+  }),
+  tinker_gpus: setting({ schema: int(0, 64).default(0), section: 'Tinker API', doc: "GPUs a session's runner takes." }),
 
   hub_cache_dir: setting({
     schema: z.string().regex(/^\//, 'must be an absolute path').optional(),

@@ -54,6 +54,10 @@ export enum ErrorCode {
   QUOTA_EXCEEDED = 'OT_ERR_QUOTA_EXCEEDED',
   /** The user already has as many queued jobs as the operator allows (`max_queued_jobs_per_user`). */
   QUEUED_JOBS_LIMIT = 'OT_ERR_QUEUED_JOBS_LIMIT',
+  /** The thing asked about existed and is over (a finished or expired Tinker session). */
+  GONE = 'OT_ERR_GONE',
+  /** Too much waiting already: send again later (Tinker requests over `tinker_max_open_requests`). */
+  BUSY = 'OT_ERR_BUSY',
 }
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -97,6 +101,8 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.URL_NOT_ALLOWED]: 400,
   [ErrorCode.QUOTA_EXCEEDED]: 413,
   [ErrorCode.QUEUED_JOBS_LIMIT]: 429,
+  [ErrorCode.GONE]: 410,
+  [ErrorCode.BUSY]: 429,
 };
 
 export interface AppErrorOptions {

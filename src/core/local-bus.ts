@@ -37,13 +37,23 @@ export class LocalBus {
     return () => this.emitter.off(`call:${jobId}`, listener);
   }
 
-  /** A session call finished (API requests waiting on it answer now). */
-  sessionCallDone(jobId: string): void {
-    this.emitter.emit(`call-done:${jobId}`);
+  /** A call finished (the API request waiting on it answers now). */
+  callDone(callId: number): void {
+    this.emitter.emit(`call-done:${callId}`);
   }
 
-  onSessionCallDone(jobId: string, listener: () => void): () => void {
-    this.emitter.on(`call-done:${jobId}`, listener);
-    return () => this.emitter.off(`call-done:${jobId}`, listener);
+  onCallDone(callId: number, listener: () => void): () => void {
+    this.emitter.on(`call-done:${callId}`, listener);
+    return () => this.emitter.off(`call-done:${callId}`, listener);
+  }
+
+  /** Every open call of a job was failed at once (its runner ended): whoever waits on one of them looks now. */
+  jobCallsFailed(jobId: string): void {
+    this.emitter.emit(`calls-failed:${jobId}`);
+  }
+
+  onJobCallsFailed(jobId: string, listener: () => void): () => void {
+    this.emitter.on(`calls-failed:${jobId}`, listener);
+    return () => this.emitter.off(`calls-failed:${jobId}`, listener);
   }
 }

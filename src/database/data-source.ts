@@ -30,6 +30,11 @@ import { HubAccess1765720000000 } from './1765720000000-hub-access.migration';
 import { FinishedJobSecrets1765720010000 } from './1765720010000-finished-job-secrets.migration';
 import { UserModelEntity } from '../models/user-model.entity';
 import { UserModels1765730000000 } from './1765730000000-user-models.migration';
+import { TinkerModelEntity } from '../tinker/tinker-model.entity';
+import { TinkerRunnerEntity } from '../tinker/tinker-runner.entity';
+import { TinkerSamplerEntity } from '../tinker/tinker-sampler.entity';
+import { TinkerSessionEntity } from '../tinker/tinker-session.entity';
+import { Tinker1765750000000 } from './1765750000000-tinker.migration';
 
 export const ENTITIES = [
   UserEntity,
@@ -44,6 +49,10 @@ export const ENTITIES = [
   JobSecretEntity,
   HubAccessEntity,
   UserModelEntity,
+  TinkerSessionEntity,
+  TinkerRunnerEntity,
+  TinkerModelEntity,
+  TinkerSamplerEntity,
 ];
 export const MIGRATIONS = [
   Initial1764700000000,
@@ -60,6 +69,7 @@ export const MIGRATIONS = [
   HubAccess1765720000000,
   FinishedJobSecrets1765720010000,
   UserModels1765730000000,
+  Tinker1765750000000,
 ];
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {

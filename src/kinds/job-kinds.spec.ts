@@ -35,7 +35,7 @@ describe('parseJobSpec', () => {
 
   it('describes the body in OpenAPI as a oneOf of one component per kind, each forbidding unknown keys', () => {
     const body = API_SCHEMAS.schema(JobSpecBody, 'input') as { oneOf: unknown[]; discriminator: { propertyName: string; mapping: Record<string, string> } };
-    expect(body.oneOf).toEqual(JOB_KINDS.map((k) => ({ $ref: `#/components/schemas/JobSpec_${k.kind}` })));
+    expect(body.oneOf).toEqual(JOB_KINDS.filter((k) => !k.internal).map((k) => ({ $ref: `#/components/schemas/JobSpec_${k.kind}` })));
     expect(body.discriminator).toEqual({ propertyName: 'kind', mapping: expect.objectContaining({ sleep: '#/components/schemas/JobSpec_sleep' }) });
     const schema = API_SCHEMAS.all().JobSpec_sleep as { additionalProperties: boolean; properties: Record<string, unknown>; required: string[] };
     expect(schema.additionalProperties).toBe(false);
@@ -55,11 +55,20 @@ describe('the job kind registry', () => {
   it('refuses an unknown kind, naming the known ones', () => {
     const known = JOB_KINDS.map((k) => k.kind).join(', ');
     expect(known).toMatch(/^sleep, train, inference, session\b/);
+    const submittable = JOB_KINDS.filter((k) => !k.internal)
+      .map((k) => k.kind)
+      .join(', ');
     expect(() => parseJobSpec({ kind: 'nope' })).toThrow(
-      expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'kind', message: `kind: Unknown job kind nope (known: ${known})` }),
+      expect.objectContaining({ code: 'OT_ERR_VALIDATION', field: 'kind', message: `kind: Unknown job kind nope (known: ${submittable})` }),
     );
     expect(findJobKind('nope')).toBeUndefined();
     expect(() => parseStoredSpec('nope', { kind: 'nope' })).toThrow(`This job runner has no kind nope (known: ${known})`);
+  });
+
+  it('takes kinds the server submits itself (tinker) only from the server, never through POST /v1/jobs', () => {
+    expect(findJobKind('tinker')?.internal).toBe(true);
+    expect(() => parseJobSpec(serverSpecs.tinker)).toThrow(expect.objectContaining({ field: 'kind', message: expect.stringMatching(/^kind: Unknown job kind tinker/) }));
+    expect(parseStoredSpec('tinker', serverSpecs.tinker).spec).toMatchObject({ kind: 'tinker', base_model: 'tiny-char' });
   });
 
   // A kind whose defaults make a whole spec needs no entry here.
@@ -70,8 +79,20 @@ describe('the job kind registry', () => {
     session: { kind: 'session', environment: { id: 'math' }, model: { preset: 'tiny-char', lora: {} } },
   };
 
+  /** Specs of the kinds the server submits itself. */
+  const serverSpecs: Record<string, Record<string, unknown>> = {
+    tinker: {
+      kind: 'tinker',
+      session_id: '4f0c3a4e-0000-4000-8000-000000000000',
+      base_model: 'tiny-char',
+      model: { preset: 'tiny-char' },
+      limits: { max_adapters: 2, adapter_memory_mb: 64, samplers_per_model: 2, seq_gap_seconds: 1, max_sample_tokens: 16 },
+    },
+  };
+
   it.each(JOB_KINDS.map((k) => [k.kind]))('%s: the runner re-parses the stored spec to the same spec', (name) => {
-    const { spec } = parseJobSpec(submitted[name] ?? { kind: name });
+    const kind = findJobKind(name)!;
+    const spec = kind.internal ? kind.parse(serverSpecs[name]) : parseJobSpec(submitted[name] ?? { kind: name }).spec;
     // What the database gives back is JSON, not the parsed object.
     const stored = JSON.parse(JSON.stringify(spec)) as unknown;
     expect(parseStoredSpec(name, stored).spec).toEqual(spec);
@@ -87,12 +108,12 @@ describe('the job kind registry', () => {
   it('answers capability questions from the kinds, not their names', () => {
     const names = (capability: Parameters<typeof kindsWith>[0]) => kindsWith(capability).map((k) => k.kind);
     expect(names('resumable')).toEqual(['sleep', 'train']);
-    expect(names('checkpoints')).toEqual(['train', 'session']);
+    expect(names('checkpoints')).toEqual(['train', 'session', 'tinker']);
     expect(names('trains')).toEqual(['train', 'session']);
     expect(names('calls')).toEqual(['session']);
     expect(names('results')).toEqual(['inference']);
     expect(findJobKind('inference')?.results).toBe('results.jsonl');
-    expect(kindList(kindsWith('checkpoints'))).toBe('train and session');
+    expect(kindList(kindsWith('checkpoints'))).toBe('train, session and tinker');
     expect(kindList(JOB_KINDS.slice(0, 3))).toBe('sleep, train and inference');
   });
 
@@ -103,7 +124,7 @@ describe('the job kind registry', () => {
       spec: z.object({ text: z.string().default('hi') }),
       runner: async () => async () => undefined,
     });
-    expect(plain).toMatchObject({ resumable: false, checkpoints: false, trains: false, calls: false, results: null });
+    expect(plain).toMatchObject({ resumable: false, checkpoints: false, trains: false, calls: false, results: null, callRelay: null, internal: false });
     expect(Object.isFrozen(plain)).toBe(true);
     expect(plain.parse({ kind: 'plain' })).toEqual({ kind: 'plain', priority: 0, resources: { gpus: 0, cpu_slots: 1 }, max_attempts: 1, text: 'hi' });
     expect(() => plain.parse({ kind: 'sleep' })).toThrow(expect.objectContaining({ field: 'kind' }));

@@ -5,13 +5,14 @@ import type { AnyJobKind, CommonSpec, JobKindCapabilities } from './spec/job-kin
 import { inferenceKind } from './inference/inference.kind';
 import { sessionKind } from './session/session.kind';
 import { sleepKind } from './sleep/sleep.kind';
+import { tinkerKind } from './tinker/tinker.kind';
 import { trainKind } from './train/train.kind';
 
 /**
  * Every kind this server accepts, in the order the API lists them. Nest-free: the API, the worker and
  * the job runner all read kinds from here.
  */
-export const JOB_KINDS: readonly AnyJobKind[] = [sleepKind, trainKind, inferenceKind, sessionKind];
+export const JOB_KINDS: readonly AnyJobKind[] = [sleepKind, trainKind, inferenceKind, sessionKind, tinkerKind];
 
 const byName = new Map(JOB_KINDS.map((k) => [k.kind, k]));
 
@@ -35,7 +36,10 @@ export interface ParsedJobSpec {
   spec: CommonSpec & Record<string, unknown>;
 }
 
-const known = () => [...byName.keys()].join(', ');
+/** The kinds `POST /v1/jobs` takes: all but those the server submits itself. */
+const SUBMITTABLE = JOB_KINDS.filter((k) => !k.internal);
+
+const known = () => SUBMITTABLE.map((k) => k.kind).join(', ');
 
 /**
  * The body of `POST /v1/jobs`: the spec of one of the kinds, chosen by `kind`; unknown keys are refused
@@ -46,7 +50,7 @@ export const JobSpecBody = z
   .discriminatedUnion(
     'kind',
     // Each option is a kind's parser: its strict schema, then the defaults that depend on the kind.
-    JOB_KINDS.map((k) => k.parser) as unknown as [z.ZodObject, ...z.ZodObject[]],
+    SUBMITTABLE.map((k) => k.parser) as unknown as [z.ZodObject, ...z.ZodObject[]],
     {
       error: (issue) => {
         if (issue.code !== 'invalid_union' || issue.path?.[0] !== 'kind') return undefined;
@@ -56,7 +60,7 @@ export const JobSpecBody = z
     },
   )
   // Without a mapping, OpenAPI says a discriminator value is the schema's name (`JobSpec_sleep`), not the kind.
-  .meta({ discriminator: { propertyName: 'kind', mapping: Object.fromEntries(JOB_KINDS.map((k) => [k.kind, `#/components/schemas/JobSpec_${k.kind}`])) } });
+  .meta({ discriminator: { propertyName: 'kind', mapping: Object.fromEntries(SUBMITTABLE.map((k) => [k.kind, `#/components/schemas/JobSpec_${k.kind}`])) } });
 
 /** A spec that {@link JobSpecBody} has parsed, with its kind. */
 export function parsedSpec(spec: ParsedJobSpec['spec']): ParsedJobSpec {

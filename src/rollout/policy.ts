@@ -6,6 +6,7 @@ import {
   initBackend,
   inspectHfModelDir,
   loadHfModelDir,
+  loadLoraAdapter,
   mapHfModelWeights,
   Model,
   modelPreset,
@@ -16,7 +17,9 @@ import type { BackendInfo, ModelConfig, Tokenizer } from '@opentinker/engine';
 import { engineNotice } from '@opentinker/engine/native';
 import type { Message } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { TINKER_META_FILE, type TinkerCheckpointMeta } from './tinker-checkpoint-files';
 import type { ModelSpec } from './rl-spec';
 import { engineOptions } from './engine-settings';
 import { isHubRef, parseHubRef } from '../hub/hub-ref';
@@ -182,6 +185,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   if (spec.preset !== undefined) return presetPolicy(spec.preset, spec.seed, spec.chat_template, ctx, trainable, spec.context_length);
   const path = spec.path!;
   const dir = await modelDirOf(path, spec.hf_token ?? null, ctx);
+  if (existsSync(join(dir, TINKER_META_FILE)) && existsSync(join(dir, 'adapter_config.json'))) return tinkerCheckpointPolicy(spec, dir, ctx, trainable);
   if (!existsSync(join(dir, 'config.json'))) {
     throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
   }
@@ -205,6 +209,30 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   const source = path.startsWith('job:') || isUserModelRef(path) || isHubRef(path) ? `${path} (${dir})` : dir;
   ctx.log(`policy: ${source}, ${loaded.config.model_type}, ${loaded.config.num_hidden_layers} layers, chat template ${chat.name}, ${weightsSummary(model)}`);
   return makePolicy({ model, tokenizer: loaded.tokenizer, template, chat, stopTokenIds: loaded.stopTokenIds, source, dir, rawConfig: loaded.rawConfig });
+}
+
+/**
+ * A Tinker checkpoint (a PEFT adapter folder whose `tinker.json` names its base): the base it was
+ * trained on, loaded as a job names it, with the adapter on it. For serving: training goes on through
+ * the Tinker API.
+ */
+async function tinkerCheckpointPolicy(spec: ModelSpec, dir: string, ctx: { paths: RunnerPaths; log(line: string): void }, trainable: boolean): Promise<Policy> {
+  if (trainable) throw new Error(`model.path ${JSON.stringify(spec.path)}: a Tinker checkpoint is served, not trained here (train it on through the Tinker API)`);
+  const meta = JSON.parse(await readFile(join(dir, TINKER_META_FILE), 'utf8')) as TinkerCheckpointMeta;
+  if (typeof meta.base !== 'object' || meta.base === null || !('preset' in meta.base || 'path' in meta.base)) {
+    throw new Error(`model.path ${JSON.stringify(spec.path)}: ${TINKER_META_FILE} names no base model`);
+  }
+  // A process that does not fetch from the Hub (a model server) loads an hf: base from the snapshot the runner used.
+  const base = 'path' in meta.base && isHubRef(meta.base.path) && !ctx.paths.hub && meta.base_dir ? { path: meta.base_dir } : meta.base;
+  const policy = await loadPolicy({ ...base, chat_template: spec.chat_template, seed: 0 }, ctx, { trainable: false });
+  try {
+    policy.model.loadLora(await loadLoraAdapter(dir, { modelConfig: policy.model.config }));
+  } catch (error) {
+    policy.dispose();
+    throw new Error(`model.path ${JSON.stringify(spec.path)}: ${(error as Error).message}`);
+  }
+  ctx.log(`policy: Tinker checkpoint ${meta.model_id}/${meta.kind}/${meta.name} (LoRA rank ${meta.lora.rank}) on ${meta.base_model}`);
+  return { ...policy, source: `${policy.source} + Tinker checkpoint ${meta.kind}/${meta.name} of ${meta.model_id}`, dir };
 }
 
 function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_template'], ctx: { log(line: string): void }, trainable: boolean, contextLength?: number): Policy {

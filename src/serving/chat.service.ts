@@ -17,6 +17,7 @@ import { UserModelsService } from './user-models.service';
 import { isUserModelRef, parseUserModelRef, userModelName } from '../models/user-model-files';
 import type { UserModelEntity } from '../models/user-model.entity';
 import type { GenerateResult, TokenLogprob } from '../rollout/sampling-schemas';
+import { TinkerCheckpoints } from '../tinker/tinker-checkpoints.service';
 
 /** One model a request may use: a checkpoint or uploaded model of the caller's, or a Hub model of the server's cache. */
 export interface ServedModel {
@@ -45,16 +46,19 @@ export class ChatService {
     private readonly hubModels: HubModelsService,
     private readonly pool: ModelPoolService,
     private readonly userModels: UserModelsService,
+    private readonly tinker: TinkerCheckpoints,
   ) {}
 
   /**
    * The model a name means for this caller: `hf:Org/Name[@revision]` a Hub model of the server's cache
-   * that the caller may use, `model:<id>` a model folder the caller uploaded, anything else one of the caller's
+   * that the caller may use, `model:<id>` a model folder the caller uploaded, `tinker://<model id>/<weights|
+   * sampler_weights>/<name>` a Tinker checkpoint of the caller's (its adapter on its base), anything else one of the caller's
    * checkpoints (`job:<job id>[/step-<n>]`, also without `job:`, or a job's name). Another user's
    * checkpoint or model is "not found"; `field` is the request field errors name.
    */
   async resolve(caller: Principal, model: string, field = 'model'): Promise<ServedModel> {
     if (this.hubModels.isHubName(model.trim())) return this.hubModels.resolve(caller, model.trim());
+    if (model.trim().startsWith('tinker://')) return this.tinkerCheckpoint(caller, model.trim(), field);
     const notFound = (why: string) => new AppError(ErrorCode.MODEL_NOT_FOUND, `Model ${JSON.stringify(model)} not found: ${why}`, { field });
     if (isUserModelRef(model.trim())) {
       const id = parseUserModelRef(model.trim());
@@ -89,6 +93,13 @@ export class ChatService {
     const dir = join(jobCheckpointsDir(this.checkpoints.jobsDir, jobId), `step-${step}`, 'model');
     if (!existsSync(join(dir, 'config.json'))) throw notFound(`checkpoint step-${step} of job ${jobId} has no model folder`);
     return { id: checkpointModelId(jobId, step), dir };
+  }
+
+  /** One of the caller's Tinker checkpoints; a Hub base must be one of the cache's snapshots the caller may use, as any Hub model chat serves. */
+  private async tinkerCheckpoint(caller: Principal, path: string, field: string): Promise<ServedModel> {
+    const { dir, meta } = await this.tinker.resolve(caller, path, field);
+    if ('path' in meta.base && this.hubModels.isHubName(meta.base.path)) await this.hubModels.resolve(caller, meta.base.path);
+    return { id: path, dir };
   }
 
   /** Checks the request and finds the checkpoint (errors here are plain HTTP errors, before any stream starts). */

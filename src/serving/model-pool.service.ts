@@ -23,8 +23,9 @@ export class ModelPoolService extends ModelPool implements OnApplicationShutdown
       requestTimeoutMs: config.values.serving_request_timeout_seconds * 1000,
       home: config.home,
       jobsDir: join(config.home, 'jobs'),
-      // Chat serves jobs' checkpoints, uploaded models and the snapshots of this machine's Hub cache.
-      modelRoots: [join(config.home, 'jobs'), userModelsDir(config.home), hubModels.cacheDir],
+      // Chat serves jobs' checkpoints, uploaded models and the snapshots of this machine's Hub cache; a
+      // Tinker checkpoint's base may also be a model folder under model_roots.
+      modelRoots: [join(config.home, 'jobs'), userModelsDir(config.home), hubModels.cacheDir, ...config.values.model_roots],
       engine: config.engine,
       log: (line) => logger.debug(line),
       devices: {

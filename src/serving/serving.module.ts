@@ -10,6 +10,7 @@ import { JobsModule } from '../jobs-api/jobs.module';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { UserModelsDataModule } from '../models/user-models-data.module';
 import { DevicePoolModule } from '../scheduler/device-pool.module';
+import { TinkerModule } from '../tinker/tinker.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { CompletionsController } from './completions.controller';
@@ -26,7 +27,7 @@ import { UserModelsService } from './user-models.service';
  * cached Hub models. API role only.
  */
 @Module({
-  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, HubAccessModule, CheckpointsModule],
+  imports: [JobsModule, JobsDataModule, DatasetsModule, UserModelsDataModule, DevicePoolModule, HubAccessModule, CheckpointsModule, TinkerModule],
   controllers: [ChatController, CompletionsController, ModelsController],
   providers: [ChatService, CompletionsService, HubModelsService, ModelPoolService, UserModelsService, ModelChecker],
 })

@@ -7,8 +7,10 @@ export const SESSION_CALL_STATES = ['pending', 'running', 'succeeded', 'failed']
 export type SessionCallState = (typeof SESSION_CALL_STATES)[number];
 
 /**
- * One call of a client-driven training session. `(job_id, call_id)` is unique: the client's call id is
- * the idempotency key, so a retried `train_step` finds the first one instead of training twice.
+ * One call to a job runner that answers calls: a client-driven training session's (`op` one of
+ * {@link SESSION_OPS}), or a Tinker runner's (the ops of `kinds/tinker/tinker-ops.ts`).
+ * `(job_id, call_id)` is unique: the call id is the idempotency key, so a retried `train_step` (or a
+ * Tinker request resubmitted with its `seq_id`) finds the first one instead of running twice.
  */
 @Entity('session_calls')
 @Index('idx_session_calls_call', ['jobId', 'callId'], { unique: true })
@@ -23,7 +25,7 @@ export class SessionCallEntity {
   callId!: string;
 
   @Column({ type: 'varchar', length: 32 })
-  op!: SessionOp;
+  op!: string;
 
   @Column({ type: 'simple-json' })
   args!: Record<string, unknown>;

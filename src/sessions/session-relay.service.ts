@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { ModuleRef } from '@nestjs/core';
 import { LocalBus } from '../core/local-bus';
 import type { JobEntity } from '../jobs/job.entity';
+import { findJobKind } from '../kinds/job-kinds';
 import type { AnyJobKind } from '../kinds/spec/job-kind';
 import type { CallMessage } from '../runner/runner-protocol';
 import type { AttachedJobHook, JobHook } from '../scheduler/job-hooks';
@@ -11,19 +12,27 @@ import { SessionCallsRepository } from './session-calls.repository';
 /** How often a worker looks for new calls of the sessions it runs (the local bus wakes it sooner). */
 const POLL_MS = 200;
 
+/** Calls handed out at once to a runner that takes them all (`callRelay: 'all'`) per look. */
+const BATCH = 256;
+
 interface Attached {
   send(message: CallMessage): void;
-  inFlight: number | null;
+  /** Calls handed to the runner and not answered yet. */
+  inFlight: Set<number>;
+  /** How many may be in flight at once: 1 for a runner that answers one at a time. */
+  window: number;
   timer: NodeJS.Timeout;
   stopListening: () => void;
   busy: boolean;
 }
 
 /**
- * The worker's side of client-driven sessions: hands the calls the API recorded to the session's job
- * runner one at a time, and records what the runner answers. The database is the channel, so the API
- * and the worker may be on different machines. It is the supervisor's hook for the jobs of kinds with
- * the `calls` capability.
+ * The worker's side of calls to job runners: hands the calls the API recorded (a session's through
+ * `POST /v1/jobs/:id/calls`, a Tinker session's through `/api/v1`) to the job's runner, and records
+ * what the runner answers. The database is the channel, so the API and the worker may be on different
+ * machines. A kind's `callRelay` says how: one at a time (the next once the last is answered), or every
+ * call as soon as it is recorded (a runner that orders and batches them itself). It is the
+ * supervisor's hook for the jobs of kinds that take calls.
  */
 @Injectable()
 export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestroy {
@@ -41,14 +50,15 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
   }
 
   appliesTo(kind: AnyJobKind): boolean {
-    return kind.calls;
+    return kind.callRelay !== null;
   }
 
   attach(job: JobEntity, send: (message: CallMessage) => void): AttachedJobHook {
     const jobId = job.id;
     const entry: Attached = {
       send,
-      inFlight: null,
+      inFlight: new Set(),
+      window: findJobKind(job.kind)?.callRelay === 'all' ? Infinity : 1,
       busy: false,
       timer: setInterval(() => void this.pump(jobId), POLL_MS),
       stopListening: this.bus.onSessionCall(jobId, () => void this.pump(jobId)),
@@ -64,8 +74,8 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
   private async result(jobId: string, message: { id: number; result?: unknown; error?: string }): Promise<void> {
     const entry = this.attached.get(jobId);
     await this.calls.finish(message.id, message.error !== undefined ? { error: message.error } : { result: message.result ?? null });
-    this.bus.sessionCallDone(jobId);
-    if (entry?.inFlight === message.id) entry.inFlight = null;
+    this.bus.callDone(message.id);
+    entry?.inFlight.delete(message.id);
     void this.pump(jobId);
   }
 
@@ -77,7 +87,7 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
     entry.stopListening();
     this.attached.delete(jobId);
     await this.calls.failOpen(jobId, reason);
-    this.bus.sessionCallDone(jobId);
+    this.bus.jobCallsFailed(jobId);
   }
 
   onModuleDestroy(): void {
@@ -90,12 +100,13 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
 
   private async pump(jobId: string): Promise<void> {
     const entry = this.attached.get(jobId);
-    if (!entry || entry.inFlight !== null || entry.busy) return;
+    if (!entry || entry.inFlight.size >= entry.window || entry.busy) return;
     entry.busy = true;
     try {
-      const call = await this.calls.claimNext(jobId);
-      if (call && this.attached.get(jobId) === entry) {
-        entry.inFlight = call.id;
+      const calls = await this.calls.claimPending(jobId, Math.min(BATCH, entry.window - entry.inFlight.size));
+      for (const call of calls) {
+        if (this.attached.get(jobId) !== entry) break;
+        entry.inFlight.add(call.id);
         entry.send({ type: 'call', id: call.id, op: call.op, args: call.args });
       }
     } catch (error) {

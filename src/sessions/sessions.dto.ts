@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { iso } from '../core/columns';
 import { SESSION_CALL_STATES, SESSION_OPS } from './session-call.entity';
-import type { SessionCallEntity } from './session-call.entity';
+import type { SessionCallEntity, SessionOp } from './session-call.entity';
 
 export const WaitQuery = z
   .object({ wait_seconds: z.coerce.number().int().min(0).max(300).default(60).describe('Seconds to wait for the answer before replying 202 with the call still open') })
@@ -50,7 +50,7 @@ export type SessionCallDto = z.output<typeof SessionCallDto>;
 export function sessionCallDto(c: SessionCallEntity): SessionCallDto {
   return {
     call_id: c.callId,
-    op: c.op,
+    op: c.op as SessionOp,
     args: c.args,
     state: c.state,
     result: c.result ?? null,

@@ -2,6 +2,7 @@
 import { Module } from '@nestjs/common';
 import { JobsDataModule } from '../jobs/jobs-data.module';
 import { JobsModule } from '../jobs-api/jobs.module';
+import { CallWaiter } from './call-waiter.service';
 import { SessionCallsRepository } from './session-calls.repository';
 import { SessionsController } from './sessions.controller';
 import { SessionsService } from './sessions.service';
@@ -10,6 +11,7 @@ import { SessionsService } from './sessions.service';
 @Module({
   imports: [JobsModule, JobsDataModule],
   controllers: [SessionsController],
-  providers: [SessionsService, SessionCallsRepository],
+  providers: [SessionsService, SessionCallsRepository, CallWaiter],
+  exports: [SessionCallsRepository, CallWaiter],
 })
 export class SessionsModule {}

@@ -1,28 +1,24 @@
 import { Injectable } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import type { Principal } from '../auth/principal';
 import { AppError, ErrorCode } from '../core/app-error';
 import { LocalBus } from '../core/local-bus';
 import { FINAL_STATES } from '../jobs/job.entity';
-import { JobsRepository } from '../jobs/jobs.repository';
 import { JobsService } from '../jobs-api/jobs.service';
 import { findJobKind } from '../kinds/job-kinds';
+import { CallWaiter } from './call-waiter.service';
 import { parseCallArgs } from './session-call-args';
 import { SessionCallEntity, SessionOp } from './session-call.entity';
 import { SessionCallsRepository } from './session-calls.repository';
-
-/** Re-reads a waited-on call this often when no local signal comes (the worker may be another process). */
-const WAIT_POLL_MS = 250;
 
 /** Calls of client-driven sessions: records them (idempotently) and waits for the worker's answer. */
 @Injectable()
 export class SessionsService {
   constructor(
     private readonly jobs: JobsService,
-    private readonly jobRows: JobsRepository,
     private readonly calls: SessionCallsRepository,
     private readonly bus: LocalBus,
+    private readonly waiter: CallWaiter,
   ) {}
 
   /**
@@ -63,38 +59,7 @@ export class SessionsService {
     return this.wait(call, waitSeconds);
   }
 
-  private async wait(call: SessionCallEntity, waitSeconds: number): Promise<SessionCallEntity> {
-    const deadline = Date.now() + waitSeconds * 1000;
-    let current = call;
-    while (current.state === 'pending' || current.state === 'running') {
-      if (await this.failIfSessionEnded(current)) current = (await this.calls.find(call.jobId, call.callId)) ?? current;
-      const left = deadline - Date.now();
-      if (left <= 0 || (current.state !== 'pending' && current.state !== 'running')) return current;
-      await this.nextSignal(call.jobId, Math.min(left, WAIT_POLL_MS));
-      current = (await this.calls.find(call.jobId, call.callId)) ?? current;
-    }
-    return current;
-  }
-
-  /**
-   * A session that ended before a worker ever ran it (cancelled while queued) has no relay to fail its
-   * calls; whoever waits on one does it, so no call stays open forever.
-   */
-  private async failIfSessionEnded(call: SessionCallEntity): Promise<boolean> {
-    const job = await this.jobRows.findById(call.jobId);
-    if (!job || !FINAL_STATES.includes(job.state)) return false;
-    await this.calls.failOpen(call.jobId, `The session was ${job.state} before answering this call`);
-    return true;
-  }
-
-  private async nextSignal(jobId: string, ms: number): Promise<void> {
-    const abort = new AbortController();
-    let stop = () => undefined as void;
-    await Promise.race([
-      sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined),
-      new Promise<void>((resolve) => (stop = this.bus.onSessionCallDone(jobId, resolve))),
-    ]);
-    stop();
-    abort.abort();
+  private wait(call: SessionCallEntity, waitSeconds: number): Promise<SessionCallEntity> {
+    return this.waiter.wait(call, waitSeconds * 1000);
   }
 }

@@ -79,7 +79,7 @@ describe('dashboard: static files, and the page’s API client against the serve
   it('picks a job page’s sections from the capabilities the server reports for its kind (GET /v1/job-kinds)', async () => {
     const api = createApi({ key: t.adminKey, baseUrl: base });
     const kinds = await loadJobKinds(api);
-    expect(kinds.map((k) => k.kind)).toEqual(['sleep', 'train', 'inference', 'session']);
+    expect(kinds.map((k) => k.kind)).toEqual(['sleep', 'train', 'inference', 'session', 'tinker']);
     expect(kinds.find((k) => k.kind === 'inference')).toEqual({
       kind: 'inference',
       description: expect.any(String),
@@ -95,6 +95,7 @@ describe('dashboard: static files, and the page’s API client against the serve
       train: { results: false, resultsFile: null, checkpoints: true },
       inference: { results: true, resultsFile: 'results.jsonl', checkpoints: false },
       session: { results: false, resultsFile: null, checkpoints: true },
+      tinker: { results: false, resultsFile: null, checkpoints: true },
     });
     // Asked once per signed-in client.
     expect(loadJobKinds(api)).toBe(loadJobKinds(api));

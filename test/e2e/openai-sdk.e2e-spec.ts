@@ -3,20 +3,13 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { checkLines, checkResult, type CheckLine } from '../support/python-checks';
 import { startTestApp, type TestApp, waitForState } from '../support/test-app';
 import { folderTar, writeTinyModelFolder } from '../support/tiny-model-folder';
 
 const PYTHON = join(process.cwd(), '.venv-clients', 'bin', 'python');
 const CHECKS = join(process.cwd(), 'test', 'clients', 'openai_sdk_checks.py');
 const SLOW = 180_000;
-
-interface CheckLine {
-  check: string;
-  ok: boolean;
-  error?: string;
-  trace?: string;
-  [seen: string]: unknown;
-}
 
 /**
  * OpenAI's official Python SDK (from PyPI, pinned in test/clients/setup-clients.sh) against a real
@@ -60,19 +53,11 @@ describe('the openai Python SDK against the server (e2e)', () => {
       if (!error.stdout) throw new Error(`the SDK checks did not run: ${error.stderr ?? String(error)}`);
       return { stdout: error.stdout };
     });
-    lines = out.stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as CheckLine);
+    lines = checkLines(out.stdout);
   }, SLOW);
   afterAll(async () => t?.close());
 
-  const result = (name: string) => {
-    const line = lines.find((l) => l.check === name);
-    expect(line).toBeDefined();
-    if (!line!.ok) throw new Error(`${name}: ${line!.error}\n${line!.trace}`);
-    return line!;
-  };
+  const result = (name: string) => checkResult(lines, name);
 
   const checks = [
     'models_list',

@@ -69,7 +69,7 @@ export function sdkMissing(version: string): string | undefined {
 export function runWithSdk(version: string, script: string, args: string[], timeoutMs = 120_000): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile('sh', [join(TINKER_DIR, 'python.sh'), version, join(TINKER_DIR, script), ...args], { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${script} with tinker ${version} failed: ${err.message}\n${stderr.slice(-4000)}`));
+      if (err) reject(Object.assign(new Error(`${script} with tinker ${version} failed: ${err.message}\n${stderr.slice(-4000)}`), { stdout }));
       else resolve(stdout);
     });
   });

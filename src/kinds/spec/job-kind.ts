@@ -58,6 +58,15 @@ export interface JobKindDefinition<Fields extends z.ZodRawShape> {
   /** Capabilities the kind has; the rest are off (false, null). */
   capabilities?: Partial<JobKindCapabilities>;
   /**
+   * How the worker hands recorded calls to the runner: `one-at-a-time` (the default; the next once the
+   * last is answered, for kinds with `calls`), or `all` (every call as soon as it is recorded, for a
+   * runner that orders and batches calls itself, such as the Tinker runner, whose calls come from the
+   * `/api/v1` routes rather than `POST /v1/jobs/:id/calls`).
+   */
+  callRelay?: CallRelay;
+  /** Jobs of this kind are submitted by the server itself (the Tinker API), never through `POST /v1/jobs`. */
+  internal?: boolean;
+  /**
    * Loads the code that runs a job, in the job runner process only: a dynamic import, so the API and the
    * worker (which import every kind for its schema and capabilities) never load a runner's dependencies.
    */
@@ -66,11 +75,18 @@ export interface JobKindDefinition<Fields extends z.ZodRawShape> {
 
 const JOB_KIND_TYPE = '@opentinker/JobKind';
 
+/** How a worker hands a job runner the calls recorded for it (see {@link JobKindDefinition.callRelay}). */
+export type CallRelay = 'one-at-a-time' | 'all';
+
 /** One kind of job: its spec schema, what its jobs can do, and how to run one. Made by {@link defineJobKind}. */
 export interface JobKind<Fields extends z.ZodRawShape = z.ZodRawShape> extends Readonly<JobKindCapabilities> {
   readonly $$type: typeof JOB_KIND_TYPE;
   readonly kind: string;
   readonly description: string;
+  /** How the worker relays calls to its runner: none (no calls), one at a time, or all at once (see {@link JobKindDefinition.callRelay}). */
+  readonly callRelay: CallRelay | null;
+  /** Submitted by the server only (see {@link JobKindDefinition.internal}). */
+  readonly internal: boolean;
   /** Kind-specific keys (without the common ones). */
   readonly spec: z.ZodObject<Fields>;
   /** The whole strict schema: `kind`, the common keys and the kind's (the OpenAPI component `JobSpec_<kind>`). */
@@ -104,6 +120,8 @@ export function defineJobKind<Fields extends z.ZodRawShape>(definition: JobKindD
     $$type: JOB_KIND_TYPE,
     kind: definition.kind,
     description: definition.description,
+    callRelay: definition.callRelay ?? (capabilities.calls ? 'one-at-a-time' : null),
+    internal: definition.internal ?? false,
     spec: definition.spec,
     schema: schema as unknown as z.ZodObject<z.ZodRawShape>,
     parser,
