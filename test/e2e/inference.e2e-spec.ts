@@ -81,7 +81,7 @@ describe('inference jobs through the HTTP API', () => {
     // Another user's job, and a job that saves no checkpoints.
     const sleeper = (await t.request('POST', '/v1/jobs', { body: { kind: 'sleep', steps: 1, step_seconds: 0 } })).body.id as string;
     await refused({ model: { path: `job:${sleeper}` } }, 'model.path', /No job/, bob);
-    await refused({ model: { path: `job:${sleeper}/step-2` } }, 'model.path', /is a sleep job; only train and session jobs save checkpoints/);
+    await refused({ model: { path: `job:${sleeper}/step-2` } }, 'model.path', /is a sleep job; only train, session and tinker jobs save checkpoints/);
   });
 
   it('has no results before an inference job writes any, nor for other kinds', async () => {
