@@ -42,8 +42,11 @@ export class FutureGoneError extends OpenTinkerError {}
 export async function pollFuture(http: TinkerHttp, requestId: string, requestType: TinkerRequestType, options: PollOptions = {}): Promise<FutureAnswer> {
   let allowMetadataOnly = true;
   let badRequests = 0;
+  /** Connection failures and 429s in a row (the SDK's backoff exponent, reset by any other answer). */
   let backoffs = 0;
+  let serverErrors = 0;
   for (let iteration = 0; ; iteration++) {
+    options.signal?.throwIfAborted();
     let response: Response;
     try {
       response = await http.attempt(
@@ -67,8 +70,8 @@ export async function pollFuture(http: TinkerHttp, requestId: string, requestTyp
       continue;
     }
     const status = response.status;
+    if (status !== 429) backoffs = 0;
     if (status === 200) {
-      backoffs = 0;
       if ((response.headers.get('content-type') ?? '').includes(PROTOBUF_CONTENT_TYPE)) return { protobuf: new Uint8Array(await response.arrayBuffer()) };
       const body = await readJson(response);
       if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badResponse(response, 'a future answered with something that is not a JSON object');
@@ -92,7 +95,7 @@ export async function pollFuture(http: TinkerHttp, requestId: string, requestTyp
     }
     if (status === 408 || status >= 500) {
       await response.body?.cancel().catch(() => undefined);
-      if (status >= 500) await http.sleep(Math.min(250 * 2 ** Math.min(backoffs++, 5), 5000), options.signal);
+      if (status >= 500) await http.sleep(Math.min(250 * 2 ** serverErrors++, 5000), options.signal);
       continue;
     }
     if (status === 429) {
