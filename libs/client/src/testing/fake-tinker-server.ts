@@ -30,12 +30,15 @@ export class FakeTinkerServer {
   readonly results = new Map<string, Answer>();
   /** How many `try_again`s a future answers before its result. */
   tryAgains = 0;
+  /** Called with each request's route before it is recorded (`'POST optim_step'`); what it returns is awaited (a slow answer). */
+  before: (route: string) => Promise<void> | void = () => undefined;
   private polls = new Map<string, number>();
   private nextRequest = 0;
 
   readonly fetch: FetchLike = async (request) => {
     request.signal.throwIfAborted();
     const url = new URL(request.url);
+    await this.before(`${request.method} ${url.pathname.replace(/^\/api\/v1\//, '')}`);
     const path = url.pathname.replace(/^\/api\/v1\//, '') + url.search;
     const headers: Record<string, string> = {};
     request.headers.forEach((v, k) => (headers[k] = v));

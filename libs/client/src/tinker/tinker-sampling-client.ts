@@ -58,15 +58,20 @@ export class SamplingClient {
    * token under the weights (temperature 1, no top-k or top-p): what `forward` gives for the same tokens.
    */
   sample(prompt: ModelInput | ArrayLike<number>, options: SampleOptions = {}): Promise<SampleResponse> {
-    const body = {
-      sampling_session_id: this.samplingSessionId,
-      num_samples: options.numSamples ?? 1,
-      prompt: modelInputToWire(prompt, 'prompt'),
-      sampling_params: samplingParamsToWire(options.samplingParams ?? {}),
-      prompt_logprobs: options.includePromptLogprobs ?? false,
-      topk_prompt_logprobs: options.topkPromptLogprobs ?? 0,
-      type: 'sample',
-    };
+    let body: Record<string, unknown>;
+    try {
+      body = {
+        sampling_session_id: this.samplingSessionId,
+        num_samples: options.numSamples ?? 1,
+        prompt: modelInputToWire(prompt, 'prompt'),
+        sampling_params: samplingParamsToWire(options.samplingParams ?? {}),
+        prompt_logprobs: options.includePromptLogprobs ?? false,
+        topk_prompt_logprobs: options.topkPromptLogprobs ?? 0,
+        type: 'sample',
+      };
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const large = JSON.stringify(body.prompt).length > LARGE_PROMPT_BYTES;
     return detached(this.run(body, large, options.signal));
   }
