@@ -151,6 +151,33 @@ describe('the TypeScript Tinker client against the server (e2e)', () => {
   );
 
   it(
+    'runs an RL step on sampled tokens: ppo with its loss_fn_config, the sampler’s log-probs as q',
+    async () => {
+      const prompt = ids('Q:');
+      const out = await sampler.sample(prompt, { numSamples: 4, samplingParams: { maxTokens: 4, seed: 5 }, includePromptLogprobs: true, topkPromptLogprobs: 2 });
+      expect(out.promptLogprobs).toHaveLength(prompt.length);
+      expect(out.topkPromptLogprobs?.[0]).toBeNull();
+      expect(out.topkPromptLogprobs?.[1]).toHaveLength(2);
+      const data: tinker.Datum[] = out.sequences.map((s, i) => {
+        const full = [...prompt, ...s.tokens];
+        const pad = new Array(prompt.length - 1).fill(0);
+        return {
+          modelInput: full.slice(0, -1),
+          lossFnInputs: { target_tokens: full.slice(1), logprobs: [...pad, ...s.logprobs!], advantages: [...pad, ...s.tokens.map(() => (i % 2 ? 1 : -1))] },
+        };
+      });
+      const rl = await training.forwardBackward(data, 'ppo', { lossFnConfig: { clip_low_threshold: 0.9, clip_high_threshold: 1.1 } });
+      expect(rl.lossFnOutputs).toHaveLength(4);
+      expect(Number.isFinite(rl.metrics['loss:sum'])).toBe(true);
+      const unknown = await rejection(training.forwardBackward(data, 'ppo', { lossFnConfig: { clip_ratio: 0.2 } }));
+      expect(unknown).toMatchObject({ status: 400, category: 'user', message: expect.stringMatching(/clip_ratio/) });
+      // A zero-rate step clears the gradient this one added, leaving the weights as they were.
+      await training.optimStep({ learningRate: 0 });
+    },
+    SLOW,
+  );
+
+  it(
     'saves state; a new training client from it continues where it was, the first one unmoved',
     async () => {
       const before = meanLoss(await training.forward(SFT, 'cross_entropy'), SFT);
