@@ -72,7 +72,14 @@ export class TinkerHttp {
    */
   async json(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: TinkerRequestOptions = {}): Promise<unknown> {
     const response = await this.send(method, path, body === undefined ? undefined : isBytesBody(body) ? body : { json: body }, options);
-    return readJson(response);
+    try {
+      return await readJson(response);
+    } catch (error) {
+      // The body was cut off (the connection dropped, the timeout or the caller's signal fired meanwhile).
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (error instanceof OpenTinkerError) throw error;
+      throw OpenTinkerError.connection(this.baseUrl, error);
+    }
   }
 
   /**

@@ -78,4 +78,12 @@ describe('ServiceClient', () => {
     fake.script('POST create_model', { status: 400, json: { code: 'OT_ERR_VALIDATION', message: 'rank is at most 1024', field: 'lora_config.rank' } });
     expect(await errorOf(service.createLoraTrainingClient({ baseModel: 'tiny-char', rank: 5000 }))).toMatchObject({ field: 'lora_config.rank', category: 'user' });
   });
+
+  it('tries to create the session again after a failed attempt', async () => {
+    const { fake, service } = fakeService();
+    fake.script('POST create_session', { status: 400, json: { code: 'OT_ERR_LIMIT_EXCEEDED', message: 'You have 8 active Tinker sessions' } });
+    expect(await errorOf(service.sessionId())).toMatchObject({ code: 'OT_ERR_LIMIT_EXCEEDED', category: 'user' });
+    expect(await service.sessionId()).toBe('sess');
+    expect(fake.sent('POST create_session')).toHaveLength(2);
+  });
 });

@@ -103,7 +103,11 @@ export class ServiceClient {
   /** The session's id (`create_session` the first time). */
   sessionId(options: { signal?: AbortSignal } = {}): Promise<string> {
     if (this.closed) return Promise.reject(new Error('this ServiceClient is closed'));
-    this.session ??= this.createSession(options.signal);
+    // A session that could not be created is tried again by the next call.
+    this.session ??= this.createSession(options.signal).catch((error: unknown) => {
+      this.session = undefined;
+      throw error;
+    });
     return this.session;
   }
 
