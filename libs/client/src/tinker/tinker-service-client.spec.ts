@@ -20,7 +20,7 @@ describe('ServiceClient', () => {
     expect(fake.sent('POST sessions/sess/finish').map((s) => s.json)).toEqual([{ reason: { type: 'interrupted' }, detail: 'ctrl-c' }]);
     await service.close();
     expect(fake.sent('POST sessions/sess/finish')).toHaveLength(1);
-    await expect(service.createLoraTrainingClient({ baseModel: 'tiny-char' })).rejects.toThrow(/closed/);
+    expect(await errorOf(service.createLoraTrainingClient({ baseModel: 'tiny-char' }))).toMatchObject({ code: 'OT_ERR_SESSION_CLOSED', category: 'user' });
   });
 
   it('creates a LoRA training client with the SDK’s defaults, checks it with get_info, and numbers the session’s models', async () => {

@@ -6,7 +6,7 @@ import {
   GetServerCapabilitiesResponse,
   UntypedAPIFuture,
 } from '@opentinker/tinker-wire';
-import { isOpenTinkerError } from '../errors';
+import { isOpenTinkerError, OpenTinkerError } from '../errors';
 import { parseAnswer, type ChunkLimits, type TinkerContext } from './tinker-context';
 import { pollFuture, type QueueStateChange } from './tinker-futures';
 import { TinkerHttp, type TinkerHttpOptions } from './tinker-http';
@@ -102,7 +102,7 @@ export class ServiceClient {
 
   /** The session's id (`create_session` the first time). */
   sessionId(options: { signal?: AbortSignal } = {}): Promise<string> {
-    if (this.closed) return Promise.reject(new Error('this ServiceClient is closed'));
+    if (this.closed) return Promise.reject(new OpenTinkerError('OT_ERR_SESSION_CLOSED', 'This ServiceClient is closed; make a new one', 0, { category: 'user' }));
     // A session that could not be created is tried again by the next call.
     this.session ??= this.createSession(options.signal).catch((error: unknown) => {
       this.session = undefined;

@@ -114,6 +114,7 @@ describe('TrainingClient', () => {
     const { fake, service, tc } = await training();
     expect(await tc.saveState('ckpt', { ttlSeconds: 3600 })).toEqual({ path: 'tinker://sess:train:0/weights/ckpt' });
     expect(await tc.saveWeightsForSampler('s1')).toEqual({ path: 'tinker://sess:train:0/sampler_weights/s1' });
+    await tc.saveState('ckpt', { overwrite: true });
     await service.createSamplingClient({ baseModel: 'tiny-char' });
     const snapshot = await tc.saveWeightsAndGetSamplingClient();
     expect(snapshot.samplingSessionId).toBe('sess:sample:1');
@@ -123,13 +124,14 @@ describe('TrainingClient', () => {
     expect(fake.sent('POST save_weights')[0].json).toEqual({ model_id: 'sess:train:0', seq_id: 1, path: 'ckpt', ttl_seconds: 3600, type: 'save_weights' });
     expect(fake.sent('POST save_weights_for_sampler').map((s) => s.json)).toEqual([
       { model_id: 'sess:train:0', seq_id: 2, path: 's1', type: 'save_weights_for_sampler' },
-      { model_id: 'sess:train:0', seq_id: 3, sampling_session_seq_id: 1, type: 'save_weights_for_sampler' },
-      { model_id: 'sess:train:0', seq_id: 4, path: 'final', type: 'save_weights_for_sampler' },
+      { model_id: 'sess:train:0', seq_id: 4, sampling_session_seq_id: 1, type: 'save_weights_for_sampler' },
+      { model_id: 'sess:train:0', seq_id: 5, path: 'final', type: 'save_weights_for_sampler' },
     ]);
     expect(fake.sent('POST create_sampling_session')[1].json).toMatchObject({ sampling_session_seq_id: 2, model_path: 'tinker://sess:train:0/sampler_weights/final' });
+    expect(fake.sent('POST save_weights')[1].json).toMatchObject({ seq_id: 3, path: 'ckpt', overwrite: true });
     expect(fake.sent('POST load_weights')[0].json).toEqual({
       model_id: 'sess:train:0',
-      seq_id: 5,
+      seq_id: 6,
       path: 'tinker://sess:train:0/weights/ckpt',
       optimizer: true,
       type: 'load_weights',

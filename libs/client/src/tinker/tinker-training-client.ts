@@ -113,12 +113,16 @@ export class TrainingClient {
     });
   }
 
-  /** Saves the adapter and its Adam state as `tinker://<model id>/weights/<name>`, to resume from (`loadStateWithOptimizer`, `createTrainingClientFromState`). */
-  saveState(name: string, options: SaveOptions = {}): Promise<SaveResult> {
+  /**
+   * Saves the adapter and its Adam state as `tinker://<model id>/weights/<name>`, to resume from
+   * (`loadStateWithOptimizer`, `createTrainingClientFromState`). A name already saved fails (category
+   * `user`) unless `overwrite`.
+   */
+  saveState(name: string, options: SaveOptions & { overwrite?: boolean } = {}): Promise<SaveResult> {
     return this.submit({
       route: 'save_weights',
       requestType: 'SaveWeights',
-      body: (seqId) => ({ model_id: this.modelId, seq_id: seqId, path: name, ...saveFields(options), type: 'save_weights' }),
+      body: (seqId) => ({ model_id: this.modelId, seq_id: seqId, path: name, ...saveFields(options), ...(options.overwrite ? { overwrite: true } : {}), type: 'save_weights' }),
       read: (json) => camelize(parseAnswer(SaveWeightsResponse, json, 'a save_weights result')),
       signal: options.signal,
     });
