@@ -1,3 +1,4 @@
+import { isTinkerWireError } from '@opentinker/tinker-wire';
 import type { QueueStateChange } from './tinker-futures';
 import { badResponse, type TinkerHttp } from './tinker-http';
 import type { SamplingClient } from './tinker-sampling-client';
@@ -32,4 +33,14 @@ export function parseAnswer<T>(schema: AnswerSchema<T>, value: unknown, what: st
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw badResponse({ url }, `${what} does not fit its schema: ${parsed.error.message}`);
   return parsed.data;
+}
+
+/** A protobuf result read with the wire's decoder; bytes it cannot read are `OT_ERR_BAD_RESPONSE` naming the field. */
+export function readWire<T>(decode: () => T, url: string): T {
+  try {
+    return decode();
+  } catch (error) {
+    if (!isTinkerWireError(error)) throw error;
+    throw badResponse({ url }, `the protobuf result does not read (${error.code}${error.field ? ` at ${error.field}` : ''}): ${error.message}`, error);
+  }
 }

@@ -1,6 +1,6 @@
 import { decodeSampleResponse, GetSamplerResponse, UntypedAPIFuture } from '@opentinker/tinker-wire';
 import { isOpenTinkerError } from '../errors';
-import { parseAnswer, type TinkerContext } from './tinker-context';
+import { parseAnswer, readWire, type TinkerContext } from './tinker-context';
 import { detached, FutureGoneError, pollFuture } from './tinker-futures';
 import { badResponse } from './tinker-http';
 import {
@@ -96,7 +96,10 @@ export class SamplingClient {
       try {
         const answer = await pollFuture(this.ctx.http, future.request_id, 'Sample', { signal, onQueueState: this.ctx.onQueueState });
         if (!('protobuf' in answer)) throw badResponse({ url: this.ctx.http.baseUrl }, 'a sample result came as JSON');
-        return sampleResponseFromWire(decodeSampleResponse(answer.protobuf), future.sample_sequence_ids);
+        return sampleResponseFromWire(
+          readWire(() => decodeSampleResponse(answer.protobuf), this.ctx.http.baseUrl),
+          future.sample_sequence_ids,
+        );
       } catch (error) {
         if (!(error instanceof FutureGoneError) || gone >= MAX_GONE_RESUBMITS) throw error;
       }

@@ -145,4 +145,20 @@ describe('TrainingClient', () => {
     fake.script('POST get_info', { json: { model_id: 'sess:train:0', model_data: { model_name: 'Qwen/Qwen2.5-0.5B', tokenizer_id: 'Qwen/Qwen2.5-0.5B-Instruct' } } });
     expect(await tc.getTokenizerId()).toBe('Qwen/Qwen2.5-0.5B-Instruct');
   });
+
+  it('sends every chunk of a batch even when one is refused, then fails with the refusal', async () => {
+    const { fake, service } = fakeService();
+    fake.script('POST client/config', { json: { fwdbwd_max_chunk_len: 1 } });
+    const tc = await service.createLoraTrainingClient({ baseModel: 'tiny-char' });
+    fake.script('POST forward_backward', { json: { request_id: 'r-a' } }, { status: 400, json: { code: 'OT_ERR_VALIDATION', message: 'bad datum', field: 'data[0]' } });
+    expect(await errorOf(tc.forward([DATUM, DATUM, DATUM], 'cross_entropy'))).toMatchObject({ status: 400, field: 'data[0]' });
+    expect(fake.sent('POST forward_backward').map((s) => s.fb!.seqId)).toEqual([1, 2, 3]);
+  });
+
+  it('says a result it cannot read is a bad response', async () => {
+    const { fake, tc } = await training();
+    fake.script('POST forward_backward', { json: { request_id: 'garbled' } });
+    fake.results.set('garbled', { protobuf: new Uint8Array([0xff, 0xff, 0xff]) });
+    expect(await errorOf(tc.forward([DATUM], 'cross_entropy'))).toMatchObject({ code: 'OT_ERR_BAD_RESPONSE', category: 'server' });
+  });
 });

@@ -13,7 +13,7 @@ import {
 } from '@opentinker/tinker-wire';
 import { OpenTinkerError } from '../errors';
 import { chunkDatums, combineForwardBackwardOutputs } from './forward-backward-chunks';
-import { parseAnswer, type TinkerContext } from './tinker-context';
+import { parseAnswer, readWire, type TinkerContext } from './tinker-context';
 import { detached, pollFuture, type TinkerRequestType } from './tinker-futures';
 import { badResponse } from './tinker-http';
 import { SamplingClient } from './tinker-sampling-client';
@@ -215,10 +215,17 @@ export class TrainingClient {
     const requestType = forwardOnly ? 'Forward' : 'ForwardBackward';
     const submitted = this.inTurn(async () => {
       const futures: UntypedAPIFuture[] = [];
+      let refused: unknown;
+      // Every chunk is sent even after one was refused, so the server never waits for a seq_id that never comes.
       for (const bytes of bodies) {
-        const answer = await this.ctx.http.json('POST', 'forward_backward', { bytes, contentType: PROTOBUF_CONTENT_TYPE }, { signal: options.signal });
-        futures.push(parseAnswer(UntypedAPIFuture, answer, 'the forward_backward answer'));
+        try {
+          const answer = await this.ctx.http.json('POST', 'forward_backward', { bytes, contentType: PROTOBUF_CONTENT_TYPE }, { signal: options.signal });
+          futures.push(parseAnswer(UntypedAPIFuture, answer, 'the forward_backward answer'));
+        } catch (error) {
+          refused ??= error;
+        }
       }
+      if (refused !== undefined) throw refused;
       return futures;
     });
     return detached(
@@ -227,7 +234,7 @@ export class TrainingClient {
           futures.map(async (f) => {
             const answer = await pollFuture(this.ctx.http, f.request_id, requestType, { signal: options.signal, onQueueState: this.ctx.onQueueState });
             if (!('protobuf' in answer)) throw badResponse({ url: this.ctx.http.baseUrl }, `a ${requestType} result came as JSON`);
-            return forwardBackwardOutputFromWire(decodeForwardBackwardOutput(answer.protobuf));
+            return forwardBackwardOutputFromWire(readWire(() => decodeForwardBackwardOutput(answer.protobuf), this.ctx.http.baseUrl));
           }),
         );
         return combineForwardBackwardOutputs(results);
