@@ -3,11 +3,14 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { extract } from 'tar-stream';
 import { createApi, ensureAdmin } from '../../src/app';
 import { loadConfig } from '../../src/config/app-config';
+import { startFakeHub, type FakeHub } from '../support/fake-hub';
 import { FAST } from '../support/test-app';
 import { writeTinkerTestBase } from '../support/tinker-test-base';
-import { unusedPort } from '../support/unused-port';
 
 const SLOW = 300_000;
 
@@ -38,6 +41,19 @@ function meanLoss(out: tinker.ForwardBackwardOutput, data: tinker.Datum[]): numb
 const SFT = ['12+34=46\n', '5+5=10\n', '7+8=15\n', '20+22=42\n'].map((t) => datum(ids(t)));
 const ADAM: tinker.AdamParams = { learningRate: 1e-2, beta1: 0.9, beta2: 0.95, eps: 1e-8 };
 
+/** The entry names of a tar. */
+async function tarNames(tar: Buffer): Promise<string[]> {
+  const names: string[] = [];
+  const ex = extract();
+  ex.on('entry', (header, body, next) => {
+    names.push(header.name);
+    body.on('end', next);
+    body.resume();
+  });
+  await pipeline(Readable.from([tar]), ex as unknown as Writable);
+  return names;
+}
+
 /** The error a promise rejects with (fails when it resolves). */
 async function rejection(p: Promise<unknown>): Promise<OpenTinkerError> {
   const error = await p.then(
@@ -65,8 +81,10 @@ describe('the TypeScript Tinker client against the server (e2e)', () => {
   let training: tinker.TrainingClient;
   let sampler: tinker.SamplingClient;
   let saved: string;
+  let hub: FakeHub;
 
   beforeAll(async () => {
+    hub = await startFakeHub([]);
     home = mkdtempSync(join(tmpdir(), 'opentinker-tinker-client-'));
     const roots = join(home, 'models-root');
     base = join(roots, 'tiny-base');
@@ -82,8 +100,8 @@ describe('the TypeScript Tinker client against the server (e2e)', () => {
         ...FAST,
         tinker_seq_gap_seconds: 5,
         model_roots: roots,
-        // No Hub here: a Hub name fails to load at once, without the network.
-        hub_endpoint: `http://127.0.0.1:${await unusedPort()}`,
+        // A Hub with no repos: a Hub name fails to load at once (404), without the network.
+        hub_endpoint: hub.url,
       },
     );
     app = await createApi({ config, worker: true });
@@ -106,6 +124,7 @@ describe('the TypeScript Tinker client against the server (e2e)', () => {
   afterAll(async () => {
     await service?.close();
     await app?.close();
+    await hub?.close();
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
@@ -257,23 +276,39 @@ describe('the TypeScript Tinker client against the server (e2e)', () => {
     SLOW,
   );
 
-  // The server has no archive route (docs/tinker.md: no signed download URLs); this flips when it gains one.
-  it.failing('gives a download URL for a checkpoint', async () => {
-    const archive = await service.createRestClient().getCheckpointArchiveUrlFromTinkerPath(saved);
-    expect(archive.url).toMatch(/^https?:/);
-  });
+  it(
+    'gives a signed URL that downloads a checkpoint without a key, to its owner only',
+    async () => {
+      const archive = await service.createRestClient().getCheckpointArchiveUrlFromTinkerPath(saved);
+      expect(archive.url).toMatch(/^https?:/);
+      expect(archive.expires.getTime()).toBeGreaterThan(Date.now());
+      const response = await fetch(archive.url);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('application/x-tar');
+      const names = await tarNames(Buffer.from(await response.arrayBuffer()));
+      expect(names).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors']));
+      // The URL is bound to its checkpoint: another one's path with the same signature is refused.
+      const sampler = (await training.saveWeightsForSampler('archived')).path;
+      const swapped = archive.url.replace('/weights/ckpt-a/', `/sampler_weights/${sampler.split('/').pop()}/`);
+      expect((await fetch(swapped)).status).toBe(403);
+      const bob = await rejection(new tinker.ServiceClient({ baseUrl: url, apiKey: keys.bob }).createRestClient().getCheckpointArchiveUrlFromTinkerPath(saved));
+      expect(bob).toMatchObject({ status: 404, category: 'user' });
+    },
+    SLOW,
+  );
 
-  // A base model the runner cannot load fails the create with a generic "The session ended before
-  // answering this call" (category server): the runner job's own error, which names the model and why,
-  // does not reach the future. This flips when the server passes it on.
-  it.failing(
-    'fails a training client on a base model that cannot be loaded with the reason',
+  it(
+    'fails a training client on a base model that cannot be loaded with the reason, in the user category',
     async () => {
       const other = new tinker.ServiceClient({ baseUrl: url, apiKey: keys.alice });
       try {
+        const started = Date.now();
         const error = await rejection(other.createLoraTrainingClient({ baseModel: 'nobody/no-such-model', rank: 2 }));
         expect(error.code).toBe('OT_ERR_REQUEST_FAILED');
+        expect(error.category).toBe('user');
         expect(error.message).toMatch(/no-such-model/);
+        expect(error.message).not.toMatch(/session ended before answering/);
+        expect(Date.now() - started).toBeLessThan(60_000);
       } finally {
         await other.close();
       }
