@@ -8,10 +8,9 @@ import { startTenants, type Tenants } from './tenants';
 
 /**
  * Attacks on the Tinker routes (`/api/v1`, SECURITY.md): names that try to leave a checkpoint's folder,
- * base models that name host folders or other users' jobs, ids of other users' futures, forged or altered
- * checkpoint download signatures, and bodies built
- * to exhaust memory (large, or small zstd frames that inflate). Without a worker: every refusal here
- * happens at the API, before any runner.
+ * base models that name host folders or other users' jobs, ids of other users' futures, forged or
+ * altered checkpoint download signatures, and bodies built to exhaust memory (large, or small zstd
+ * frames that inflate). Without a worker: every refusal here happens at the API, before any runner.
  */
 describe('Tinker API attacks', () => {
   let s: Tenants;

@@ -107,7 +107,9 @@ export class TinkerRestClient {
 
   /**
    * A URL to download a checkpoint's files as one archive, as the SDK's `get_checkpoint_archive_url` reads
-   * it (a redirect to the URL, or `{url, expires}`). The server answers 404 when it has no such route.
+   * it (a redirect to the URL, or `{url, expires}`). OpenTinker's URL works without a key until it
+   * expires (15 minutes) and fetches an uncompressed tar of the checkpoint's files; a server without the
+   * route answers 404.
    */
   async getCheckpointArchiveUrlFromTinkerPath(tinkerPath: string, options: { signal?: AbortSignal } = {}): Promise<CheckpointArchiveUrl> {
     const { trainingRunId, checkpointId } = parseTinkerPath(tinkerPath);
