@@ -247,7 +247,7 @@ export class TinkerController {
     return {};
   }
 
-  /** `RestClient.get_checkpoint_archive_url*` (SDK 0.22.3 to 0.25): a signed URL that downloads the checkpoint without a key. */
+  /** `RestClient.get_checkpoint_archive_url*` (in 0.22.3 and 0.25.0, gone by 0.38.0): a signed URL that downloads the checkpoint without a key. */
   @Get('training_runs/:id/checkpoints/:kind/:name/archive')
   archiveUrl(
     @CurrentUser() caller: Principal,
