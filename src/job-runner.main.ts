@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { parseStoredSpec } from './kinds/job-kinds';
 import { configureEngine } from './rollout/engine-settings';
 import { JobHub, type JobHubAccess } from './hub/job-hub';
+import { AppError } from './core/app-error';
 import { parseIpcMessage } from './core/ipc-message';
 import type { CallInbox, RunContext, RunnerPaths } from './runner/run-context';
-import { ToRunner, type CallMessage, type RunnerMessage, type StartMessage } from './runner/runner-protocol';
+import { ToRunner, type CallMessage, type FailureCategory, type RunnerMessage, type StartMessage } from './runner/runner-protocol';
 
 const controller = new AbortController();
 
@@ -177,9 +178,20 @@ function start(message: StartMessage): void {
       // names the installation's files). Setting runner_stacks prints it for an operator.
       const text = error instanceof Error ? error.message : String(error);
       console.error(message.stackTraces && error instanceof Error && error.stack ? error.stack : `error: ${text}`);
-      finish(1, { type: 'failed', message: text });
+      finish(1, { type: 'failed', message: text, category: failureCategory(error) });
     },
   );
+}
+
+/**
+ * A typed refusal of the job's inputs (an {@link AppError} with a 4xx status: a model the Hub or the
+ * model roots refuse, a download over the limit) is the user's; 408, 409 and 429 are the moment's, and
+ * anything else is a crash, the server's.
+ */
+function failureCategory(error: unknown): FailureCategory {
+  if (!(error instanceof AppError)) return 'server';
+  const { status } = error;
+  return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429 ? 'user' : 'server';
 }
 
 main();

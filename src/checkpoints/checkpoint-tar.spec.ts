@@ -96,6 +96,20 @@ describe('checkpoint store and tar', () => {
     expect(entries.some((e) => e.name.includes('link'))).toBe(false);
   });
 
+  it('puts the files at the top of the archive when the root is empty', async () => {
+    const dir = ckpt('step-10');
+    const entries = await untar(checkpointTar(dir, await walkFiles(dir), ''));
+    expect(entries.map((e) => `${e.type}:${e.name}`)).toEqual([
+      'directory:adapter/',
+      'file:adapter/adapter_config.json',
+      'file:empty.txt',
+      'directory:model/',
+      'file:model/config.json',
+      'file:model/model.safetensors',
+      'file:trainer_state.json',
+    ]);
+  });
+
   it('fails the stream when a file vanishes mid-download', async () => {
     const dir = ckpt('step-10');
     const files = await walkFiles(dir);

@@ -7,10 +7,11 @@ import type { CheckpointFile } from './checkpoint-store';
 
 /**
  * A tar of `files` (paths relative to `dir`, as {@link walkFiles} lists them) under the folder name
- * `root`, produced file by file: each file is piped into its entry, and the next one starts only when
- * the consumer has taken it, so memory stays flat whatever the checkpoint's size. A file that changes
- * size or disappears while being read (a pruned checkpoint) fails the stream rather than writing a
- * corrupt archive.
+ * `root` (at the archive's top when `root` is empty, as the Tinker SDK unpacks a checkpoint), produced
+ * file by file: each file is piped into its entry, and the next one starts only when the consumer has
+ * taken it, so memory stays flat whatever the checkpoint's size. A file that changes size or
+ * disappears while being read (a pruned checkpoint) fails the stream rather than writing a corrupt
+ * archive.
  *
  * @example
  * ```ts
@@ -21,8 +22,9 @@ import type { CheckpointFile } from './checkpoint-store';
 export function checkpointTar(dir: string, files: readonly CheckpointFile[], root: string): Readable {
   const pack = tarPack();
   const mtime = new Date();
+  const prefix = root === '' ? '' : `${root}/`;
   const write = async () => {
-    pack.entry({ name: `${root}/`, type: 'directory', mode: 0o755, mtime });
+    if (prefix) pack.entry({ name: prefix, type: 'directory', mode: 0o755, mtime });
     const dirs = new Set<string>();
     for (const f of files) {
       const parts = f.path.split('/');
@@ -30,9 +32,9 @@ export function checkpointTar(dir: string, files: readonly CheckpointFile[], roo
         const d = parts.slice(0, i).join('/');
         if (dirs.has(d)) continue;
         dirs.add(d);
-        pack.entry({ name: `${root}/${d}/`, type: 'directory', mode: 0o755, mtime });
+        pack.entry({ name: `${prefix}${d}/`, type: 'directory', mode: 0o755, mtime });
       }
-      const header = { name: `${root}/${f.path}`, size: f.size, mode: 0o644, mtime };
+      const header = { name: `${prefix}${f.path}`, size: f.size, mode: 0o644, mtime };
       if (f.size === 0) pack.entry(header, Buffer.alloc(0));
       else {
         const entry = pack.entry(header);

@@ -39,6 +39,16 @@ describe('job secrets at rest', () => {
     expect(() => loadConfig({}, { home, secrets_key: 'short' })).toThrow(/secrets_key/);
   });
 
+  it('derives a key per purpose, the same from the same secret, and neither the secret nor another purpose’s', () => {
+    const a = new SecretsCipher(Buffer.alloc(32, 1), 'test');
+    const k = a.derive('downloads');
+    expect(k).toHaveLength(32);
+    expect(new SecretsCipher(Buffer.alloc(32, 1), 'again').derive('downloads').equals(k)).toBe(true);
+    expect(a.derive('uploads').equals(k)).toBe(false);
+    expect(new SecretsCipher(Buffer.alloc(32, 2), 'test').derive('downloads').equals(k)).toBe(false);
+    expect(k.equals(Buffer.alloc(32, 1))).toBe(false);
+  });
+
   it('refuses a key file that holds no 32-byte key, and a missing one where it may not be made', () => {
     expect(() => secretsCipher(loadConfig({}, { home }), false)).toThrow(/No secrets key on this machine/);
     writeFileSync(join(home, 'secrets.key'), 'not a key\n');

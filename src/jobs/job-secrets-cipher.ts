@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
@@ -41,6 +41,14 @@ export class SecretsCipher {
     readonly source: string,
   ) {
     this.keyId = createHash('sha256').update('opentinker job secrets key id\0').update(key).digest('hex').slice(0, 16);
+  }
+
+  /**
+   * A key for another use of the same operator secret (signing download URLs, say): an HMAC of the
+   * purpose under this key, so a key for one purpose says nothing about the key or another purpose's.
+   */
+  derive(purpose: string): Buffer {
+    return createHmac('sha256', this.key).update(`opentinker derived key\0${purpose}`).digest();
   }
 
   static isSealed(value: string): boolean {

@@ -1,5 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, normalize, relative, resolve } from 'node:path';
+import { AppError, ErrorCode } from '../core/app-error';
 
 /**
  * Where a tenant's `model.path` may point. Only folders inside the operator's `model_roots` (and, in a
@@ -30,10 +31,10 @@ export function modelPathRefusal(path: string, roots: readonly string[]): string
 
 /**
  * The real path of a model folder named by a tenant, when it lies inside one of `roots` after links are
- * followed; throws {@link modelPathRefusal} otherwise (also when it does not exist).
+ * followed; throws {@link modelPathRefusal} otherwise (also when it does not exist), with the API's code.
  */
 export async function openableModelDir(path: string, roots: readonly string[]): Promise<string> {
-  const refuse = () => new Error(modelPathRefusal(path, roots));
+  const refuse = () => new AppError(ErrorCode.HOST_ONLY, modelPathRefusal(path, roots), { field: 'model.path' });
   if (!modelPathAllowed(path, roots)) throw refuse();
   let real: string;
   try {

@@ -19,6 +19,7 @@ import type { Message } from '@opentinker/env-sdk';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AppError, ErrorCode } from '../core/app-error';
 import { TINKER_META_FILE, type TinkerCheckpointMeta } from './tinker-checkpoint-files';
 import type { ModelSpec } from './rl-spec';
 import { engineOptions } from './engine-settings';
@@ -142,9 +143,12 @@ export async function resolveJobModelDir(ref: JobModelRef, jobsDir: string): Pro
   const checkpoints = jobCheckpointsDir(jobsDir, ref.jobId);
   const label = `job:${ref.jobId}${ref.step === null ? '' : `/step-${ref.step}`}`;
   const steps = await checkpointSteps(checkpoints);
-  if (steps.length === 0) throw new Error(`model.path ${label}: job ${ref.jobId} has no checkpoints (has it saved one yet?)`);
+  if (steps.length === 0)
+    throw new AppError(ErrorCode.CHECKPOINT_NOT_FOUND, `model.path ${label}: job ${ref.jobId} has no checkpoints (has it saved one yet?)`, { field: 'model.path' });
   if (ref.step !== null && !steps.includes(ref.step)) {
-    throw new Error(`model.path ${label}: no checkpoint step-${ref.step} (available: ${steps.map((s) => `step-${s}`).join(', ')})`);
+    throw new AppError(ErrorCode.CHECKPOINT_NOT_FOUND, `model.path ${label}: no checkpoint step-${ref.step} (available: ${steps.map((s) => `step-${s}`).join(', ')})`, {
+      field: 'model.path',
+    });
   }
   const step = ref.step ?? steps[steps.length - 1];
   return join(checkpoints, `step-${step}`, 'model');
@@ -162,7 +166,9 @@ async function modelDirOf(path: string, hfToken: string | null, ctx: { paths: Ru
   if (isUserModelRef(path)) {
     const id = parseUserModelRef(path);
     const dir = id === null ? null : userModelDir(ctx.paths.home, id);
-    if (dir === null || !existsSync(join(dir, 'config.json'))) throw new Error(`model.path ${JSON.stringify(path)}: no such uploaded model on this server (deleted?)`);
+    if (dir === null || !existsSync(join(dir, 'config.json'))) {
+      throw new AppError(ErrorCode.MODEL_NOT_FOUND, `model.path ${JSON.stringify(path)}: no such uploaded model on this server (deleted?)`, { field: 'model.path' });
+    }
     return dir;
   }
   if (isHubRef(path)) {
@@ -187,7 +193,7 @@ export async function loadPolicy(spec: ModelSpec, ctx: { paths: RunnerPaths; log
   const dir = await modelDirOf(path, spec.hf_token ?? null, ctx);
   if (existsSync(join(dir, TINKER_META_FILE)) && existsSync(join(dir, 'adapter_config.json'))) return tinkerCheckpointPolicy(spec, dir, ctx, trainable);
   if (!existsSync(join(dir, 'config.json'))) {
-    throw new Error(`model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`);
+    throw new AppError(ErrorCode.MODEL_LOAD_FAILED, `model.path ${JSON.stringify(path)}: ${dir} is not a model folder (no config.json)`, { field: 'model.path' });
   }
   let loaded: Awaited<ReturnType<typeof inspectHfModelDir>>;
   let model: Model;
@@ -237,7 +243,7 @@ async function tinkerCheckpointPolicy(spec: ModelSpec, dir: string, ctx: { paths
 
 function presetPolicy(name: string, seed: number, chatTemplate: ModelSpec['chat_template'], ctx: { log(line: string): void }, trainable: boolean, contextLength?: number): Policy {
   if (!Object.prototype.hasOwnProperty.call(MODEL_PRESETS, name)) {
-    throw new Error(`model.preset: unknown preset "${name}" (known: ${Object.keys(MODEL_PRESETS).join(', ')})`);
+    throw new AppError(ErrorCode.VALIDATION, `model.preset: unknown preset "${name}" (known: ${Object.keys(MODEL_PRESETS).join(', ')})`, { field: 'model.preset' });
   }
   const tokenizer = new ByteTokenizer();
   // Presets always run with the byte tokenizer, so their vocabulary and special ids are its own: every

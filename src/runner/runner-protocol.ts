@@ -65,6 +65,19 @@ export type CallMessage = z.output<typeof CallMessage>;
 export const ToRunner = z.discriminatedUnion('type', [StartMessage, CallMessage]);
 export type ToRunner = z.output<typeof ToRunner>;
 
+/**
+ * A call's error that starts with this is the caller's mistake (a Tinker future fails with `category:
+ * "user"`, which the SDK raises at once); any other error is the server's.
+ */
+export const USER_ERROR_PREFIX = 'user: ';
+
+/**
+ * Whose fault a failed job is: `user` when its inputs were refused (a model the Hub or the model roots
+ * refuse, a limit it exceeds), `server` when something broke.
+ */
+export const FailureCategory = z.enum(['user', 'server']);
+export type FailureCategory = z.output<typeof FailureCategory>;
+
 /** Runner → worker. A metric that is not a finite number arrives as null (JSON has no NaN) and is not recorded. */
 export const RunnerMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('running') }),
@@ -75,7 +88,7 @@ export const RunnerMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('artifact'), name: z.string(), path: z.string() }),
   /** A Hub snapshot the job used: recorded for its owner (who may use it, the bytes downloaded). */
   z.object({ type: z.literal('hub'), use: HubUse }),
-  z.object({ type: z.literal('failed'), message: z.string() }),
+  z.object({ type: z.literal('failed'), message: z.string(), category: FailureCategory.optional() }),
   z.object({ type: z.literal('call-result'), id: z.number().int(), result: z.unknown().optional(), error: z.string().optional() }),
   z.object({ type: z.literal('done') }),
 ]);

@@ -12,7 +12,7 @@ import { JobsRepository } from '../jobs/jobs.repository';
 import { parseIpcMessage } from '../core/ipc-message';
 import { RunnerMessage } from '../runner/runner-protocol';
 import { urlPolicyFor } from '../egress/egress-policy';
-import type { AttachedJobHook, JobHook } from './job-hooks';
+import type { AttachedJobHook, JobFailure, JobHook } from './job-hooks';
 import { JOB_LAUNCHER, startJobProcess, type JobLauncher, type RunnerProcess } from './job-process';
 import { JOB_QUEUE } from './job-queue';
 import type { JobQueue } from './job-queue';
@@ -41,7 +41,8 @@ interface Running {
   output: JobOutput | null;
   log: { buffer: string; stored: number; truncated: boolean; timer?: NodeJS.Timeout };
   stopReason?: StopReason;
-  failure?: string;
+  /** What the runner said when it failed (redacted), and whose fault it was. */
+  failure?: JobFailure;
 }
 
 /**
@@ -196,7 +197,7 @@ export class JobSupervisor {
       case 'hub':
         return this.write(entry, () => this.hubAccess.record(entry.job.ownerId, m.use));
       case 'failed':
-        entry.failure = this.redact(m.message);
+        entry.failure = { error: this.redact(m.message), category: m.category ?? 'server' };
         return;
       case 'call-result':
         return this.write(entry, () => Promise.all(entry.hooks.map((h) => h.onMessage(m))));
@@ -234,7 +235,8 @@ export class JobSupervisor {
     this.flushLog(entry);
     await entry.writes;
     try {
-      for (const hook of entry.hooks) await hook.detach();
+      const failure = this.failureOf(entry, code, signal, stderrTail);
+      for (const hook of entry.hooks) await hook.detach(failure);
       await this.recordExit(entry, code, signal, stderrTail);
     } catch (error) {
       this.logger.error(`Job ${job.id}: could not record its end: ${(error as Error).message}`);
@@ -242,6 +244,17 @@ export class JobSupervisor {
     this.running.delete(job.id);
     this.bus.jobEvents(job.id);
     entry.onEnded();
+  }
+
+  /**
+   * The job's error when its runner ended on its own without success: what it said, else how it exited
+   * with the end of its stderr (a crash). Undefined when it succeeded or the worker stopped it.
+   */
+  private failureOf(entry: Running, code: number | null, signal: NodeJS.Signals | null, stderrTail: string[]): JobFailure | undefined {
+    if (entry.stopReason !== undefined || code === 0) return undefined;
+    if (entry.failure) return entry.failure;
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    return { error: `The job runner ${how}${stderrTail.length ? `: ${this.redact(stderrTail.slice(-3).join(' | '))}` : ''}`, category: 'server' };
   }
 
   private async recordExit(entry: Running, code: number | null, signal: NodeJS.Signals | null, stderrTail: string[]): Promise<void> {
@@ -290,7 +303,6 @@ export class JobSupervisor {
         }
       }
     }
-    const error = entry.failure ?? `The job runner ${how}${stderrTail.length ? `: ${this.redact(stderrTail.slice(-3).join(' | '))}` : ''}`;
-    await this.jobs.finish(job.id, workerId, 'failed', { error, exitCode: code });
+    await this.jobs.finish(job.id, workerId, 'failed', { error: this.failureOf(entry, code, signal, stderrTail)!.error, exitCode: code });
   }
 }

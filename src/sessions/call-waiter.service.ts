@@ -57,7 +57,7 @@ export class CallWaiter {
   private async failIfJobEnded(call: SessionCallEntity): Promise<boolean> {
     const job = await this.jobRows.findById(call.jobId);
     if (!job || !FINAL_STATES.includes(job.state)) return false;
-    await this.calls.failOpen(call.jobId, `The session was ${job.state} before answering this call`);
+    await this.calls.failOpen(call.jobId, `The session was ${job.state} before answering this call${job.error ? `: ${job.error}` : ''}`);
     this.bus.jobCallsFailed(call.jobId);
     return true;
   }

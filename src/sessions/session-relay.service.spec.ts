@@ -56,4 +56,26 @@ describe('SessionRelayService', () => {
     await h.until(async () => (await stateOf('b')).state === 'failed');
     expect(await stateOf('a')).toMatchObject({ state: 'failed', error: 'The session ended before answering this call' });
   });
+
+  it("fails them with the runner's own error when it failed, the caller's mistake when its inputs were refused", async () => {
+    await call('a');
+    h.bus.sessionCall(job.id);
+    await h.until(() => runner.sent.length === 1);
+    runner.emit({ type: 'failed', message: `model.path "${h.config.home}/models/x" is not a model folder you may use`, category: 'user' });
+    runner.exit(1);
+    await h.until(async () => (await stateOf('a')).state === 'failed');
+    const { error } = await stateOf('a');
+    expect(error).toMatch(/^user: The session's runner failed: model\.path ".*\/models\/x" is not a model folder you may use$/);
+    // Host paths are redacted, as in the job's own error.
+    expect(error).not.toContain(h.config.home);
+  });
+
+  it('fails them as the server’s when the runner crashed, saying how it ended', async () => {
+    await call('a');
+    h.bus.sessionCall(job.id);
+    await h.until(() => runner.sent.length === 1);
+    runner.exit(null, 'SIGSEGV', ['Segmentation fault']);
+    await h.until(async () => (await stateOf('a')).state === 'failed');
+    expect((await stateOf('a')).error).toBe("The session's runner failed: The job runner was killed by SIGSEGV: Segmentation fault");
+  });
 });

@@ -4,8 +4,8 @@ import { LocalBus } from '../core/local-bus';
 import type { JobEntity } from '../jobs/job.entity';
 import { findJobKind } from '../kinds/job-kinds';
 import type { AnyJobKind } from '../kinds/spec/job-kind';
-import type { CallMessage } from '../runner/runner-protocol';
-import type { AttachedJobHook, JobHook } from '../scheduler/job-hooks';
+import { USER_ERROR_PREFIX, type CallMessage } from '../runner/runner-protocol';
+import type { AttachedJobHook, JobFailure, JobHook } from '../scheduler/job-hooks';
 import { JobSupervisor } from '../scheduler/job-supervisor.service';
 import { SessionCallsRepository } from './session-calls.repository';
 
@@ -66,7 +66,7 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
     this.attached.set(jobId, entry);
     return {
       onMessage: (message) => this.result(jobId, message),
-      detach: () => this.detach(jobId, 'The session ended before answering this call'),
+      detach: (failure) => this.detach(jobId, failure ? failedCallError(failure) : 'The session ended before answering this call'),
     };
   }
 
@@ -115,4 +115,13 @@ export class SessionRelayService implements JobHook, OnModuleInit, OnModuleDestr
       entry.busy = false;
     }
   }
+}
+
+/**
+ * The error of the calls a failed runner leaves unanswered: the job's own error (which names, say, the
+ * model it could not load and why), the caller's mistake when the job's inputs were refused.
+ */
+export function failedCallError(failure: JobFailure): string {
+  const text = `The session's runner failed: ${failure.error}`;
+  return failure.category === 'user' ? USER_ERROR_PREFIX + text : text;
 }

@@ -3,10 +3,14 @@ import type { Checkpoint, TrainingRun, WeightsInfoResponse } from '@opentinker/t
 import { existsSync } from 'node:fs';
 import { lstat, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Principal } from '../auth/principal';
+import { walkFiles } from '../checkpoints/checkpoint-store';
+import { checkpointTar } from '../checkpoints/checkpoint-tar';
 import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { iso } from '../core/columns';
+import { secretsCipher } from '../jobs/job-secrets-cipher';
 import {
   CHECKPOINT_NAME,
   CheckpointKind,
@@ -16,6 +20,15 @@ import {
   type CheckpointRef,
   type TinkerCheckpointMeta,
 } from '../rollout/tinker-checkpoint-files';
+import {
+  ARCHIVE_KEY_PURPOSE,
+  ARCHIVE_URL_SECONDS,
+  archivePath,
+  archiveSignatureValid,
+  signArchive,
+  type ArchiveRef,
+  type CheckpointArchiveUrlResponse,
+} from './tinker-archive-urls';
 import type { TinkerModelEntity } from './tinker-model.entity';
 import { TinkerRepository } from './tinker.repository';
 
@@ -59,9 +72,13 @@ export class TinkerCheckpoints {
   }
 
   /** The caller's training client, or 404 (someone else's too). */
-  async ownedModel(caller: Principal, id: string, field = 'model_id'): Promise<TinkerModelEntity> {
+  ownedModel(caller: Principal, id: string, field = 'model_id'): Promise<TinkerModelEntity> {
+    return this.modelOf(caller.userId, id, field);
+  }
+
+  private async modelOf(userId: string, id: string, field: string): Promise<TinkerModelEntity> {
     const model = await this.repo.findModel(id);
-    if (!model || model.ownerId !== caller.userId) throw new AppError(ErrorCode.NOT_FOUND, `Training client ${id} not found`, { field });
+    if (!model || model.ownerId !== userId) throw new AppError(ErrorCode.NOT_FOUND, `Training client ${id} not found`, { field });
     return model;
   }
 
@@ -76,12 +93,16 @@ export class TinkerCheckpoints {
   }
 
   /** Parses a `tinker://` path of one of the caller's checkpoints that exists; 404 otherwise. */
-  async resolve(caller: Principal, path: string, field = 'path'): Promise<{ model: TinkerModelEntity; ref: CheckpointRef; meta: TinkerCheckpointMeta; dir: string }> {
+  resolve(caller: Principal, path: string, field = 'path'): Promise<{ model: TinkerModelEntity; ref: CheckpointRef; meta: TinkerCheckpointMeta; dir: string }> {
+    return this.resolveFor(caller.userId, path, field);
+  }
+
+  private async resolveFor(userId: string, path: string, field: string): Promise<{ model: TinkerModelEntity; ref: CheckpointRef; meta: TinkerCheckpointMeta; dir: string }> {
     const m = /^tinker:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(path);
     if (!m) throw new AppError(ErrorCode.VALIDATION, `${field} ${JSON.stringify(path)} is not tinker://<training run>/<weights|sampler_weights>/<name>`, { field });
     const kind = CheckpointKind.safeParse(m[2]);
     if (!kind.success) throw new AppError(ErrorCode.VALIDATION, `${field}: ${m[2]} checkpoints are not kept here (weights or sampler_weights)`, { field });
-    const model = await this.ownedModel(caller, m[1], field);
+    const model = await this.modelOf(userId, m[1], field);
     const ref: CheckpointRef = { job_id: model.jobId, model: modelKey(model), kind: kind.data, name: this.checkName(m[3], field) };
     const meta = await this.live(ref);
     if (!meta) throw new AppError(ErrorCode.CHECKPOINT_NOT_FOUND, `Checkpoint ${path} not found`, { field });
@@ -161,6 +182,38 @@ export class TinkerCheckpoints {
     await rm(dir, { recursive: true, force: true });
   }
 
+  /**
+   * `GET training_runs/{id}/checkpoints/{kind}/{name}/archive`: a URL at `origin` (this server as the
+   * caller reached it) that downloads one of the caller's checkpoints for {@link ARCHIVE_URL_SECONDS}
+   * without a key.
+   */
+  async archiveUrl(caller: Principal, ref: ArchiveRef, origin: string): Promise<CheckpointArchiveUrlResponse> {
+    const { model } = await this.resolve(caller, archiveTinkerPath(ref), 'checkpoint_id');
+    const expires = Math.floor(Date.now() / 1000) + ARCHIVE_URL_SECONDS;
+    return { url: `${origin}${archivePath(ref)}?${signArchive(this.archiveKey(), ref, model.ownerId, expires)}`, expires: iso(expires * 1000)! };
+  }
+
+  /**
+   * The archive a signed URL names: a tar of the checkpoint's files at its top (as the SDK unpacks it),
+   * streamed as it is read. A signature that does not match, or has expired, is a 403; a checkpoint
+   * gone meanwhile a 404.
+   */
+  async openArchive(ref: ArchiveRef, expires: string, signature: string): Promise<{ stream: Readable }> {
+    const model = await this.repo.findModel(ref.modelId);
+    const valid = model !== null && archiveSignatureValid(this.archiveKey(), ref, model.ownerId, expires, signature, Math.floor(Date.now() / 1000));
+    if (!model || !valid) {
+      throw new AppError(ErrorCode.FORBIDDEN, 'This download URL is not valid or has expired: ask for a new one (RestClient.get_checkpoint_archive_url)', {
+        field: 'signature',
+      });
+    }
+    const { dir } = await this.resolveFor(model.ownerId, archiveTinkerPath(ref), 'checkpoint_id');
+    return { stream: checkpointTar(dir, await walkFiles(dir), '') };
+  }
+
+  private archiveKey(): Buffer {
+    return secretsCipher(this.config).derive(ARCHIVE_KEY_PURPOSE);
+  }
+
   /** `weights_info`: the LoRA config a checkpoint was saved with (what pre-0.38 SDKs create a training client from). */
   async weightsInfo(caller: Principal, path: string): Promise<WeightsInfoResponse> {
     const { model, meta } = await this.resolve(caller, path, 'tinker_path');
@@ -195,6 +248,11 @@ export class TinkerCheckpoints {
       ...(metadata ? { user_metadata: metadata } : {}),
     };
   }
+}
+
+/** The `tinker://` path of an archive's checkpoint (its parts as they came: checked by {@link TinkerCheckpoints.resolve}). */
+function archiveTinkerPath(ref: ArchiveRef): string {
+  return `tinker://${ref.modelId}/${ref.kind}/${ref.name}`;
 }
 
 async function readMeta(dir: string): Promise<TinkerCheckpointMeta | null> {

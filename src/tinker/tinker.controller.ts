@@ -34,6 +34,7 @@ import { AppConfig } from '../config/app-config';
 import { AppError, ErrorCode } from '../core/app-error';
 import { drainRefused } from '../core/raw-upload-parser';
 import { parseOrThrow } from '../core/zod-error';
+import { ArchiveQuery, type CheckpointArchiveUrlResponse } from './tinker-archive-urls';
 import { readBody } from './tinker-body';
 import { TinkerBaseModels } from './tinker-base-models';
 import { TinkerCheckpoints } from './tinker-checkpoints.service';
@@ -244,6 +245,27 @@ export class TinkerController {
   async deleteCheckpoint(@CurrentUser() caller: Principal, @Param('id') id: string, @Req() req: FastifyRequest): Promise<Record<string, never>> {
     await this.checkpoints.delete(caller, id, (req.params as Record<string, string>)['*']);
     return {};
+  }
+
+  /** `RestClient.get_checkpoint_archive_url*` (in 0.22.3 and 0.25.0, gone by 0.38.0): a signed URL that downloads the checkpoint without a key. */
+  @Get('training_runs/:id/checkpoints/:kind/:name/archive')
+  archiveUrl(
+    @CurrentUser() caller: Principal,
+    @Param('id') id: string,
+    @Param('kind') kind: string,
+    @Param('name') name: string,
+    @Req() req: FastifyRequest,
+  ): Promise<CheckpointArchiveUrlResponse> {
+    return this.checkpoints.archiveUrl(caller, { modelId: id, kind, name }, `${req.protocol}://${req.host}`);
+  }
+
+  /** What a signed archive URL fetches: no key, the signature is the proof (tinker-archive-urls.ts). */
+  @Get('training_runs/:id/checkpoints/:kind/:name/archive.tar')
+  @Public()
+  async archive(@Param('id') id: string, @Param('kind') kind: string, @Param('name') name: string, @Query() query: unknown, @Res() reply: FastifyReply): Promise<void> {
+    const q = parseOrThrow(ArchiveQuery, query ?? {});
+    const { stream } = await this.checkpoints.openArchive({ modelId: id, kind, name }, q.expires, q.signature);
+    await reply.header('content-type', 'application/x-tar').header('content-disposition', `attachment; filename="${name}.tar"`).header('cache-control', 'no-store').send(stream);
   }
 
   @Get('checkpoints')

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { startFakeHub, type FakeHub } from '../support/fake-hub';
 import { checkLines, checkResult, type CheckLine } from '../support/python-checks';
 import { FAST } from '../support/test-app';
 import { writeTinkerTestBase } from '../support/tinker-test-base';
@@ -21,7 +22,9 @@ const RELEASES = process.env.TINKER_SDK ? [process.env.TINKER_SDK] : [...SDK_VER
  * The official Tinker Python SDK, unmodified, against a real server (test/tinker/sdk_server_checks.py):
  * SFT whose loss falls, importance-sampling RL whose reward rises, sampling log-probs equal to forward
  * log-probs, save_state into a new client that continues, two training clients on one base in one
- * runner, bad requests raised within seconds, another user's 404s. At each listed SDK release; each skips, saying so, without that release in .venv-tinker. To look closer:
+ * runner, bad requests raised within seconds (a base model that cannot be loaded too), a checkpoint
+ * downloaded through its signed archive URL (before 0.38), another user's 404s. At each listed SDK
+ * release; each skips, saying so, without that release in .venv-tinker. To look closer:
  * TINKER_SDK=<release> runs one release, TINKER_CHECKS=<name,…> some checks, TINKER_SDK_VERBOSE=1
  * prints what each check saw.
  */
@@ -29,6 +32,7 @@ describe.each(RELEASES)('the Tinker SDK %s against the server (e2e)', (version) 
   const missing = sdkMissing(version);
   let app: NestFastifyApplication;
   let home: string;
+  let hub: FakeHub | undefined;
   let lines: CheckLine[] = [];
   const keys: Record<string, string> = {};
 
@@ -42,7 +46,12 @@ describe.each(RELEASES)('the Tinker SDK %s against the server (e2e)', (version) 
     const base = join(roots, 'tiny-base');
     await writeTinkerTestBase(base);
     const adminKey = 'otk_test_admin_key_0123456789abcdef';
-    const config = loadConfig({}, { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, log_level: 'error', tinker_seq_gap_seconds: 5, model_roots: roots });
+    // A Hub with no repos: a Hub name fails to load at once (404), without the network.
+    hub = await startFakeHub([]);
+    const config = loadConfig(
+      {},
+      { home, admin_key: adminKey, cpu_slots: 2, gpus: 'none', ...FAST, log_level: 'error', tinker_seq_gap_seconds: 5, model_roots: roots, hub_endpoint: hub.url },
+    );
     app = await createApi({ config, worker: true });
     await ensureAdmin(app);
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -82,6 +91,7 @@ describe.each(RELEASES)('the Tinker SDK %s against the server (e2e)', (version) 
 
   afterAll(async () => {
     await app?.close();
+    await hub?.close();
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
@@ -112,6 +122,8 @@ describe.each(RELEASES)('the Tinker SDK %s against the server (e2e)', (version) 
     'rl_reward_rises',
     'bad_request_raises_quickly',
     'rest_client_checkpoints',
+    'checkpoint_archive_download',
+    'unloadable_base_model_raises_quickly',
     'another_user_gets_404',
   ]) {
     it_(name, () => {

@@ -1,12 +1,16 @@
 import { encodeForwardBackwardRequest, PROTOBUF_CONTENT_TYPE } from '@opentinker/tinker-wire';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as zlib from 'node:zlib';
+import { TINKER_META_FILE, tinkerCheckpointDir } from '../../src/rollout/tinker-checkpoint-files';
+import { TinkerRepository } from '../../src/tinker/tinker.repository';
 import { startTenants, type Tenants } from './tenants';
 
 /**
  * Attacks on the Tinker routes (`/api/v1`, SECURITY.md): names that try to leave a checkpoint's folder,
- * base models that name host folders or other users' jobs, ids of other users' futures, and bodies built
- * to exhaust memory (large, or small zstd frames that inflate). Without a worker: every refusal here
- * happens at the API, before any runner.
+ * base models that name host folders or other users' jobs, ids of other users' futures, forged or
+ * altered checkpoint download signatures, and bodies built to exhaust memory (large, or small zstd
+ * frames that inflate). Without a worker: every refusal here happens at the API, before any runner.
  */
 describe('Tinker API attacks', () => {
   let s: Tenants;
@@ -46,6 +50,46 @@ describe('Tinker API attacks', () => {
     for (const id of ['weights/..', 'weights/../../x', 'other/x', 'weights/a/b']) {
       const res = await s.t.request('DELETE', `/api/v1/training_runs/${modelId}/checkpoints/${id}`, { key: s.alice });
       expect([400, 404]).toContain(res.status);
+    }
+  });
+
+  it('gives a checkpoint’s download URL to its owner only, and the keyless archive route only for a valid signature', async () => {
+    // A checkpoint as a runner leaves it (no worker here).
+    const model = (await s.t.app.get(TinkerRepository).findModel(modelId))!;
+    const dir = tinkerCheckpointDir(join(s.t.home, 'jobs'), { job_id: model.jobId, model: 'train-0', kind: 'weights', name: 'ckpt' });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, TINKER_META_FILE), JSON.stringify({ expires_at: null }));
+    writeFileSync(join(dir, 'adapter_model.safetensors'), 'weights');
+    const urlOf = (path: string, key = s.alice) => s.t.request('GET', `/api/v1/training_runs/${path}/archive`, { key });
+    const get = (url: string) => s.t.app.inject({ method: 'GET', url });
+
+    const own = await urlOf(`${modelId}/checkpoints/weights/ckpt`);
+    expect(own.status).toBe(200);
+    const signed = new URL(own.body.url as string);
+    expect((await get(signed.pathname + signed.search)).statusCode).toBe(200);
+    expect((await urlOf(`${modelId}/checkpoints/weights/ckpt`, s.bob)).status).toBe(404);
+    for (const path of [
+      `${modelId}/checkpoints/weights/..`,
+      `${modelId}/checkpoints/weights/.hidden`,
+      `${modelId}/checkpoints/other/ckpt`,
+      `${modelId}/checkpoints/weights/%2E%2E%2Fx`,
+    ]) {
+      expect([400, 404]).toContain((await urlOf(path)).status);
+    }
+
+    // Without a signature, with a forged or altered one, or for another path: refused, nothing read.
+    const query = signed.searchParams;
+    const other = signed.pathname.replace('/ckpt/', '/..%2F..%2F..%2Fetc/');
+    for (const [url, status] of [
+      [signed.pathname, 400],
+      [`${signed.pathname}?expires=${query.get('expires')}&signature=${'A'.repeat(43)}`, 403],
+      [`${signed.pathname}?expires=${Number(query.get('expires')) + 1}&signature=${query.get('signature')}`, 403],
+      [`${signed.pathname.replace('/weights/', '/sampler_weights/')}${signed.search}`, 403],
+      [`${other}${signed.search}`, 403],
+    ] as const) {
+      const res = await get(url);
+      expect(res.statusCode).toBe(status);
+      expect(res.headers['content-type']).toMatch(/json/);
     }
   });
 

@@ -281,6 +281,54 @@ def rest_client_checkpoints():
 
 
 @check
+def checkpoint_archive_download():
+    """RestClient.get_checkpoint_archive_url* (before 0.38, which exports through save_weights_external):
+    a URL fetched without the key, as the SDK's `tinker checkpoint download` fetches it, unpacking to
+    the PEFT folder; another user is answered 404."""
+    rest = service.create_rest_client()
+    if not hasattr(rest, "get_checkpoint_archive_url_from_tinker_path"):
+        return {"skipped": f"SDK {tinker.__version__} has no get_checkpoint_archive_url"}
+    import io
+    import tarfile
+    import urllib.request
+
+    path = f"tinker://{state['model_id']}/weights/ckpt-a"
+    answer = rest.get_checkpoint_archive_url_from_tinker_path(path).result()
+    with urllib.request.urlopen(answer.url, timeout=60) as response:
+        data = response.read()
+    names = tarfile.open(fileobj=io.BytesIO(data)).getnames()
+    assert "adapter_config.json" in names and "adapter_model.safetensors" in names, names
+    try:
+        other.create_rest_client().get_checkpoint_archive_url_from_tinker_path(path).result()
+        raise AssertionError("another user got a download URL")
+    except tinker.NotFoundError:
+        pass
+    return {"names": names, "bytes": len(data), "expires": str(answer.expires)}
+
+
+@check
+def unloadable_base_model_raises_quickly():
+    """A base model the server cannot load (no such Hub repo) fails the training client's creation with
+    the reason, category user, at once."""
+    # A session of its own, so the first session keeps its one runner.
+    fresh = tinker.ServiceClient(base_url=args.base_url, api_key=args.api_key)
+    started = time.monotonic()
+    try:
+        resolve(fresh.create_lora_training_client(base_model="nobody/no-such-model", rank=2)).get_info()
+        raise AssertionError("a training client on a missing base model was created")
+    except tinker.RequestFailedError as e:
+        category = str(getattr(e.category, "value", e.category))
+        message = str(e)
+    seconds = time.monotonic() - started
+    if hasattr(fresh, "close"):
+        fresh.close("success")
+    assert "no-such-model" in message, message
+    assert category.lower() == "user", category
+    assert seconds < 60, seconds
+    return {"seconds": round(seconds, 2), "error": message[:300], "category": category}
+
+
+@check
 def another_user_gets_404():
     rest = other.create_rest_client()
     model_id = state["model_id"]

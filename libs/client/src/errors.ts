@@ -9,8 +9,19 @@ export type ServerErrorCode = components['schemas']['ErrorCode'];
  * - `OT_ERR_BAD_RESPONSE`: something answered, but not with an OpenTinker error body or event stream
  *   (a proxy's HTML error page, a truncated body, an event that is not JSON).
  * - `OT_ERR_SESSION_CALL_FAILED`: a training session's job runner answered a call with an error.
+ * - `OT_ERR_REQUEST_FAILED`: a Tinker request's future failed (the server's `{error, category}`; see
+ *   {@link OpenTinkerError.category}).
+ * - `OT_ERR_INVALID_INPUT`: the client refused an input before sending it (a token id that is not an
+ *   int32, a tensor whose shape does not fit its values); `field` names it.
  */
-export type ClientErrorCode = 'OT_ERR_CONNECTION' | 'OT_ERR_BAD_RESPONSE' | 'OT_ERR_SESSION_CALL_FAILED';
+export type ClientErrorCode = 'OT_ERR_CONNECTION' | 'OT_ERR_BAD_RESPONSE' | 'OT_ERR_SESSION_CALL_FAILED' | 'OT_ERR_REQUEST_FAILED' | 'OT_ERR_INVALID_INPUT';
+
+/**
+ * Whose mistake a failure was: `user` for the caller's (a 4xx other than 408 and 429, a Tinker future
+ * failed with category `user`, an input refused before sending), `server` for everything a retry or
+ * the operator might fix, `unknown` when a failed Tinker future said so.
+ */
+export type ErrorCategory = 'user' | 'server' | 'unknown';
 
 /** Every code an {@link OpenTinkerError} can carry. */
 export type OpenTinkerErrorCode = ServerErrorCode | ClientErrorCode;
@@ -51,6 +62,10 @@ export class OpenTinkerError extends Error {
       url?: string;
       /** How long the server asked to wait (`Retry-After`), in milliseconds. */
       retryAfterMs?: number;
+      /** Whose mistake it was, when the server said (a failed Tinker future); otherwise derived from `status`. */
+      category?: ErrorCategory;
+      /** The Tinker request (`request_id`) whose future failed. */
+      requestId?: string;
       cause?: unknown;
     } = {},
   ) {
@@ -71,6 +86,17 @@ export class OpenTinkerError extends Error {
 
   get retryAfterMs(): number | undefined {
     return this.options.retryAfterMs;
+  }
+
+  /** See {@link ErrorCategory}: the server's word for a failed Tinker future, else read from the HTTP status. */
+  get category(): ErrorCategory {
+    if (this.options.category) return this.options.category;
+    if (this.code === 'OT_ERR_INVALID_INPUT') return 'user';
+    return this.status >= 400 && this.status < 500 && this.status !== 408 && this.status !== 429 ? 'user' : 'server';
+  }
+
+  get requestId(): string | undefined {
+    return this.options.requestId;
   }
 
   /**

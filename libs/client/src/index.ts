@@ -1,7 +1,7 @@
 export { OpenTinkerClient } from './client';
 export type { OpenTinkerClientOptions } from './client';
 export { OpenTinkerError, isOpenTinkerError, isAbortError } from './errors';
-export type { ClientErrorCode, ErrorBody, OpenTinkerErrorCode, ServerErrorCode } from './errors';
+export type { ClientErrorCode, ErrorBody, ErrorCategory, OpenTinkerErrorCode, ServerErrorCode } from './errors';
 export { DatasetsApi } from './api/datasets-api';
 export type { DatasetSource, UploadDatasetOptions } from './api/datasets-api';
 export { ChatApi } from './api/chat-api';
@@ -18,6 +18,7 @@ export type { SessionCallOptions } from './api/sessions-api';
 export { fit } from './session-fit';
 export type { FitOptions, FitResult } from './session-fit';
 export { UsersApi } from './api/users-api';
+export * as tinker from './tinker/tinker-api';
 export type { RequestOptions } from './api/request-options';
 export type { WatchJobOptions } from './job-watcher';
 export { SseParser } from './sse-parser';

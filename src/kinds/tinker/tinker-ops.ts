@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CheckpointKind, CheckpointRef, CHECKPOINT_NAME, ModelKey } from '../../rollout/tinker-checkpoint-files';
+import { USER_ERROR_PREFIX } from '../../runner/runner-protocol';
 
 /*
  * The requests the Tinker API records for a tinker job's runner (`session_calls` rows: `op` and `args`),
@@ -172,12 +173,7 @@ export const TinkerAnswered = z.discriminatedUnion('op', [
 ]);
 export type TinkerAnswered = z.output<typeof TinkerAnswered>;
 
-/**
- * A failed request's error as the runner reports it: `user:` marks the caller's mistake (the SDK's
- * future fails with `category: "user"`), anything else is the server's.
- */
-export const USER_ERROR_PREFIX = 'user: ';
-
+/** A failed request's error as the runner reports it when it is the caller's mistake (see {@link USER_ERROR_PREFIX}). */
 export function userError(message: string): Error {
   return new Error(USER_ERROR_PREFIX + message);
 }
