@@ -16,7 +16,7 @@
  *           when --micro is not given)
  *   full:   --batch B --seq T (full fine-tuning: reports the engine's refusal when it cannot fit)
  *   logits: --ids FILE.json --out FILE.json [--last-only]
- *   limits: (no --model) memory bandwidth and peak FLOP/s measured on the engine's threads
+ *   limits: (no --model) memory bandwidth and peak FLOP/s measured on the engine's threads [--seconds S per FLOP/s loop, 0.5]
  *   --threads N (default 2)
  * Needs a built engine (npx tsc -b libs/engine/tsconfig.json, and its addon: node libs/engine/native/build.js).
  */
@@ -28,7 +28,7 @@ const engine = require(path.join(__dirname, '..', 'dist', 'index.js'));
 
 function parseArgs(argv) {
   const o = { threads: 2, temperature: 1, reps: 3, rank: 8, alpha: 16, steps: 2, warmup: 1, seed: 7 };
-  const numeric = new Set(['batch', 'prompt', 'new', 'temperature', 'reps', 'seq', 'micro', 'rank', 'alpha', 'steps', 'warmup', 'threads', 'seed', 'tfjsDecode']);
+  const numeric = new Set(['batch', 'prompt', 'new', 'temperature', 'reps', 'seq', 'micro', 'rank', 'alpha', 'steps', 'warmup', 'threads', 'seed', 'tfjsDecode', 'seconds']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
@@ -82,7 +82,7 @@ async function main() {
   const out = { side: 'engine', mode: o.mode, model: o.model, threads: o.threads, backend: backend.name, matmul: backend.matmul, native: backend.native, cuda: backend.cuda };
 
   if (o.mode === 'limits') {
-    process.stdout.write(`${JSON.stringify({ ...out, limits: engine.measureMachineLimits(1 << 30, 0.5), loadStart, loadEnd: load() })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...out, limits: engine.measureMachineLimits(1 << 30, o.seconds ?? 0.5), loadStart, loadEnd: load() })}\n`);
     return;
   }
   if (o.mode === 'full') {
