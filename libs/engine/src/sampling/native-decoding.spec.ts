@@ -30,11 +30,14 @@ const config: ModelConfig = {
 };
 const prompts = [[1, 2, 3, 4, 5, 6, 7], [9], [11, 12, 13, 250]];
 
+// Llama-style: tied head, no biases, head_dim ≠ hidden / heads.
+const tied: ModelConfig = { ...config, model_type: 'llama', tie_word_embeddings: true, attention_bias: false, num_attention_heads: 4, head_dim: 24 };
+
 /** initWeights with every bias drawn too (they start at zero), matrices as native tensors of `dtype`. */
-function weightsOf(dtype: 'F32' | 'BF16'): ModelWeights {
+function weightsOf(dtype: 'F32' | 'BF16', cfg: ModelConfig = config): ModelWeights {
   const rng = new Prng(3);
   const out: ModelWeights = new Map();
-  for (const [name, w] of initWeights(config, 11)) {
+  for (const [name, w] of initWeights(cfg, 11)) {
     if (name.endsWith('.bias')) out.set(name, { shape: w.shape, data: Float32Array.from(w.data, () => rng.normal() * 0.1) });
     else out.set(name, w.shape.length === 2 ? NativeTensor.fromFloat32(w.data, w.shape, dtype) : w);
   }
@@ -80,6 +83,13 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
     // Sampled (not greedy) rows draw the same tokens from the same seed.
     const [n2, t2] = bothPaths(model, { maxNewTokens: 10, temperature: 1, seed: 4, stopTokenIds: [], topLogprobs: 3 });
     expectSame(n2, t2);
+    model.dispose();
+  });
+
+  it('a tied Llama-style model with its own head size: the same tokens and log-probs', () => {
+    const model = Model.fromWeights(tied, weightsOf('BF16', tied), { trainable: false });
+    const [native, tfjs] = bothPaths(model, greedy);
+    expectSame(native, tfjs);
     model.dispose();
   });
 
