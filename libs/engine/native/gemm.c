@@ -26,6 +26,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "hsum-avx512.h"
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
 #define T256 __attribute__((target("avx2,fma,f16c")))
 #endif
@@ -452,19 +454,6 @@ T512 static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c
       store16(c + i * ldc, acc[i][0], k0, va, vb, beta != 0.f);
       store16(c + i * ldc + 16, acc[i][1], k1, va, vb, beta != 0.f);
     }
-}
-
-/* The sums of v[0..n) (n ≤ 16, constant) in one vector, by a tree of shuffles and adds (45 operations
- * for 16 sums, against 8 each one by one): the sum of v[q] lands in lane 4·(q%4) + q/4. */
-T512 INLINE __m512 hsum_many(const __m512 *v, const int n) {
-  __m512 z = _mm512_setzero_ps(), w[8], x[4], y[2];
-  for (int q = 0; q < 8; q++) {
-    __m512 a = 2 * q < n ? v[2 * q] : z, b = 2 * q + 1 < n ? v[2 * q + 1] : z;
-    w[q] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
-  }
-  for (int q = 0; q < 4; q++) x[q] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0x88), _mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0xdd));
-  for (int q = 0; q < 2; q++) y[q] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * q], x[2 * q + 1], 0x44), _mm512_shuffle_ps(x[2 * q], x[2 * q + 1], 0xee));
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xdd));
 }
 
 /* Dot form, ti × tj (constants, ti·tj ≤ 16): rows i0.. of A against rows j.. of B (rows past nj repeat

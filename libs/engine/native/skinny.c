@@ -14,6 +14,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "hsum-avx512.h"
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
 #endif
 #define INLINE static inline __attribute__((always_inline))
@@ -74,18 +76,6 @@ T512 INLINE void load_b(const void *B, ot_dtype t, int64_t at, const int full, i
     *lo = full ? _mm512_loadu_ps((const float *)B + at) : _mm512_maskz_loadu_ps(m0, (const float *)B + at);
     *hi = full ? _mm512_loadu_ps((const float *)B + at + 16) : _mm512_maskz_loadu_ps(m1, (const float *)B + at + 16);
   }
-}
-
-/* The sums of v[0..n) (n ≤ 16) in one vector: the sum of v[q] lands in lane 4·(q%4) + q/4. */
-T512 INLINE __m512 hsum_many(const __m512 *v, const int n) {
-  __m512 z = _mm512_setzero_ps(), w[8], x[4], y[2];
-  for (int q = 0; q < 8; q++) {
-    __m512 a = 2 * q < n ? v[2 * q] : z, b = 2 * q + 1 < n ? v[2 * q + 1] : z;
-    w[q] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
-  }
-  for (int q = 0; q < 4; q++) x[q] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0x88), _mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0xdd));
-  for (int q = 0; q < 2; q++) y[q] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * q], x[2 * q + 1], 0x44), _mm512_shuffle_ps(x[2 * q], x[2 * q + 1], 0xee));
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xdd));
 }
 
 /* One 32-value chunk of k for a tile: acc[i·tj + r] += A row i · B row r over [p, p + 32). */
