@@ -5,7 +5,7 @@ import { NativeTensor } from '../native/native-tensor';
 import { randomisedAdapter } from '../testing/lora';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import { Prng } from '../util/prng';
-import { nativeDecodeProfile, setNativeDecoding } from './native-decoding';
+import { NativeDecoding, nativeDecodeProfile, setNativeDecoding } from './native-decoding';
 import { sample, type SamplingOptions, type SampledSequence } from './sampler';
 
 // The native decoding step (native/decode.c) against the TensorFlow.js step it replaces, through
@@ -123,6 +123,16 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
     const [alone] = bothPaths(model, { ...greedy, adapter: 'x' }, [prompts[0]]);
     expect(native[0].tokens).toEqual(alone[0].tokens);
     expect(maxAbsDiff(native[0].logProbs, alone[0].logProbs)).toBeLessThan(TOL);
+    model.dispose();
+  });
+
+  it('a cache the native allocator refuses leaves the call to the TensorFlow.js step', () => {
+    const model = Model.fromWeights(config, weightsOf('F32'), { trainable: false });
+    // 160 GB of keys and values: more than any machine this runs on will reserve.
+    expect(NativeDecoding.open(model, 1, 1e9)).toBeUndefined();
+    const fits = NativeDecoding.open(model, 1, 64);
+    expect(fits).toBeDefined();
+    fits!.dispose();
     model.dispose();
   });
 

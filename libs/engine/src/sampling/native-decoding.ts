@@ -15,6 +15,11 @@ import { engineAddon, type DecodeLoraHandle, type DecodeStage, type DecoderHandl
  */
 
 let enabled = true;
+
+/** Whether the addon refused an allocation (its errors may come from another realm than this module's `Error`). */
+function outOfNativeMemory(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && /out of native memory/.test(String((e as { message?: unknown }).message));
+}
 const profile: Record<DecodeStage, number> & { steps: number; rowSteps: number } = {
   qkv: 0,
   attention: 0,
@@ -62,7 +67,10 @@ export class NativeDecoding {
   /**
    * Native decoding of `model` for `rows` rows of up to `capacity` positions (prompt and new tokens) under
    * the model's current adapter selection, or undefined when it does not apply (no addon, weights not
-   * native, a GPU, turned off).
+   * native, a GPU, turned off) or its cache cannot be reserved: the cache is reserved for the whole
+   * capacity up front (most of its pages are touched only as positions fill), and a capacity the native
+   * allocator refuses (a large `maxNewTokens` on a large model) leaves the call to the TensorFlow.js step,
+   * whose cache grows a token at a time, so native decoding never refuses what the tfjs step would run.
    */
   static open(model: Model, rows: number, capacity: number): NativeDecoding | undefined {
     const addon = engineAddon();
@@ -77,15 +85,21 @@ export class NativeDecoding {
       inputs.norms,
       inputs.biases ?? null,
     );
-    let kv: KvHandle | undefined;
+    let kv: KvHandle;
     try {
       kv = addon.kvCreate(decoder, rows, capacity);
+    } catch (e) {
+      addon.release(decoder);
+      if (outOfNativeMemory(e)) return undefined;
+      throw e;
+    }
+    try {
       const lora = inputs.lora.length > 0 ? addon.loraCreate(decoder, rows, inputs.lora) : null;
       return new NativeDecoding(addon, model, decoder, kv, lora, rows);
     } catch (e) {
-      if (kv) addon.release(kv);
+      addon.release(kv);
       addon.release(decoder);
-      throw e instanceof Error && /out of native memory/.test(e.message) ? new EngineError('ENGINE_OUT_OF_MEMORY', e.message, 'native') : e;
+      throw outOfNativeMemory(e) ? new EngineError('ENGINE_OUT_OF_MEMORY', (e as Error).message, 'native') : e;
     }
   }
 
