@@ -8,14 +8,15 @@
  * the wasm heap's peak, the native bytes and the machine's load at start and end.
  *
  *   node libs/engine/bench/real-models.engine.cjs --model DIR --mode load|sample|lora|full|logits [options]
- *   sample: --batch B --prompt P --new N [--temperature T] [--reps R]   (KV cache; one prefill, N-1 decode passes)
+ *   sample: --batch B --prompt P --new N [--temperature T] [--reps R] [--tfjs-decode 1]   (KV cache; one prefill, N-1 decode passes;
+           --tfjs-decode 1 runs the TensorFlow.js decoding step instead of the native one)
  *   lora:   --batch B --seq T [--micro M] [--rank 8] [--alpha 16] [--steps S] [--warmup W]
  *           (all seven linears of every layer; mean next-token cross-entropy over every position; clip 1.0;
  *           AdamW lr 1e-4 — as torch_real_models.py; the engine cuts micro-batches to its heap itself
  *           when --micro is not given)
  *   full:   --batch B --seq T (full fine-tuning: reports the engine's refusal when it cannot fit)
  *   logits: --ids FILE.json --out FILE.json [--last-only]
- *   limits: (no --model) memory bandwidth and peak FLOP/s measured on the engine's threads
+ *   limits: (no --model) memory bandwidth and peak FLOP/s measured on the engine's threads [--seconds S per FLOP/s loop, 0.5]
  *   --threads N (default 2)
  * Needs a built engine (npx tsc -b libs/engine/tsconfig.json, and its addon: node libs/engine/native/build.js).
  */
@@ -27,7 +28,7 @@ const engine = require(path.join(__dirname, '..', 'dist', 'index.js'));
 
 function parseArgs(argv) {
   const o = { threads: 2, temperature: 1, reps: 3, rank: 8, alpha: 16, steps: 2, warmup: 1, seed: 7 };
-  const numeric = new Set(['batch', 'prompt', 'new', 'temperature', 'reps', 'seq', 'micro', 'rank', 'alpha', 'steps', 'warmup', 'threads', 'seed']);
+  const numeric = new Set(['batch', 'prompt', 'new', 'temperature', 'reps', 'seq', 'micro', 'rank', 'alpha', 'steps', 'warmup', 'threads', 'seed', 'tfjsDecode', 'seconds']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
@@ -57,6 +58,13 @@ function randomRows(rows, len, vocab, seed) {
   return Array.from({ length: rows }, () => Array.from({ length: len }, () => Math.floor(rng.uniform() * vocab)));
 }
 
+/** The native decoding profile as seconds per step and stage, or null when no native step ran. */
+function decodeProfile(p) {
+  if (!p.steps) return null;
+  const { steps, rowSteps, ...stages } = p;
+  return { steps, rowSteps, perStepMs: Object.fromEntries(Object.entries(stages).map(([k, s]) => [k, Number(((s * 1000) / steps).toFixed(3))])) };
+}
+
 async function openModel(dir, trainable) {
   const t0 = performance.now();
   const info = await engine.inspectHfModelDir(dir);
@@ -70,10 +78,11 @@ async function main() {
   const o = parseArgs(process.argv.slice(2));
   const loadStart = load();
   const backend = await engine.initBackend({ threads: o.threads });
+  if (o.tfjsDecode) engine.setNativeDecoding(false);
   const out = { side: 'engine', mode: o.mode, model: o.model, threads: o.threads, backend: backend.name, matmul: backend.matmul, native: backend.native, cuda: backend.cuda };
 
   if (o.mode === 'limits') {
-    process.stdout.write(`${JSON.stringify({ ...out, limits: engine.measureMachineLimits(1 << 30, 0.5), loadStart, loadEnd: load() })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...out, limits: engine.measureMachineLimits(1 << 30, o.seconds ?? 0.5), loadStart, loadEnd: load() })}\n`);
     return;
   }
   if (o.mode === 'full') {
@@ -116,6 +125,8 @@ async function main() {
         prefillS: prefill,
         newTokensPerS: (o.batch * o.new) / total,
         decodeTokensPerS: (o.batch * (o.new - 1)) / Math.max(1e-9, total - prefill),
+        // Seconds per decode step by stage (native decoding; empty when the TensorFlow.js step ran).
+        decodeProfile: decodeProfile(engine.nativeDecodeProfile()),
       });
     } else if (o.mode === 'lora' || o.mode === 'full') {
       if (o.mode === 'lora') model.addLora({ r: o.rank, alpha: o.alpha, targetModules: engine.LORA_TARGETS.slice(), seed: o.seed });

@@ -8,7 +8,10 @@
  * RSS of each process; the machine's load (`uptime`'s averages) before and after each side. It also
  * measures the machine's limits on the engine's threads (real-models.engine.cjs --mode limits: read
  * bandwidth and peak fp32/bf16 FLOP/s) and sets each case against them: bytes read per decoded token
- * against the read bandwidth, FLOPs per trained token against the peak.
+ * against the read bandwidth, FLOPs per trained token against the peak. For the sampling cases the read
+ * bandwidth is measured again right before each engine run (a shared machine's bandwidth drifts), and
+ * the share of the limit is given for the decode passes (decodeTokensPerS: the limit is about them) and
+ * for the whole call with its prefill (newTokensPerS).
  *
  *   bash libs/engine/bench/install-peer.sh && npm run build
  *   node libs/engine/bench/vs-peer.bench.js [--rounds 2] [--only lora-0.5b-4x256,...] [--out FILE] [--baseline DIR]
@@ -139,9 +142,14 @@ function main() {
     if (o.sides.includes('peer'))
       sides.push({ name: 'peer', cmd: PEER_PYTHON, args: [path.join(HERE, 'peer_hf.py'), '--model', dir, '--mode', c.mode, ...c.args, ...(c.peerArgs ?? [])] });
     const runs = Object.fromEntries(sides.map((s) => [s.name, []]));
+    const bandwidth = [];
     for (let round = 0; round < o.rounds; round++) {
       const order = round % 2 === 0 ? sides : [...sides].reverse();
       for (const s of order) {
+        if (c.mode === 'sample' && s.name === 'engine') {
+          const b = runSide(process.execPath, [path.join(HERE, 'real-models.engine.cjs'), '--mode', 'limits', '--seconds', '0.05']);
+          if (b.limits) bandwidth.push(b.limits.readBytesPerS);
+        }
         const r = runSide(s.cmd, s.args);
         runs[s.name].push(r);
         process.stderr.write(`${c.id} round ${round + 1} ${s.name}: ${metric(r) ?? r.error} [${r.peakRssMib} MiB] load ${r.loadBefore[0]} → ${r.loadAfter[0]}\n`);
@@ -160,9 +168,13 @@ function main() {
       const ctx = Number(c.args[c.args.indexOf('--prompt') + 1]) + Number(c.args[c.args.indexOf('--new') + 1]) / 2;
       // A decode pass reads every weight once for the whole batch, and each row's cache.
       const passBytes = costs.decodeBytes + batch * ctx * costs.kvBytesPerPos(4);
-      row.limits = { bytesPerPass: passBytes, bandwidthTokensPerS: (batch * limits.readBytesPerS) / passBytes };
-      if (e) row.limits.engineShare = e / row.limits.bandwidthTokensPerS;
-      if (p) row.limits.peerShare = p / row.limits.bandwidthTokensPerS;
+      const read = median(bandwidth) ?? limits.readBytesPerS;
+      row.limits = { bytesPerPass: passBytes, readBytesPerS: read, readBytesPerSRuns: bandwidth, bandwidthTokensPerS: (batch * read) / passBytes };
+      const decode = (n) => median(runs[n]?.map((r) => (r.error ? null : r.decodeTokensPerS)) ?? []);
+      if (e) Object.assign(row.limits, { engineShare: decode('engine') / row.limits.bandwidthTokensPerS, engineShareWithPrefill: e / row.limits.bandwidthTokensPerS });
+      if (p) Object.assign(row.limits, { peerShare: decode('peer') / row.limits.bandwidthTokensPerS, peerShareWithPrefill: p / row.limits.bandwidthTokensPerS });
+      const profile = runs.engine?.find((r) => r.decodeProfile)?.decodeProfile;
+      if (profile) row.engineDecodeMsPerStep = profile.perStepMs;
     } else {
       const seq = Number(c.args[c.args.indexOf('--seq') + 1]);
       // LoRA: forward, then the input's gradient through every frozen product (as much again); the
@@ -180,8 +192,9 @@ function main() {
   }
   for (const c of report.cases) {
     const cell = (n) => (c.summary[n] ? `${n} ${c.summary[n].value?.toFixed(2) ?? `ERR(${String(c.summary[n].error).slice(0, 60)})`} [${c.summary[n].peakRssMib} MiB]` : '');
+    const pct = (x) => (x === undefined ? '-' : `${(100 * x).toFixed(0)} %`);
     const lim = c.limits.bandwidthTokensPerS
-      ? `bandwidth limit ${c.limits.bandwidthTokensPerS.toFixed(1)}`
+      ? `bandwidth limit ${c.limits.bandwidthTokensPerS.toFixed(1)} (read ${(c.limits.readBytesPerS / 1e9).toFixed(1)} GB/s): decode at engine ${pct(c.limits.engineShare)}, peer ${pct(c.limits.peerShare)}; with prefill engine ${pct(c.limits.engineShareWithPrefill)}, peer ${pct(c.limits.peerShareWithPrefill)}`
       : `fp32 limit ${c.limits.fp32TokensPerS.toFixed(0)}, bf16 ${c.limits.bf16TokensPerS.toFixed(0)}`;
     process.stdout.write(
       `${c.id.padEnd(18)} ${cell('engine')} | ${cell('peer')}${c.summary.baseline ? ` | ${cell('baseline')}` : ''} | ratio ${c.ratio?.toFixed(2) ?? '-'} | ${lim}\n`,

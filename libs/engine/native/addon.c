@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cuda.h"
+#include "decode.h"
 #include "gemm.h"
 #include "layer-ops.h"
 #include "machine-limits.h"
@@ -41,6 +42,9 @@
 /* Tags that tell tensor handles from mapping handles (a handle of the wrong kind is refused, not cast). */
 static const napi_type_tag TENSOR_TAG = {0x6f74656e736f7231ULL, 0x8a1c2e4b5d6f7081ULL};
 static const napi_type_tag MAPPING_TAG = {0x6f746d6170706e67ULL, 0x1f2e3d4c5b6a7988ULL};
+static const napi_type_tag DECODER_TAG = {0x6f74646563646572ULL, 0x2b3c4d5e6f708192ULL};
+static const napi_type_tag KV_TAG = {0x6f746b7663616368ULL, 0x3c4d5e6f708192a3ULL};
+static const napi_type_tag LORA_TAG = {0x6f746c6f72617365ULL, 0x4d5e6f708192a3b4ULL};
 
 static napi_value make_string(napi_env env, const char *s) {
   napi_value v;
@@ -687,6 +691,276 @@ static napi_value adamw_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* ---------------------------------------------------------------- decoding (decode.h) */
+
+/* A decoder, cache or LoRA set behind a handle; `p` is NULL once freed (explicitly or by the collector). */
+typedef struct {
+  void *p;
+  void (*free)(void *);
+} boxed;
+
+static void finalize_boxed(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  boxed *b = data;
+  if (b->p) b->free(b->p);
+  free(b);
+}
+
+static napi_value wrap_boxed(napi_env env, void *p, void (*fr)(void *), const napi_type_tag *tag) {
+  boxed *b = malloc(sizeof *b);
+  napi_value ext;
+  if (!b) {
+    fr(p);
+    FAIL(error, "out of memory");
+  }
+  b->p = p;
+  b->free = fr;
+  if (napi_create_external(env, b, finalize_boxed, NULL, &ext) != napi_ok || napi_type_tag_object(env, ext, tag) != napi_ok) {
+    fr(p);
+    free(b);
+    FAIL(error, "could not wrap a native object");
+  }
+  return ext;
+}
+
+/* The live object behind a handle of the given tag (NULL when `optional` and null); throws otherwise. */
+static boxed *unbox(napi_env env, napi_value v, const napi_type_tag *tag, const char *what, int optional, int *ok) {
+  bool tagged = false;
+  void *p = NULL;
+  *ok = 1;
+  if (optional && is_null(env, v)) return NULL;
+  if (napi_check_object_type_tag(env, v, tag, &tagged) != napi_ok || !tagged || napi_get_value_external(env, v, &p) != napi_ok) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "expected a %s handle", what);
+    napi_throw_type_error(env, CODE, msg);
+    *ok = 0;
+    return NULL;
+  }
+  if (!((boxed *)p)->p) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "the %s was freed", what);
+    napi_throw_error(env, CODE, msg);
+    *ok = 0;
+    return NULL;
+  }
+  return p;
+}
+
+static void free_decoder(void *p) { ot_decoder_free(p); }
+static void free_kv(void *p) { ot_kv_free(p); }
+static void free_lora(void *p) { ot_dec_lora_free(p); }
+
+/* decoderCreate(dims: Float64Array [layers, d, heads, kvHeads, hd, inter, vocab, eps], tensors: handle[], norms, biases | null) */
+static napi_value decoder_create_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  if (!get_args(env, info, 4, argv)) return NULL;
+  double *dv;
+  size_t ndims;
+  if (!typed_view(env, argv[0], napi_float64_array, (void **)&dv, &ndims) || ndims != 8) FAIL(type_error, "decoderCreate: dims must be a Float64Array of 8");
+  for (int i = 0; i < 7; i++)
+    if (!(dv[i] >= 1 && dv[i] < 1e9 && dv[i] == (double)(int64_t)dv[i])) FAIL(range_error, "decoderCreate: dims must be positive integers");
+  ot_dec_dims dims = {(int64_t)dv[0], (int64_t)dv[1], (int64_t)dv[2], (int64_t)dv[3], (int64_t)dv[4], (int64_t)dv[5], (int64_t)dv[6], (float)dv[7]};
+  bool is_array;
+  uint32_t count;
+  CHECK(napi_is_array(env, argv[1], &is_array));
+  if (!is_array) FAIL(type_error, "decoderCreate: tensors must be an array");
+  CHECK(napi_get_array_length(env, argv[1], &count));
+  if ((int64_t)count != dims.layers * OT_DEC_LINEARS + 2) FAIL(range_error, "decoderCreate: expected 7 tensors per layer, the embedding and the head");
+  const ot_tensor **tensors = malloc(sizeof(ot_tensor *) * count);
+  if (!tensors) FAIL(error, "out of memory");
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value e;
+    if (napi_get_element(env, argv[1], i, &e) != napi_ok || !(tensors[i] = tensor_of(env, e))) {
+      free(tensors);
+      FAIL(type_error, "decoderCreate: every tensor must be a native tensor handle");
+    }
+  }
+  float *norms, *biases;
+  if (!sized(env, argv[2], (uint64_t)(dims.layers * 2 * dims.d + dims.d), &norms, 0, "norms") ||
+      !sized(env, argv[3], (uint64_t)(dims.layers * (dims.heads + 2 * dims.kv_heads) * dims.hd), &biases, 1, "biases")) {
+    free(tensors);
+    return NULL;
+  }
+  char err[256];
+  ot_decoder *D = ot_decoder_create(&dims, tensors, norms, biases, err, sizeof err);
+  free(tensors);
+  if (!D) FAIL(range_error, err);
+  return wrap_boxed(env, D, free_decoder, &DECODER_TAG);
+}
+
+/* kvCreate(decoder, rows, capacity) */
+static napi_value kv_create_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  int ok;
+  int64_t rows, cap;
+  if (!get_args(env, info, 3, argv)) return NULL;
+  boxed *d = unbox(env, argv[0], &DECODER_TAG, "decoder", 0, &ok);
+  if (!ok || !get_i64(env, argv[1], &rows) || !get_i64(env, argv[2], &cap) || !dims_ok(env, rows, cap)) return NULL;
+  ot_kv *C = ot_kv_create(d->p, rows, cap);
+  if (!C) FAIL(error, "kvCreate: out of native memory for the key/value cache");
+  return wrap_boxed(env, C, free_kv, &KV_TAG);
+}
+
+/* kvLoad(kv, layer, k, v, len): positions 0..len-1 of a layer, k and v [rows, kvHeads, len, hd]. */
+static napi_value kv_load_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  int ok;
+  int64_t layer, len;
+  float *k, *v;
+  if (!get_args(env, info, 5, argv)) return NULL;
+  boxed *b = unbox(env, argv[0], &KV_TAG, "key/value cache", 0, &ok);
+  if (!ok || !get_i64(env, argv[1], &layer) || !get_i64(env, argv[4], &len)) return NULL;
+  ot_kv *C = b->p;
+  if (len < 1 || len > ot_kv_capacity(C)) FAIL(range_error, "kvLoad: length outside the cache's capacity");
+  int64_t layers, kvh, hd;
+  ot_kv_shape(C, &layers, &kvh, &hd);
+  if (layer < 0 || layer >= layers) FAIL(range_error, "kvLoad: no such layer");
+  const uint64_t need = (uint64_t)(ot_kv_rows(C) * kvh * len * hd);
+  if (!sized(env, argv[2], need, &k, 0, "k") || !sized(env, argv[3], need, &v, 0, "v")) return NULL;
+  ot_kv_load(C, layer, k, v, len);
+  return NULL;
+}
+
+/* kvSetMask(kv, mask: Uint8Array [rows·len], len) */
+static napi_value kv_set_mask_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  int ok;
+  int64_t len;
+  uint8_t *mask;
+  size_t lm;
+  if (!get_args(env, info, 3, argv)) return NULL;
+  boxed *b = unbox(env, argv[0], &KV_TAG, "key/value cache", 0, &ok);
+  if (!ok || !get_i64(env, argv[2], &len)) return NULL;
+  ot_kv *C = b->p;
+  if (len < 0 || len > ot_kv_capacity(C)) FAIL(range_error, "kvSetMask: length outside the cache's capacity");
+  if (!typed_view(env, argv[1], napi_uint8_array, (void **)&mask, &lm) || lm < (size_t)(ot_kv_rows(C) * len)) FAIL(type_error, "kvSetMask: mask must be a Uint8Array of rows × len");
+  ot_kv_set_mask(C, mask, len);
+  return NULL;
+}
+
+/* kvInfo(kv) -> { rows, capacity, length, bytes, stageSeconds: { qkv, attention, o, gateUp, down, head, lora, elementwise } } */
+static napi_value kv_info_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1], result;
+  int ok;
+  if (!get_args(env, info, 1, argv)) return NULL;
+  boxed *b = unbox(env, argv[0], &KV_TAG, "key/value cache", 0, &ok);
+  if (!ok) return NULL;
+  CHECK(napi_create_object(env, &result));
+  napi_set_named_property(env, result, "rows", make_number(env, (double)ot_kv_rows(b->p)));
+  napi_set_named_property(env, result, "capacity", make_number(env, (double)ot_kv_capacity(b->p)));
+  napi_set_named_property(env, result, "length", make_number(env, (double)ot_kv_length(b->p)));
+  napi_set_named_property(env, result, "bytes", make_number(env, (double)ot_kv_bytes(b->p)));
+  static const char *const stages[OT_DEC_STAGES] = {"qkv", "attention", "o", "gateUp", "down", "head", "lora", "elementwise"};
+  napi_value profile;
+  CHECK(napi_create_object(env, &profile));
+  const double *secs = ot_kv_stage_seconds(b->p);
+  for (int i = 0; i < OT_DEC_STAGES; i++) napi_set_named_property(env, profile, stages[i], make_number(env, secs[i]));
+  napi_set_named_property(env, result, "stageSeconds", profile);
+  return result;
+}
+
+/* loraCreate(decoder, rows, terms: [slot, r, A, B, mask | null][]) */
+static napi_value lora_create_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  int ok;
+  int64_t rows;
+  if (!get_args(env, info, 3, argv)) return NULL;
+  boxed *d = unbox(env, argv[0], &DECODER_TAG, "decoder", 0, &ok);
+  if (!ok || !get_i64(env, argv[1], &rows) || !dims_ok(env, rows, 1)) return NULL;
+  const ot_dec_dims *m = ot_decoder_dims(d->p);
+  const int64_t slots = m->layers * OT_DEC_LINEARS + 1;
+  bool is_array;
+  uint32_t count;
+  CHECK(napi_is_array(env, argv[2], &is_array));
+  if (!is_array) FAIL(type_error, "loraCreate: terms must be an array");
+  CHECK(napi_get_array_length(env, argv[2], &count));
+  ot_dec_lora_term *terms = calloc(count ? count : 1, sizeof *terms);
+  uint8_t *seen = calloc((size_t)slots, 1);
+  const char *bad = NULL;
+  if (!terms || !seen) bad = "out of memory";
+  for (uint32_t i = 0; i < count && !bad; i++) {
+    napi_value e, f[5];
+    bool arr = false;
+    uint32_t len = 0;
+    if (napi_get_element(env, argv[2], i, &e) != napi_ok || napi_is_array(env, e, &arr) != napi_ok || !arr || napi_get_array_length(env, e, &len) != napi_ok || len != 5) {
+      bad = "loraCreate: each term is [slot, r, A, B, mask | null]";
+      break;
+    }
+    for (uint32_t j = 0; j < 5; j++) napi_get_element(env, e, j, &f[j]);
+    ot_dec_lora_term *t = &terms[i];
+    if (napi_get_value_int64(env, f[0], &t->slot) != napi_ok || napi_get_value_int64(env, f[1], &t->r) != napi_ok || t->slot < 0 || t->slot >= slots ||
+        t->r < 1 || t->r > 65536 || seen[t->slot]) {
+      bad = "loraCreate: a term's slot is outside the model, repeated, or its rank is not in [1, 65536]";
+      break;
+    }
+    seen[t->slot] = 1;
+    const int head = t->slot == slots - 1, which = (int)(t->slot % OT_DEC_LINEARS);
+    const int64_t in = head ? m->d : which == OT_DEC_O ? m->heads * m->hd : which == OT_DEC_DOWN ? m->inter : m->d;
+    const int64_t out = head ? m->vocab : which == OT_DEC_Q ? m->heads * m->hd : which == OT_DEC_K || which == OT_DEC_V ? m->kv_heads * m->hd
+                                      : which == OT_DEC_GATE || which == OT_DEC_UP ? m->inter : m->d;
+    size_t la, lb, lm = 0;
+    float *mask = NULL;
+    if (!typed_view(env, f[2], napi_float32_array, (void **)&t->A, &la) || !typed_view(env, f[3], napi_float32_array, (void **)&t->B, &lb) ||
+        (!is_null(env, f[4]) && !typed_view(env, f[4], napi_float32_array, (void **)&mask, &lm)) || la < (size_t)(in * t->r) ||
+        lb < (size_t)(t->r * out) || (mask && lm < (size_t)(rows * t->r))) {
+      bad = "loraCreate: a term's A, B or mask is not a Float32Array of its size";
+      break;
+    }
+    t->mask = mask;
+  }
+  ot_dec_lora *L = bad ? NULL : ot_dec_lora_create(d->p, rows, terms, count);
+  free(terms);
+  free(seen);
+  if (bad) FAIL(range_error, bad);
+  if (!L) FAIL(error, "loraCreate: out of native memory");
+  return wrap_boxed(env, L, free_lora, &LORA_TAG);
+}
+
+/* decodeStep(decoder, kv, lora | null, tokens: Int32Array [rows], cos, sin [rows·hd], logits [rows·vocab]) */
+static napi_value decode_step_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[7];
+  int ok;
+  if (!get_args(env, info, 7, argv)) return NULL;
+  boxed *d = unbox(env, argv[0], &DECODER_TAG, "decoder", 0, &ok);
+  if (!ok) return NULL;
+  boxed *c = unbox(env, argv[1], &KV_TAG, "key/value cache", 0, &ok);
+  if (!ok) return NULL;
+  boxed *l = unbox(env, argv[2], &LORA_TAG, "LoRA set", 1, &ok);
+  if (!ok) return NULL;
+  const ot_dec_dims *m = ot_decoder_dims(d->p);
+  const int64_t rows = ot_kv_rows(c->p);
+  int32_t *tokens;
+  size_t lt;
+  float *cs, *sn, *logits;
+  if (!typed_view(env, argv[3], napi_int32_array, (void **)&tokens, &lt) || lt < (size_t)rows) FAIL(type_error, "decodeStep: tokens must be an Int32Array of rows ids");
+  if (!sized(env, argv[4], (uint64_t)(rows * m->hd), &cs, 0, "cos") || !sized(env, argv[5], (uint64_t)(rows * m->hd), &sn, 0, "sin") ||
+      !sized(env, argv[6], (uint64_t)(rows * m->vocab), &logits, 0, "logits")) {
+    return NULL;
+  }
+  char err[256];
+  if (ot_decode_step(d->p, c->p, l ? l->p : NULL, tokens, cs, sn, logits, err, sizeof err) != 0) FAIL(error, err);
+  return NULL;
+}
+
+/* release(handle): frees a decoder, cache or LoRA set now (later use throws). */
+static napi_value release_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!get_args(env, info, 1, argv)) return NULL;
+  const napi_type_tag *tags[] = {&DECODER_TAG, &KV_TAG, &LORA_TAG};
+  for (int i = 0; i < 3; i++) {
+    bool tagged = false;
+    void *p = NULL;
+    if (napi_check_object_type_tag(env, argv[0], tags[i], &tagged) == napi_ok && tagged && napi_get_value_external(env, argv[0], &p) == napi_ok) {
+      boxed *b = p;
+      if (b->p) b->free(b->p);
+      b->p = NULL;
+      return NULL;
+    }
+  }
+  FAIL(type_error, "release: expected a decoder, cache or LoRA set handle");
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL},
@@ -715,6 +989,14 @@ static napi_value init(napi_env env, napi_value exports) {
       {"cudaOpen", NULL, cuda_open_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tensorToDevice", NULL, tensor_to_device_fn, NULL, NULL, NULL, napi_default, NULL},
       {"cudaMinWork", NULL, cuda_min_work_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"decoderCreate", NULL, decoder_create_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"kvCreate", NULL, kv_create_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"kvLoad", NULL, kv_load_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"kvSetMask", NULL, kv_set_mask_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"kvInfo", NULL, kv_info_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"loraCreate", NULL, lora_create_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"decodeStep", NULL, decode_step_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"release", NULL, release_fn, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

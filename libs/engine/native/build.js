@@ -12,7 +12,9 @@ const { execFileSync } = require('node:child_process');
 const { existsSync, mkdirSync, statSync, renameSync, readdirSync } = require('node:fs');
 const { join, dirname } = require('node:path');
 
-const SOURCES = ['addon.c', 'cuda.c', 'gemm.c', 'layer-ops.c', 'machine-limits.c', 'thread-pool.c', 'tensors.c', 'token-scores.c'].map((f) => join(__dirname, f));
+const SOURCES = ['addon.c', 'cuda.c', 'decode.c', 'gemm.c', 'layer-ops.c', 'machine-limits.c', 'skinny.c', 'thread-pool.c', 'tensors.c', 'token-scores.c'].map((f) =>
+  join(__dirname, f),
+);
 const out = join(__dirname, 'build', 'engine.node');
 
 function headerDirs() {

@@ -26,6 +26,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "hsum-avx512.h"
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
 #define T256 __attribute__((target("avx2,fma,f16c")))
 #endif
@@ -454,19 +456,6 @@ T512 static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c
     }
 }
 
-/* The sums of v[0..n) (n ≤ 16, constant) in one vector, by a tree of shuffles and adds (45 operations
- * for 16 sums, against 8 each one by one): the sum of v[q] lands in lane 4·(q%4) + q/4. */
-T512 INLINE __m512 hsum_many(const __m512 *v, const int n) {
-  __m512 z = _mm512_setzero_ps(), w[8], x[4], y[2];
-  for (int q = 0; q < 8; q++) {
-    __m512 a = 2 * q < n ? v[2 * q] : z, b = 2 * q + 1 < n ? v[2 * q + 1] : z;
-    w[q] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
-  }
-  for (int q = 0; q < 4; q++) x[q] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0x88), _mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0xdd));
-  for (int q = 0; q < 2; q++) y[q] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * q], x[2 * q + 1], 0x44), _mm512_shuffle_ps(x[2 * q], x[2 * q + 1], 0xee));
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xdd));
-}
-
 /* Dot form, ti × tj (constants, ti·tj ≤ 16): rows i0.. of A against rows j.. of B (rows past nj repeat
  * the last one, unstored). However small m is, a k step issues 8–16 independent FMAs, so the stream of
  * B from memory overlaps a full set of them; the tree reduction keeps short k (attention's 64) from
@@ -695,8 +684,18 @@ static void small_item(void *ctx, int64_t item, int thread) {
   J->kr->small(J, cut(units, J->items, item) * 16, min64(J->n, cut(units, J->items, item + 1) * 16));
 }
 
-void ot_gemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const void *B,
-             ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc) {
+/* Runs items on the pool (serial < 0), or one after the other on the calling thread, a pool item of
+ * thread `serial` (whose packing buffers they use). */
+static void run_items(int serial, ot_pool_fn fn, void *ctx, int64_t items) {
+  if (serial < 0) {
+    ot_pool_run(fn, ctx, items);
+    return;
+  }
+  for (int64_t i = 0; i < items; i++) fn(ctx, i, serial);
+}
+
+static void gemm(int serial, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const void *B,
+                 ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.f) { /* no product: C = beta·C, and beta 0 clears (never reads) C */
     for (int64_t i = 0; i < m; i++)
@@ -705,7 +704,7 @@ void ot_gemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alph
   }
   job_t J = {.kr = kernel(), .transA = !!transA, .transB = !!transB, .bt = btype, .m = m, .n = n, .k = k,
              .lda = lda, .ldb = ldb, .ldc = ldc, .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C};
-  const int threads = m * n * k >= PARALLEL_MIN_MNK ? ot_pool_threads() : 1;
+  const int threads = serial < 0 && m * n * k >= PARALLEL_MIN_MNK ? ot_pool_threads() : 1;
   J.stream = n * k * (btype == OT_F32 ? 4 : 2) > STREAM_BYTES;
   const int64_t small_m = J.transB ? (J.transA ? 0 : SMALL_M_DOT)
                           : J.stream ? SMALL_M_AXPY
@@ -713,9 +712,19 @@ void ot_gemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alph
                                      : SMALL_M_AXPY_CACHED;
   if (J.kr->small && m <= small_m) { /* (the dot form needs rows of A contiguous: not with transA) */
     J.items = min64(threads, ceil_div(n, 16));
-    ot_pool_run(small_item, &J, J.items);
+    run_items(serial, small_item, &J, J.items);
   } else {
     plan_packed(&J, threads);
-    ot_pool_run(packed_item, &J, J.tm * J.tn);
+    run_items(serial, packed_item, &J, J.tm * J.tn);
   }
+}
+
+void ot_gemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const void *B,
+             ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc) {
+  gemm(-1, transA, transB, m, n, k, alpha, A, lda, B, btype, ldb, beta, C, ldc);
+}
+
+void ot_gemm_serial(int thread, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const void *B,
+                    ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc) {
+  gemm(thread, transA, transB, m, n, k, alpha, A, lda, B, btype, ldb, beta, C, ldc);
 }

@@ -31,6 +31,11 @@ typedef enum { OT_F32 = 0, OT_BF16 = 1, OT_F16 = 2 } ot_dtype;
 void ot_gemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
              const void *B, ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* ot_gemm on the calling thread only, never touching the pool: for use inside a pool item of thread
+ * `thread` (0 ≤ thread < the pool's threads; its packing buffers are used). */
+void ot_gemm_serial(int thread, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const void *B,
+                    ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc);
+
 /* Threads used by ot_gemm (1 = the calling thread only; the default). Idle threads sleep; they never spin
  * for long. Products below about a million multiply-adds always run on the calling thread. */
 void ot_set_threads(int threads);

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* Runs fn(ctx, item, thread) once for every item in [0, items); thread is in [0, ot_pool_threads()) and no
- * two items run on the same thread at once, so it can index per-thread scratch. Items are handed out one
+ * two items run on the same thread at once, so it can index per-thread scratch (items < 2^31). Items are handed out one
  * at a time in increasing order. Returns when all are done. */
 typedef void (*ot_pool_fn)(void *ctx, int64_t item, int thread);
 void ot_pool_run(ot_pool_fn fn, void *ctx, int64_t items);

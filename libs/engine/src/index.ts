@@ -88,6 +88,7 @@ export { byteToUnicode, unicodeToByte } from './tokenizer/byte-level-alphabet';
 export { ChatTemplate, CHATML_TEMPLATE, type ChatMessage, type ChatRenderOptions } from './tokenizer/chat-template';
 export { StopStringScanner, cutAtStop, findEarliestStop, stopStringHook, type StopMatch } from './tokenizer/stop-strings';
 export { type SamplingOptions, type SampledSequence, sample } from './sampling/sampler';
+export { nativeDecodeProfile, setNativeDecoding } from './sampling/native-decoding';
 export { type TokenAlternative, topAlternatives, logSumExp } from './sampling/top-alternatives';
 export { type PromptLogprobs, promptLogprobs } from './sampling/prompt-logprobs';
 export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';

@@ -101,6 +101,17 @@ export interface ModelOptions {
 /** Weights to build a model from: float32 arrays, or tensors already held natively (ownership passes to the model). */
 export type ModelWeights = Map<string, WeightTensor | NativeTensor>;
 
+/** The linears of a layer in the order the native decoding step takes them (by their module names). @internal */
+export const DECODE_LINEARS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
+
+/** See {@link Model.nativeDecodeInputs}. @internal */
+export interface NativeDecodeInputs {
+  tensors: NativeTensor[];
+  norms: Float32Array;
+  biases?: Float32Array;
+  lora: Array<[number, number, Float32Array, Float32Array, Float32Array | null]>;
+}
+
 /** Result of one model run over new tokens. @internal */
 export interface RunResult {
   /** `[rows, vocab]`: every position, or one per row with `lastOnly`; absent with `logits: false`. */
@@ -895,6 +906,59 @@ export class Model {
     const lora = this.headFactors(hidden.shape[0]);
     if (lora) return loraHeadLogits(hidden, w.native ?? (w.variable as tf.Tensor2D), lora);
     return (w.native ? nativeMatMul(hidden, w.native) : tf.matMul(hidden, w.variable, false, true)) as tf.Tensor2D;
+  }
+
+  /**
+   * What the native decoding step (`sampling/native-decoding.ts`) needs to run this model under the
+   * current adapter selection, for `rows` rows: the native weights (per layer q, k, v, o, gate, up, down,
+   * then the embedding and the head), the norms and biases as they are now, and the LoRA terms
+   * (`[slot, r, A, B, mask]`, slot = layer·7 + linear, or layers·7 for the head, scaling folded into B).
+   * Undefined when the model's matrices are not all native (a trainable model) or run on the GPU. @internal
+   */
+  nativeDecodeInputs(rows: number): NativeDecodeInputs | undefined {
+    this.assertLive();
+    if (this.placement !== 'native' || cudaReady()) return undefined;
+    const c = this.config;
+    const tensors: NativeTensor[] = [];
+    for (const L of this.layers) for (const w of [L.q, L.k, L.v, L.o, L.gate, L.up, L.down]) tensors.push(w.native!);
+    tensors.push(this.embed.native!, this.head.native!);
+    const read = (v: tf.Variable) => v.dataSync() as Float32Array;
+    const norms = new Float32Array((2 * c.num_hidden_layers + 1) * c.hidden_size);
+    this.layers.forEach((L, i) => {
+      norms.set(read(L.inputNorm), 2 * i * c.hidden_size);
+      norms.set(read(L.postNorm), (2 * i + 1) * c.hidden_size);
+    });
+    norms.set(read(this.finalNorm), 2 * c.num_hidden_layers * c.hidden_size);
+    let biases: Float32Array | undefined;
+    if (this.layers[0].qBias) {
+      const parts = this.layers.flatMap((L) => [read(L.qBias!), read(L.kBias!), read(L.vBias!)]);
+      biases = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const p of parts) {
+        biases.set(p, at);
+        at += p.length;
+      }
+    }
+    const slotOf = (module: string): number => {
+      if (module === LORA_HEAD_MODULE) return c.num_hidden_layers * DECODE_LINEARS.length;
+      const m = /^model\.layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)$/.exec(module)!;
+      return Number(m[1]) * DECODE_LINEARS.length + DECODE_LINEARS.indexOf(m[2] as (typeof DECODE_LINEARS)[number]);
+    };
+    const lora: NativeDecodeInputs['lora'] = [];
+    const sel = this.current();
+    if (sel.kind === 'one') {
+      for (const [module, f] of sel.state.factors) {
+        const B = Float32Array.from(f.B.dataSync() as Float32Array, (x) => x * sel.state.scaling);
+        lora.push([slotOf(module), f.A.shape[1], Float32Array.from(f.A.dataSync() as Float32Array), B, null]);
+      }
+    } else if (sel.kind === 'rows') {
+      if (sel.plan.rows !== rows) throw new EngineError('ENGINE_INVALID_INPUT', `per-row adapters for ${sel.plan.rows} rows, decoding ${rows}`, 'adapter');
+      for (const [module, e] of sel.plan.modules) {
+        const read32 = (t: tf.Tensor) => Float32Array.from(t.dataSync() as Float32Array);
+        lora.push([slotOf(module), e.A.shape[1], read32(e.A), read32(e.B), read32(e.mask)]);
+      }
+    }
+    return { tensors, norms, ...(biases ? { biases } : {}), lora };
   }
 
   /**

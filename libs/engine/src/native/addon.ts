@@ -20,6 +20,14 @@ export type NativeDtype = keyof typeof NATIVE_DTYPES;
 export type TensorHandle = { readonly __nativeTensor: unique symbol };
 /** An opaque handle to a memory-mapped file. */
 export type MappingHandle = { readonly __nativeMapping: unique symbol };
+/** Opaque handles of the native decoding step (native/decode.h): a decoder over a model's tensors, a key/value cache, a set of LoRA terms. */
+export type DecoderHandle = { readonly __nativeDecoder: unique symbol };
+export type KvHandle = { readonly __nativeKv: unique symbol };
+export type DecodeLoraHandle = { readonly __nativeDecodeLora: unique symbol };
+/** The stages of a native decoding step, as its profile names them. */
+export type DecodeStage = 'qkv' | 'attention' | 'o' | 'gateUp' | 'down' | 'head' | 'lora' | 'elementwise';
+/** One LoRA term of a decoding step: `[slot, r, A [in·r], B [r·out], mask [rows·r] | null]` (native/decode.h). */
+export type DecodeLoraTerm = [number, number, Float32Array, Float32Array, Float32Array | null];
 
 /** The addon's functions (native/addon.c documents each). */
 export interface EngineAddon {
@@ -94,6 +102,16 @@ export interface EngineAddon {
     step: number,
     sqrtBc2: number,
   ): void;
+  /** dims: `[layers, d, heads, kvHeads, headDim, intermediate, vocab, rmsEps]`; tensors: per layer q, k, v, o, gate, up, down, then the embedding and the head. */
+  decoderCreate(dims: Float64Array, tensors: TensorHandle[], norms: Float32Array, biases: Float32Array | null): DecoderHandle;
+  kvCreate(decoder: DecoderHandle, rows: number, capacity: number): KvHandle;
+  kvLoad(kv: KvHandle, layer: number, k: Float32Array, v: Float32Array, length: number): void;
+  kvSetMask(kv: KvHandle, mask: Uint8Array, length: number): void;
+  kvInfo(kv: KvHandle): { rows: number; capacity: number; length: number; bytes: number; stageSeconds: Record<DecodeStage, number> };
+  loraCreate(decoder: DecoderHandle, rows: number, terms: DecodeLoraTerm[]): DecodeLoraHandle;
+  decodeStep(decoder: DecoderHandle, kv: KvHandle, lora: DecodeLoraHandle | null, tokens: Int32Array, cos: Float32Array, sin: Float32Array, logits: Float32Array): void;
+  /** Frees a decoder, cache or LoRA set now. */
+  release(handle: DecoderHandle | KvHandle | DecodeLoraHandle): void;
   cudaOpen(device: number): CudaStatus;
   tensorToDevice(t: TensorHandle): void;
   /** The smallest product (multiply-adds) sent to the GPU; the GPU check lowers it so tiny models use it too. */

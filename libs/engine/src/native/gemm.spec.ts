@@ -25,3 +25,21 @@ const haveCc = spawnSync(cc, ['--version']).status === 0;
     }
   }, 180_000);
 });
+
+// The decoding step's few-row products (native/skinny.c), against the same kind of reference: f32/bf16/f16
+// weights, 1-21 rows, k around the 32-value chunks and the k blocks, ranges starting and ending mid-tile.
+(haveCc ? describe : describe.skip)('native skinny products against a float64 reference (skinny-test.c)', () => {
+  it('passes every case on every kernel this CPU runs', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skinny-test-'));
+    try {
+      const bin = join(dir, 'skinny-test');
+      const sources = ['skinny.c', 'gemm.c', 'thread-pool.c'].map((f) => join(native, f));
+      execFileSync(cc, ['-O3', '-pthread', join(native, 'test', 'skinny-test.c'), ...sources, '-lm', '-o', bin]);
+      const run = spawnSync(bin, [], { encoding: 'utf8' });
+      expect(run.stdout).toMatch(/ 0 failures/);
+      expect(run.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});

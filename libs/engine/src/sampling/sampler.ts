@@ -7,6 +7,7 @@ import { sliceAdapterRefs, type Model, type RunResult } from '../model/transform
 import type { AdapterRef } from '../model/lora-state';
 import { Prng } from '../util/prng';
 import { drawTokens, type TokenSamplingParams } from './sample-token';
+import { NativeDecoding } from './native-decoding';
 import { topAlternatives, type TokenAlternative } from './top-alternatives';
 
 /** Options of {@link sample}. */
@@ -271,11 +272,18 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
   for (let row = 0; row < b; row++) keyMask.set(prompted.mask.subarray(Math.floor(row / n) * prompted.seqLen, (Math.floor(row / n) + 1) * prompted.seqLen), row * prompted.seqLen);
   const cache = new KvCache(b, prefill.present, keyMask);
   let logits: tf.Tensor2D = prefill.logits;
+  let native: NativeDecoding | undefined;
   try {
+    // Decoding in one native call per token where the model allows it (the prefill's keys and values move into its cache).
+    native = options.maxNewTokens > 1 ? NativeDecoding.open(model, b, prompted.seqLen + options.maxNewTokens) : undefined;
+    if (native) {
+      native.load(prefill.present, keyMask);
+      cache.dispose();
+    }
     const next = new Int32Array(b);
     for (let step = 0; step < options.maxNewTokens; step++) {
-      const values = logits.dataSync() as Float32Array;
-      logits.dispose();
+      const values = native && step > 0 ? native.logits : (logits.dataSync() as Float32Array);
+      if (!logits.isDisposed) logits.dispose();
       const draws = drawTokens(values, b, params, rngs, done);
       for (let row = 0; row < b; row++) {
         if (done[row]) continue;
@@ -297,6 +305,10 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
         }
       }
       if (remaining === 0 || step === options.maxNewTokens - 1) break;
+      if (native) {
+        native.step(next);
+        continue;
+      }
       const len = cache.length;
       const mask = new Uint8Array(b * (len + 1));
       for (let row = 0; row < b; row++) {
@@ -310,6 +322,7 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
   } finally {
     if (!logits.isDisposed) logits.dispose();
     cache.dispose();
+    native?.dispose();
   }
   return out;
 }

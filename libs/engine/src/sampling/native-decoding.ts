@@ -1,0 +1,141 @@
+import { EngineError } from '../errors';
+import type { KvLayer } from '../model/kv-cache';
+import { headDim } from '../model/model-config';
+import { ropeTables } from '../model/rope';
+import type { Model } from '../model/transformer';
+import { engineAddon, type DecodeLoraHandle, type DecodeStage, type DecoderHandle, type EngineAddon, type KvHandle } from '../native/addon';
+
+/*
+ * Decoding in the native addon (native/decode.c): after the prefill (TensorFlow.js, which also gives the
+ * prompt's log-probs and handles every adapter form), each new token of every row goes through the whole
+ * model in one call, against a key/value cache held natively: no tensor per step in the wasm heap, no
+ * JavaScript between a layer's stages, every stage on the addon's threads. Used for models whose matrices
+ * are native (frozen bases under LoRA, models that only sample) when no GPU runs their products; the
+ * TensorFlow.js step remains for the rest and as the reference the native one is tested against.
+ */
+
+let enabled = true;
+
+/** Whether the addon refused an allocation (its errors may come from another realm than this module's `Error`). */
+function outOfNativeMemory(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && /out of native memory/.test(String((e as { message?: unknown }).message));
+}
+const profile: Record<DecodeStage, number> & { steps: number; rowSteps: number } = {
+  qkv: 0,
+  attention: 0,
+  o: 0,
+  gateUp: 0,
+  down: 0,
+  head: 0,
+  lora: 0,
+  elementwise: 0,
+  steps: 0,
+  rowSteps: 0,
+};
+
+/** Seconds native decoding steps have spent per stage in this process (a profile by kernel, for benchmarks), and the steps and row-steps they ran. */
+export function nativeDecodeProfile(): Readonly<typeof profile> {
+  return { ...profile };
+}
+
+/** Turns native decoding off (tests and benchmarks compare it with the TensorFlow.js step). @internal */
+export function setNativeDecoding(on: boolean): void {
+  enabled = on;
+}
+
+/** A sampling call's native decoding state: the decoder, its cache and LoRA terms, the rows' positions. @internal */
+export class NativeDecoding {
+  private readonly positions: Int32Array;
+  private readonly tokens: Int32Array;
+  private steps = 0;
+  /** The next-token logits of the last step, `[rows, vocab]` (reused: read them before the next step). */
+  readonly logits: Float32Array;
+
+  private constructor(
+    private readonly addon: EngineAddon,
+    private readonly model: Model,
+    private readonly decoder: DecoderHandle,
+    private readonly kv: KvHandle,
+    private readonly lora: DecodeLoraHandle | null,
+    readonly rows: number,
+  ) {
+    this.positions = new Int32Array(rows);
+    this.tokens = new Int32Array(rows);
+    this.logits = new Float32Array(rows * model.config.vocab_size);
+  }
+
+  /**
+   * Native decoding of `model` for `rows` rows of up to `capacity` positions (prompt and new tokens) under
+   * the model's current adapter selection, or undefined when it does not apply (no addon, weights not
+   * native, a GPU, turned off) or its cache cannot be reserved: the cache is reserved for the whole
+   * capacity up front (most of its pages are touched only as positions fill), and a capacity the native
+   * allocator refuses (a large `maxNewTokens` on a large model) leaves the call to the TensorFlow.js step,
+   * whose cache grows a token at a time, so native decoding never refuses what the tfjs step would run.
+   */
+  static open(model: Model, rows: number, capacity: number): NativeDecoding | undefined {
+    const addon = engineAddon();
+    if (!enabled || !addon) return undefined;
+    const inputs = model.nativeDecodeInputs(rows);
+    if (!inputs) return undefined;
+    const c = model.config;
+    const dims = Float64Array.of(c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, headDim(c), c.intermediate_size, c.vocab_size, c.rms_norm_eps);
+    const decoder = addon.decoderCreate(
+      dims,
+      inputs.tensors.map((t) => t.handle),
+      inputs.norms,
+      inputs.biases ?? null,
+    );
+    let kv: KvHandle;
+    try {
+      kv = addon.kvCreate(decoder, rows, capacity);
+    } catch (e) {
+      addon.release(decoder);
+      if (outOfNativeMemory(e)) return undefined;
+      throw e;
+    }
+    try {
+      const lora = inputs.lora.length > 0 ? addon.loraCreate(decoder, rows, inputs.lora) : null;
+      return new NativeDecoding(addon, model, decoder, kv, lora, rows);
+    } catch (e) {
+      addon.release(kv);
+      addon.release(decoder);
+      throw outOfNativeMemory(e) ? new EngineError('ENGINE_OUT_OF_MEMORY', (e as Error).message, 'native') : e;
+    }
+  }
+
+  /**
+   * Fills the cache from a prefill's keys and values (`[rows, kvHeads, S, hd]` per layer) and its key mask
+   * `[rows, S]`; each row's next position is its count of real tokens.
+   */
+  load(present: readonly KvLayer[], keyMask: Uint8Array): void {
+    const len = keyMask.length / this.rows;
+    present.forEach((l, layer) => this.addon.kvLoad(this.kv, layer, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, len));
+    this.addon.kvSetMask(this.kv, keyMask, len);
+    for (let r = 0; r < this.rows; r++) {
+      let n = 0;
+      for (let j = 0; j < len; j++) n += keyMask[r * len + j];
+      this.positions[r] = n;
+    }
+  }
+
+  /** One token per row through the model; the next-token logits land in {@link NativeDecoding.logits}. */
+  step(tokens: Int32Array): Float32Array {
+    this.tokens.set(tokens);
+    const { cos, sinSigned } = ropeTables(this.positions, headDim(this.model.config), this.model.config.rope_theta);
+    this.addon.decodeStep(this.decoder, this.kv, this.lora, this.tokens, cos, sinSigned, this.logits);
+    for (let r = 0; r < this.rows; r++) this.positions[r]++;
+    this.steps++;
+    return this.logits;
+  }
+
+  /** Frees the cache, the LoRA terms and the decoder (adding the cache's stage times to the process's profile). */
+  dispose(): void {
+    const info = this.addon.kvInfo(this.kv);
+    for (const [stage, seconds] of Object.entries(info.stageSeconds)) profile[stage as DecodeStage] += seconds;
+    profile.steps += this.steps;
+    profile.rowSteps += this.steps * this.rows;
+    this.addon.release(this.kv);
+    if (this.lora) this.addon.release(this.lora);
+    this.addon.release(this.decoder);
+  }
+}
