@@ -8,8 +8,9 @@ import ts from 'typescript';
 import { startTestApp, TestApp } from '../support/test-app';
 
 /**
- * `@opentinker/client` in a real browser (Debian's Chromium): its sources, compiled to plain ES
- * modules without a bundler, are loaded by a page next to the API (same origin through a small proxy),
+ * `@opentinker/client` in a real browser (Debian's Chromium): its sources and those of the Tinker wire it
+ * imports, compiled to plain ES modules without a bundler (packages through an import map), are loaded by a
+ * page next to the API (same origin through a small proxy),
  * so a Node-only import, a Node global or a Node-only fetch feature fails here. The page submits a job,
  * follows it with `watchJob` through a stream cut mid-way, and maps a refused key.
  */
@@ -19,7 +20,20 @@ const CHROMIUM = '/usr/bin/chromium';
 const TEST_MS = 60_000;
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const CLIENT_SRC = join(process.cwd(), 'libs', 'client', 'src');
-const OPENAPI_FETCH = join(process.cwd(), 'node_modules', 'openapi-fetch', 'dist', 'index.mjs');
+const WIRE_SRC = join(process.cwd(), 'libs', 'tinker-wire', 'src');
+const NODE_MODULES = join(process.cwd(), 'node_modules');
+/** The client's bare imports as a browser resolves them without a bundler: an import map to ES module files. */
+const IMPORT_MAP = {
+  imports: {
+    'openapi-fetch': '/node_modules/openapi-fetch/dist/index.mjs',
+    '@opentinker/tinker-wire': '/wire/index.js',
+    '@bufbuild/protobuf': '/node_modules/@bufbuild/protobuf/dist/esm/index.js',
+    '@bufbuild/protobuf/wire': '/node_modules/@bufbuild/protobuf/dist/esm/wire/index.js',
+    '@bufbuild/protobuf/codegenv2': '/node_modules/@bufbuild/protobuf/dist/esm/codegenv2/index.js',
+    zod: '/node_modules/zod/index.js',
+  },
+};
+const SERVED_PACKAGES = ['openapi-fetch', '@bufbuild/protobuf', 'zod'].map((name) => join(NODE_MODULES, name) + '/');
 
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`Skipping the client browser test: ${CHROMIUM} is missing (apt-get install chromium).`);
@@ -36,14 +50,15 @@ if (!haveChromium) console.warn(`Skipping the client browser test: ${CHROMIUM} i
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const api = new URL(await t.app.getUrl());
     out = mkdtempSync(join(tmpdir(), 'client-esm-'));
-    compileToEsm(CLIENT_SRC, out);
+    compileToEsm(CLIENT_SRC, join(out, 'client'));
+    compileToEsm(WIRE_SRC, join(out, 'wire'));
     site = createServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       if (path === '/') {
         res.writeHead(200, { 'content-type': 'text/html' });
-        return res.end('<!doctype html><script type="importmap">{"imports":{"openapi-fetch":"/openapi-fetch.mjs"}}</script><title>client</title>');
+        return res.end(`<!doctype html><script type="importmap">${JSON.stringify(IMPORT_MAP)}</script><title>client</title>`);
       }
-      const file = path === '/openapi-fetch.mjs' ? OPENAPI_FETCH : path.startsWith('/client/') ? join(out, path.slice('/client/'.length)) : undefined;
+      const file = staticFile(out, path);
       if (file) {
         if (!existsSync(file)) return res.writeHead(404).end();
         res.writeHead(200, { 'content-type': 'text/javascript' });
@@ -135,6 +150,14 @@ if (!haveChromium) console.warn(`Skipping the client browser test: ${CHROMIUM} i
     TEST_MS,
   );
 });
+
+/** The file behind a path of the page's own modules (the compiled client and wire, the mapped packages), if any. */
+function staticFile(out: string, path: string): string | undefined {
+  if (path.startsWith('/client/') || path.startsWith('/wire/')) return join(out, path);
+  if (!path.startsWith('/node_modules/')) return undefined;
+  const file = join(NODE_MODULES, path.slice('/node_modules/'.length));
+  return SERVED_PACKAGES.some((dir) => file.startsWith(dir)) ? file : undefined;
+}
 
 /**
  * Compiles the client's sources file by file to ES modules, adding the `.js` that browsers need on
