@@ -129,17 +129,19 @@ describe('runInference', () => {
       },
       'cancel',
     );
-    // Cancel while the second batch is being sampled; time from the cancel, not from the start.
+    // Cancel during the second batch: sampling a chunk is synchronous and yields to the event loop
+    // after it, so the cancel lands at the first turn after the first batch was reported (a fixed
+    // delay raced the sampler: a fast machine finished the second batch first). Time from the cancel.
     let abortedAt = 0;
     const progress = r.ctx.progress;
     r.ctx.progress = (step, total, message) => {
       progress(step, total, message);
       if (step > 0 && abortedAt === 0) {
         abortedAt = -1;
-        setTimeout(() => {
+        setImmediate(() => {
           abortedAt = Date.now();
           r.abort.abort('cancelled');
-        }, 20);
+        });
       }
     };
     await runInference(r.ctx);
