@@ -16,11 +16,11 @@
 const { spawn, execFileSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { crc32 } = require('node:zlib');
 const { Conn } = require('./keepalive-client');
+const { api, cpuDelta, cpuSnapshot, freePort, gitCommit } = require('./bench-support');
 
 const REPO = resolve(__dirname, '..', '..');
 const TARGETS = { p99_ms: 50, refused: 0 };
@@ -130,14 +130,6 @@ function uptime() {
   }
 }
 
-function gitCommit(root) {
-  try {
-    return execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return null;
-  }
-}
-
 // ---------------------------------------------------------------- keys
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -177,17 +169,6 @@ function freshAddress() {
 // ---------------------------------------------------------------- client
 
 // ---------------------------------------------------------------- server
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = net.createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
 
 async function startServer(root, home, port, adminKey, cpuProf) {
   const env = {};
@@ -237,41 +218,6 @@ async function startServer(root, home, port, adminKey, cpuProf) {
       clearTimeout(timer);
     },
   };
-}
-
-async function api(server, key, method, path, body) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
-
-/** Server CPU (jiffies) and the machine's busy jiffies, to tell how much other processes took. */
-function cpuSnapshot(pid) {
-  const snap = { at: process.hrtime.bigint(), self: process.cpuUsage(), busy: NaN, server: NaN };
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    snap.busy = fields.slice(0, 8).reduce((a, b) => a + b, 0) - fields[3] - (fields[4] || 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    snap.server = Number(rest[11]) + Number(rest[12]);
-  } catch {
-    /* not Linux */
-  }
-  return snap;
-}
-
-function cpuDelta(a, b) {
-  const seconds = Number(b.at - a.at) / 1e9;
-  const self = (b.self.user - a.self.user + b.self.system - a.self.system) / 1e6;
-  const busy = (b.busy - a.busy) / 100;
-  const server = (b.server - a.server) / 100;
-  const r = (x) => Math.round((x / seconds) * 100) / 100;
-  return { server_cores: r(server), bench_cores: r(self), other_cores: Number.isFinite(busy) ? r(Math.max(0, busy - self - server)) : null };
 }
 
 // ---------------------------------------------------------------- load

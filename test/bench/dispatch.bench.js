@@ -15,6 +15,7 @@ const { randomUUID } = require('node:crypto');
 const { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { dirname, join, resolve } = require('node:path');
+const { cpuDelta, cpuSnapshot } = require('./bench-support');
 
 const REPO = resolve(__dirname, '..', '..');
 /** The flooding user's running jobs: at `max_jobs_per_user`, as in the attack. */
@@ -99,27 +100,6 @@ function parseArgs(argv) {
 }
 
 // ---------------------------------------------------------------- machine load
-
-/** CPU time of the whole machine and of this process, to tell how busy other processes were. */
-function cpuSnapshot() {
-  const snap = { at: process.hrtime.bigint(), self: process.cpuUsage(), busy: NaN };
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    snap.busy = fields.slice(0, 8).reduce((a, b) => a + b, 0) - (fields[3] + (fields[4] || 0));
-  } catch {
-    /* not Linux */
-  }
-  return snap;
-}
-
-/** Cores used during an interval by this process and by everything else (PostgreSQL's backend included). */
-function cpuDelta(a, b) {
-  const seconds = Number(b.at - a.at) / 1e9;
-  const self = (b.self.user - a.self.user + b.self.system - a.self.system) / 1e6;
-  const busy = (b.busy - a.busy) / 100;
-  const r = (x) => Math.round((x / seconds) * 100) / 100;
-  return { bench_cores: r(self), other_cores: Number.isFinite(busy) ? r(Math.max(0, busy - self)) : null };
-}
 
 const loadNow = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
 const log = (line) => process.stderr.write(`${line}\n`);

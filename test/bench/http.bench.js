@@ -17,10 +17,10 @@
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const autocannon = require('autocannon');
+const { api, cpuDelta, cpuSnapshot, freePort, gitCommit } = require('./bench-support');
 
 const REPO = resolve(__dirname, '..', '..');
 
@@ -118,56 +118,11 @@ function parseArgs(argv) {
 
 // ---------------------------------------------------------------- machine load
 
-/** CPU time of the whole machine, this process and the server, to tell how busy other processes were. */
-function cpuSnapshot(serverPid) {
-  const snap = { at: process.hrtime.bigint(), self: process.cpuUsage(), busy: NaN, server: NaN };
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    const idle = fields[3] + (fields[4] || 0);
-    snap.busy = fields.slice(0, 8).reduce((a, b) => a + b, 0) - idle; // jiffies
-    if (serverPid) {
-      const stat = readFileSync(`/proc/${serverPid}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      snap.server = Number(rest[11]) + Number(rest[12]); // utime + stime, jiffies
-    }
-  } catch {
-    /* not Linux: leave NaN */
-  }
-  return snap;
-}
-
-const HZ = 100; // USER_HZ on Linux
-
-/** Cores used during an interval: by the server, by this process (autocannon) and by everything else. */
-function cpuDelta(a, b) {
-  const seconds = Number(b.at - a.at) / 1e9;
-  const self = (b.self.user - a.self.user + b.self.system - a.self.system) / 1e6;
-  const busy = (b.busy - a.busy) / HZ;
-  const server = (b.server - a.server) / HZ;
-  const r = (x) => Math.round((x / seconds) * 100) / 100;
-  return {
-    server_cores: r(server),
-    bench_cores: r(self),
-    other_cores: Number.isFinite(busy) ? r(Math.max(0, busy - self - (Number.isFinite(server) ? server : 0))) : null,
-  };
-}
-
 function loadNow() {
   return os.loadavg().map((x) => Math.round(x * 100) / 100);
 }
 
 // ---------------------------------------------------------------- server
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = net.createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -224,17 +179,6 @@ async function startServer({ root, home, port, adminKey, databaseUrl, cpuProf, c
 }
 
 // ---------------------------------------------------------------- HTTP helpers
-
-async function api(server, key, method, path, body) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
 
 /** Every job the admin can see (id -> name), paged with limit=200; also counts ids listed twice. */
 async function allJobIds(server, key) {
@@ -632,22 +576,6 @@ function verdicts(run) {
     );
   }
   return out;
-}
-
-function gitCommit(root) {
-  try {
-    const head = readFileSync(join(root, '.git', 'HEAD'), 'utf8').trim();
-    if (!head.startsWith('ref: ')) return head;
-    const ref = head.slice(5);
-    const file = join(root, '.git', ref);
-    if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-    const packed = readFileSync(join(root, '.git', 'packed-refs'), 'utf8')
-      .split('\n')
-      .find((l) => l.endsWith(' ' + ref));
-    return packed ? packed.split(' ')[0] : null;
-  } catch {
-    return null;
-  }
 }
 
 // ---------------------------------------------------------------- main
