@@ -32,6 +32,21 @@ describe.each(TEST_BACKENDS)('sample with a KV cache on %s', (backend) => {
     expect(worst).toBeLessThan(1e-4);
   });
 
+  it('prefills a repeated prompt once (a GRPO group rolled out as rows) and samples each row as if alone', () => {
+    const repeated = [prompts[0], prompts[2], prompts[0], prompts[1], prompts[2]];
+    const run = jest.spyOn(model, 'run');
+    const outs = sample(model, repeated, { maxNewTokens: 10, temperature: 1, seed: 3, stopTokenIds: [], promptLogProbs: true });
+    expect((run.mock.calls[0][0] as tf.Tensor).shape[0]).toBe(3);
+    run.mockRestore();
+    const batch = padBatch(repeated.map((p, i) => [...p, ...outs[i].tokens]));
+    const scores = model.scoreTokens(batch);
+    let worst = 0;
+    outs.forEach((o, i) => o.logProbs.forEach((lp, j) => (worst = Math.max(worst, Math.abs(scores.logProbs[i * batch.seqLen + repeated[i].length + j] - lp)))));
+    expect(worst).toBeLessThan(1e-4);
+    expect(outs[2].promptLogProbs).toEqual(outs[0].promptLogProbs);
+    expect(outs[2].tokens).not.toEqual(outs[0].tokens);
+  });
+
   it('is reproducible from the seed and varies with it', () => {
     const a = sample(model, prompts, { maxNewTokens: 8, seed: 1, stopTokenIds: [] });
     const b = sample(model, prompts, { maxNewTokens: 8, seed: 1, stopTokenIds: [] });

@@ -152,8 +152,15 @@ function prefillPass(model: Model, part: TokenBatch, scores: boolean): Prefill {
 }
 
 /**
+ * Tokens a prefill slice holds at most. Its products are as fast per token at this size as at any larger
+ * one (thousands of rows keep the GEMM's tiles full), while a layer's intermediates grow with it: a
+ * GRPO batch of 256 prompts in one slice needs 0.4 GiB for one SwiGLU product at 0.5B.
+ */
+const PREFILL_CHUNK_TOKENS = 4096;
+
+/**
  * The prefill pass over left-padded prompts: last-position logits and every layer's keys/values. As many
- * rows at a time as the heap's free bytes allow (a prompt's prefill holds one layer's intermediates per
+ * rows at a time as the heap's free bytes and PREFILL_CHUNK_TOKENS allow (a prompt's prefill holds one layer's intermediates per
  * token), the slices' caches joined along the batch axis; each slice under its prompts' adapters when
  * they are given per prompt.
  */
@@ -162,7 +169,7 @@ function prefillRows(model: Model, batch: TokenBatch, adapter: SamplingOptions['
     const part = start === 0 && end === batch.batchSize ? batch : sliceRows(batch, start, end);
     return adapter === undefined ? prefillPass(model, part, scores) : model.withAdapter(sliceAdapterRefs(adapter, start, end), () => prefillPass(model, part, scores));
   };
-  const rows = maxScoringRows(model.config, batch.seqLen);
+  const rows = Math.min(maxScoringRows(model.config, batch.seqLen), Math.max(1, Math.floor(PREFILL_CHUNK_TOKENS / batch.seqLen)));
   if (rows >= batch.batchSize) return run(0, batch.batchSize);
   const parts: Prefill[] = [];
   try {
@@ -186,14 +193,32 @@ function prefillRows(model: Model, batch: TokenBatch, adapter: SamplingOptions['
   }
 }
 
-/** Repeats each row of a prefill `n` times (a prompt's samples share its keys/values). */
-function repeatRows(prefill: Prefill, n: number): Prefill {
-  if (n === 1) return prefill;
-  const rows = prefill.logits.shape[0];
-  const index = tf.tensor1d(
-    Int32Array.from({ length: rows * n }, (_, r) => Math.floor(r / n)),
-    'int32',
-  );
+/**
+ * The prompt each sampled row continues, as an index into the distinct prompts: rows p·n … p·n + n − 1
+ * continue prompt p, and prompts with the same tokens (a GRPO group's samples, rolled out as separate
+ * rows) are prefilled once. Under per-prompt adapters every prompt stays its own, since its adapter
+ * changes its keys and values.
+ */
+function distinctPrompts(prompts: ReadonlyArray<ArrayLike<number>>, n: number, perPromptAdapters: boolean): { prompts: ArrayLike<number>[]; rowSource: Int32Array } {
+  const seen = new Map<string, number>();
+  const distinct: ArrayLike<number>[] = [];
+  const rowSource = new Int32Array(prompts.length * n);
+  prompts.forEach((prompt, p) => {
+    const key = perPromptAdapters ? String(p) : Array.prototype.join.call(prompt, ',');
+    let at = seen.get(key);
+    if (at === undefined) {
+      at = distinct.push(prompt) - 1;
+      seen.set(key, at);
+    }
+    rowSource.fill(at, p * n, (p + 1) * n);
+  });
+  return { prompts: distinct, rowSource };
+}
+
+/** A prefill's rows picked by `rowSource` (a prompt's samples share its keys/values). */
+function gatherRows(prefill: Prefill, rowSource: Int32Array): Prefill {
+  if (rowSource.length === prefill.logits.shape[0] && rowSource.every((source, row) => source === row)) return prefill;
+  const index = tf.tensor1d(rowSource, 'int32');
   try {
     return {
       logits: tf.gather(prefill.logits, index),
@@ -262,14 +287,18 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
   const done = new Uint8Array(b);
   let remaining = b;
 
-  const prompted = padBatch(prompts, { side: 'left' });
-  const prefill = repeatRows(prefillRows(model, prompted, options.adapter, options.promptLogProbs === true), n);
+  const distinct = distinctPrompts(prompts, n, Array.isArray(options.adapter));
+  const prompted = padBatch(distinct.prompts, { side: 'left' });
+  const prefill = gatherRows(prefillRows(model, prompted, options.adapter, options.promptLogProbs === true), distinct.rowSource);
   if (prefill.lpNext) {
-    const perPrompt = promptLogProbsOf(prompted, prompts, prefill.lpNext);
-    out.forEach((seq, row) => (seq.promptLogProbs = perPrompt[Math.floor(row / n)]));
+    const perPrompt = promptLogProbsOf(prompted, distinct.prompts, prefill.lpNext);
+    out.forEach((seq, row) => (seq.promptLogProbs = perPrompt[distinct.rowSource[row]]));
   }
   const keyMask = new Uint8Array(b * prompted.seqLen);
-  for (let row = 0; row < b; row++) keyMask.set(prompted.mask.subarray(Math.floor(row / n) * prompted.seqLen, (Math.floor(row / n) + 1) * prompted.seqLen), row * prompted.seqLen);
+  for (let row = 0; row < b; row++) {
+    const source = distinct.rowSource[row];
+    keyMask.set(prompted.mask.subarray(source * prompted.seqLen, (source + 1) * prompted.seqLen), row * prompted.seqLen);
+  }
   const cache = new KvCache(b, prefill.present, keyMask);
   let logits: tf.Tensor2D = prefill.logits;
   let native: NativeDecoding | undefined;
