@@ -339,6 +339,8 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
         const shape = { batch: batch.batchSize, seqLen: batch.seqLen };
         const T = batch.seqLen;
         const mask = stack(micro, T, (r) => r.mask);
+        // Only the response's tokens carry a loss: the engine skips the head for the prompt's.
+        batch.scored = Uint8Array.from(mask, (m) => (m !== 0 ? 1 : 0));
         const oldLogProb = stack(micro, T, (r) => r.oldLogProb);
         const advantages = stack(micro, T, (r) => r.advantages);
         const refLogProb = useKl ? stack(micro, T, (r) => r.refLogProb) : undefined;

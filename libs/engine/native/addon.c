@@ -398,8 +398,8 @@ static int get_head(napi_env env, napi_value *argv, head_args *o) {
     return 0;
   }
   for (int64_t i = 0; i < o->n; i++) {
-    if (o->targets[i] < 0 || o->targets[i] >= o->vocab) {
-      napi_throw_range_error(env, CODE, "token scores: a target is outside the vocabulary");
+    if (o->targets[i] < -1 || o->targets[i] >= o->vocab) {
+      napi_throw_range_error(env, CODE, "token scores: a target is outside the vocabulary (-1: a row not scored)");
       return 0;
     }
   }
@@ -448,7 +448,7 @@ static napi_value token_scores_grad_ew_fn(napi_env env, napi_callback_info info)
   if (!typed_view(env, argv[4], napi_int32_array, (void **)&targets, &lt) || lt < (size_t)n) FAIL(type_error, "targets must be an Int32Array of n ids");
   if ((uint64_t)(vocab * d) > w.numel) FAIL(range_error, "token scores: the head is smaller than vocab × d");
   for (int64_t i = 0; i < n; i++)
-    if (targets[i] < 0 || targets[i] >= vocab) FAIL(range_error, "token scores: a target is outside the vocabulary");
+    if (targets[i] < -1 || targets[i] >= vocab) FAIL(range_error, "token scores: a target is outside the vocabulary (-1: a row not scored)");
   if (!sized(env, argv[5], n, &dlogp, 0, "dlogp") || !sized(env, argv[6], n * d, &ew, 0, "ew") || !sized(env, argv[7], n * d, &dh, 0, "dh")) return NULL;
   ot_token_scores_grad_ew(n, d, w.tensor, targets, dlogp, ew, dh);
   return NULL;

@@ -211,8 +211,10 @@ static void backward_row(void *ctx, int64_t i, int thread) {
 
 int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, int64_t vocab, const int32_t *targets, float *logp, float *lse, float *entropy,
                     float *ew) {
-  float *z = scratch_for((size_t)CHUNK_ROWS * (TILE + (ew ? (size_t)d : 0)));
-  float *acc = ew ? z + (size_t)CHUNK_ROWS * TILE : NULL;
+  /* Scratch: a tile's logits for a chunk of rows, the chunk's hidden rows and, with ew, its running sums. */
+  float *z = scratch_for((size_t)CHUNK_ROWS * (TILE + (size_t)d + (ew ? (size_t)d : 0)));
+  float *hb = z + (size_t)CHUNK_ROWS * TILE;
+  float *acc = ew ? hb + (size_t)CHUNK_ROWS * (size_t)d : NULL;
   row_state *state = malloc(sizeof(row_state) * CHUNK_ROWS);
   int64_t *rows_of = malloc(sizeof(int64_t) * CHUNK_ROWS);
   if (!z || !state || !rows_of) {
@@ -220,29 +222,42 @@ int ot_token_scores(const float *h, int64_t n, int64_t d, const ot_tensor *W, in
     free(rows_of);
     return -1;
   }
-  for (int64_t r0 = 0; r0 < n; r0 += CHUNK_ROWS) {
-    const int64_t rows = n - r0 < CHUNK_ROWS ? n - r0 : CHUNK_ROWS;
-    for (int64_t i = 0; i < rows; i++) {
-      state[i] = (row_state){-INFINITY, 0, 0, 0};
-      rows_of[i] = r0 + i;
+  for (int64_t i = 0; i < n; i++)
+    if (targets[i] < 0) { /* not scored: zeros, nothing computed */
+      logp[i] = lse[i] = 0.0f;
+      if (entropy) entropy[i] = 0.0f;
+      if (ew) memset(ew + i * d, 0, sizeof(float) * (size_t)d);
     }
+  int64_t next = 0;
+  while (next < n) {
+    /* Gather the scored rows: in RL the prompt's rows are not scored and cost nothing. */
+    int64_t rows = 0;
+    for (; next < n && rows < CHUNK_ROWS; next++) {
+      if (targets[next] < 0) continue;
+      rows_of[rows] = next;
+      state[rows] = (row_state){-INFINITY, 0, 0, 0};
+      memcpy(hb + rows * d, h + next * d, (size_t)d * sizeof(float));
+      rows++;
+    }
+    if (rows == 0) break;
     if (acc) memset(acc, 0, sizeof(float) * (size_t)(rows * d));
     for (int64_t v0 = 0; v0 < vocab; v0 += TILE) {
       const int64_t cols = vocab - v0 < TILE ? vocab - v0 : TILE;
-      ot_tensor_gemm(1, rows, cols, d, h + r0 * d, d, W, v0 * d, d, 0.0f, z, cols);
+      ot_tensor_gemm(1, rows, cols, d, hb, d, W, v0 * d, d, 0.0f, z, cols);
       forward_tile t = {z, cols, v0, rows_of, targets, state, acc, d};
       ot_pool_run(forward_row, &t, rows);
       /* acc += e^(z − max) · W_tile */
       if (acc) ot_tensor_gemm(0, rows, d, cols, z, cols, W, v0 * d, d, 1.0f, acc, d);
     }
     for (int64_t i = 0; i < rows; i++) {
+      const int64_t r = rows_of[i];
       const double l = state[i].max + log(state[i].sum);
-      lse[r0 + i] = (float)l;
-      logp[r0 + i] = (float)(state[i].target - l);
+      lse[r] = (float)l;
+      logp[r] = (float)(state[i].target - l);
       /* H = lse − E_p[z] */
-      if (entropy) entropy[r0 + i] = (float)(l - state[i].dot / state[i].sum);
+      if (entropy) entropy[r] = (float)(l - state[i].dot / state[i].sum);
       if (ew)
-        for (int64_t j = 0; j < d; j++) ew[(r0 + i) * d + j] = (float)(acc[i * d + j] / state[i].sum);
+        for (int64_t j = 0; j < d; j++) ew[r * d + j] = (float)(acc[i * d + j] / state[i].sum);
     }
   }
   free(state);
@@ -267,7 +282,7 @@ int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const ot_tensor *
     /* Gather the rows that carry a coefficient: in RL the prompt's rows carry none and cost nothing. */
     int64_t rows = 0;
     for (; next < n && rows < CHUNK_ROWS; next++) {
-      if (dlogp[next] != 0.0f || (dent && dent[next] != 0.0f)) {
+      if (targets[next] >= 0 && (dlogp[next] != 0.0f || (dent && dent[next] != 0.0f))) {
         rows_of[rows] = next;
         memcpy(hb + rows * d, h + next * d, (size_t)d * sizeof(float));
         rows++;
@@ -290,7 +305,13 @@ int ot_token_scores_grad(const float *h, int64_t n, int64_t d, const ot_tensor *
 }
 
 void ot_token_scores_grad_ew(int64_t n, int64_t d, const ot_tensor *W, const int32_t *targets, const float *dlogp, const float *ew, float *dh) {
-  ot_tensor_gather_rows(W, d, targets, n, dh);
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < d; j++) dh[i * d + j] = dlogp[i] * (dh[i * d + j] - ew[i * d + j]);
+  for (int64_t i = 0; i < n; i++) {
+    float *g = dh + i * d;
+    if (targets[i] < 0 || dlogp[i] == 0.0f) { /* not scored, or outside the loss */
+      memset(g, 0, sizeof(float) * (size_t)d);
+      continue;
+    }
+    ot_tensor_read(W, (int64_t)targets[i] * d, d, g);
+    for (int64_t j = 0; j < d; j++) g[j] = dlogp[i] * (g[j] - ew[i * d + j]);
+  }
 }

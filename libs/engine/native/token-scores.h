@@ -8,7 +8,9 @@
  *
  * h: [n, d] hidden states (float32). W: [vocab, d], the head (or tied embedding): a native tensor of any
  * dtype (on the GPU when it has a device copy), or a float32 array wrapped as one.
- * targets: [n] token ids in [0, vocab) (rows with nothing to predict may use any valid id).
+ * targets: [n] token ids in [0, vocab), or -1 for a row that is not scored: nothing is computed for it
+ * (its log-prob, log-sum-exp, entropy, E_p[W] and gradient are 0), which is how a training pass skips
+ * the head for the prompt's positions.
  */
 #ifndef OT_TOKEN_SCORES_H
 #define OT_TOKEN_SCORES_H

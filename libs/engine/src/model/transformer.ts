@@ -1041,24 +1041,33 @@ export class Model {
     const values = this.valueWeight ? (tf.reshape(tf.add(tf.matMul(hidden, this.valueWeight), this.valueBias!), [n]) as tf.Tensor1D) : undefined;
     const next = new Int32Array(n);
     for (let r = 0; r < b; r++) for (let p = 0; p < t - 1; p++) next[r * t + p] = ids[r * t + p + 1];
+    // Position p predicts token p + 1: it is scored when that token is (batch.scored).
+    const scored = batch.scored && Uint8Array.from({ length: n }, (_, i) => (i % t < t - 1 ? batch.scored![i + 1] : 0));
     const lora = this.headFactors(n);
+    if (fusedHead() && !lora) {
+      // The fused head computes nothing for a row whose target is -1.
+      const w = this.head;
+      const targets = scored ? next.map((id, i) => (scored[i] ? id : -1)) : next;
+      const s = tokenScores(hidden, w.native ?? (w.variable as tf.Tensor2D), tf.tensor1d(targets, 'int32'), { entropy: true });
+      return { logProbs: s.logProbs, entropy: s.entropy, ...(values ? { values } : {}) };
+    }
+    let s: { logProbs: tf.Tensor1D; entropy: tf.Tensor1D };
     if (lora) {
       // An unembedding LoRA: the fused head cannot add its low-rank term, so blocks of logits are formed and dropped.
       const w = this.head;
-      const s = loraHeadScores(hidden, w.native ?? (w.variable as tf.Tensor2D), lora, next, true);
-      return { logProbs: s.logProbs, entropy: s.entropy, ...(values ? { values } : {}) };
+      s = loraHeadScores(hidden, w.native ?? (w.variable as tf.Tensor2D), lora, next, true);
+    } else {
+      const v = this.config.vocab_size;
+      const flat = next.map((id, i) => i * v + id);
+      const logp = tf.logSoftmax(logits ?? this.headLogits(hidden));
+      s = { logProbs: tf.gather(tf.reshape(logp, [n * v]), tf.tensor1d(flat, 'int32')) as tf.Tensor1D, entropy: tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), -1)) as tf.Tensor1D };
     }
-    if (fusedHead()) {
-      const w = this.head;
-      const s = tokenScores(hidden, w.native ?? (w.variable as tf.Tensor2D), tf.tensor1d(next, 'int32'), { entropy: true });
-      return { logProbs: s.logProbs, entropy: s.entropy, ...(values ? { values } : {}) };
+    if (scored) {
+      // These paths form every row's logits anyway; unscored rows still report 0, as the fused head's do.
+      const keep = tf.tensor1d(Float32Array.from(scored));
+      s = { logProbs: tf.mul(s.logProbs, keep) as tf.Tensor1D, entropy: tf.mul(s.entropy, keep) as tf.Tensor1D };
     }
-    const v = this.config.vocab_size;
-    const flat = next.map((id, i) => i * v + id);
-    const logp = tf.logSoftmax(logits ?? this.headLogits(hidden));
-    const logProbs = tf.gather(tf.reshape(logp, [n * v]), tf.tensor1d(flat, 'int32')) as tf.Tensor1D;
-    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), -1)) as tf.Tensor1D;
-    return { logProbs, entropy, ...(values ? { values } : {}) };
+    return { ...s, ...(values ? { values } : {}) };
   }
 
   /**

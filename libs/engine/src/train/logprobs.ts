@@ -60,6 +60,7 @@ export function toNextAligned(batch: TokenBatch, coef: ArrayLike<number>, field:
       if (!hasLogProb(batch, b, t)) continue;
       const c = coef[i];
       if (!Number.isFinite(c)) throw new EngineError('ENGINE_INVALID_INPUT', `${field}[${i}] is not finite (${c})`, field);
+      if (c !== 0 && batch.scored && !batch.scored[i]) throw new EngineError('ENGINE_INVALID_INPUT', `${field}[${i}] is ${c} for a token outside batch.scored`, field);
       out[i - 1] = c;
     }
   }

@@ -87,6 +87,33 @@ describe.each(TEST_BACKENDS)('Trainer on %s', (backend) => {
     [a, b].forEach((m) => m.dispose());
   });
 
+  it('scores only the tokens of batch.scored: the same update, zeros elsewhere, and no coefficient there', () => {
+    const a = Model.init(config, 10);
+    const b = a.clone();
+    const batch = padBatch(sequences);
+    // The last three tokens of each row play the response (RL scores those only).
+    const scored = new Uint8Array(batch.ids.length);
+    sequences.forEach((s, r) => scored.fill(1, r * batch.seqLen + s.length - 3, r * batch.seqLen + s.length));
+    const ce = crossEntropyCoefficients(batch, scored);
+    const ta = new Trainer(a, { lr: 1e-2 });
+    const tb = new Trainer(b, { lr: 1e-2 });
+    const all = ta.trainStep(batch, ce);
+    const some = tb.trainStep({ ...batch, scored }, ce);
+    expect(some.loss).toBeCloseTo(all.loss, 5);
+    expect(some.gradNorm).toBeCloseTo(all.gradNorm, 5);
+    expect(maxAbsDiff(flatWeights(a), flatWeights(b))).toBeLessThan(1e-6);
+    scored.forEach((s, i) => {
+      if (s) expect(Math.abs(some.logProbs[i] - all.logProbs[i])).toBeLessThan(1e-5);
+      else expect([Math.abs(some.logProbs[i]), Math.abs(some.entropy[i])]).toEqual([0, 0]);
+    });
+    expect(all.logProbs.some((lp, i) => !scored[i] && lp !== 0)).toBe(true);
+    const bad = Float32Array.from(ce.logProbCoef);
+    bad[1] = -1; // row 0's second token: it has a log-prob, but it is not scored
+    expect(() => tb.accumulate({ ...batch, scored }, { logProbCoef: bad })).toThrow(expect.objectContaining({ code: 'ENGINE_INVALID_INPUT', field: 'logProbCoef' }));
+    [ta, tb].forEach((t) => t.dispose());
+    [a, b].forEach((m) => m.dispose());
+  });
+
   it('reports the pre-clip norm and clips to the limit', () => {
     const model = Model.init(config, 3);
     const trainer = new Trainer(model, { lr: 1e-3, maxGradNorm: 1e-3 });
