@@ -2,14 +2,14 @@ import { resultRates, rolloutMetrics, summarizeEpisodes, validationMetrics } fro
 import type { Trajectory } from './trajectory';
 
 const episode = (reward: number, info: Record<string, unknown>, o: Partial<Trajectory> = {}): Trajectory =>
-  ({ reward, info, generatedTokens: 4, turnEnds: [3], finish: 'done', ...o }) as Trajectory;
+  ({ reward, info, promptIds: [1, 2, 3], generatedTokens: 4, turnEnds: [3], finish: 'done', ...o }) as Trajectory;
 
 describe('episode metrics', () => {
   it('summarises rewards, accuracy, game results and numeric info under the contract names', () => {
     const s = summarizeEpisodes([
       episode(1, { correct: true, result: 'win', moves: 7, note: 'x' }),
       episode(0, { correct: false, result: 'loss', moves: 9, legal: true }),
-      episode(0, { result: 'draw', moves: 11 }, { finish: 'env_error', generatedTokens: 2, turnEnds: [1, 3] }),
+      episode(0, { result: 'draw', moves: 11 }, { finish: 'env_error', promptIds: [1, 2, 3, 4, 5, 6], generatedTokens: 2, turnEnds: [1, 3] }),
     ]);
     expect(rolloutMetrics(s)).toMatchObject({
       'reward/mean': 1 / 3,
@@ -19,6 +19,7 @@ describe('episode metrics', () => {
       'critic/score/min': 0,
       'critic/score/max': 1,
       'response_length/mean': 10 / 3,
+      'prompt_length/mean': 4,
       'turns/mean': 4 / 3,
       'episodes/env_errors': 1,
       'train/accuracy': 0.5,

@@ -18,6 +18,8 @@ export interface EpisodeSummary {
   rewardMin: number;
   rewardMax: number;
   responseLengthMean: number;
+  /** Mean tokens of the first prompt (what the policy was given before its first turn). */
+  promptLengthMean: number;
   turnsMean: number;
   envErrors: number;
   /** Mean of `info.correct` over episodes that report it, or null when none does. */
@@ -63,6 +65,7 @@ export function summarizeEpisodes(trajectories: readonly Trajectory[]): EpisodeS
     rewardMin: rewards.length ? Math.min(...rewards) : 0,
     rewardMax: rewards.length ? Math.max(...rewards) : 0,
     responseLengthMean: mean(trajectories.map((t) => t.generatedTokens)),
+    promptLengthMean: mean(trajectories.map((t) => t.promptIds.length)),
     turnsMean: mean(trajectories.map((t) => t.turnEnds.length)),
     envErrors: trajectories.filter((t) => t.finish === 'env_error').length,
     accuracy: correct.length ? mean(correct) : null,
@@ -86,6 +89,7 @@ export function rolloutMetrics(s: EpisodeSummary): Record<string, number> {
     'critic/score/max': s.rewardMax,
     'critic/score/min': s.rewardMin,
     'response_length/mean': s.responseLengthMean,
+    'prompt_length/mean': s.promptLengthMean,
     'turns/mean': s.turnsMean,
     'episodes/env_errors': s.envErrors,
     ...(s.accuracy !== null ? { 'train/accuracy': s.accuracy } : {}),
