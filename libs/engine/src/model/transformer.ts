@@ -780,7 +780,9 @@ export class Model {
     const sel = this.current();
     if (sel.kind === 'one') {
       const f = sel.state.factors.get(module);
-      return f ? addSame(y, scaleBy(tf.matMul(tf.matMul(x, f.A), f.B) as tf.Tensor2D, sel.state.scaling)) : y;
+      // The scaling goes on B ([r, out]), not on the product ([rows, out]): the same value, and its
+      // multiply and the gradient's touch r·out numbers instead of a row's worth per token.
+      return f ? addSame(y, tf.matMul(tf.matMul(x, f.A), scaleBy(f.B, sel.state.scaling)) as tf.Tensor2D) : y;
     }
     if (sel.kind === 'rows') {
       const e = sel.plan.modules.get(module);
