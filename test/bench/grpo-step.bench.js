@@ -4,8 +4,9 @@
  * One GRPO step at a real model size, end to end through a `train` job (the engine's issue: "one GRPO
  * step at 0.5B ≤ 10 minutes, measured through a train job"). The step as the engine's README defines it:
  * 32 math tasks × 8 samples × up to 128 new tokens, then the LoRA update (r8, all linears) on every
- * sampled sequence, on a random-weight bf16 checkpoint of Qwen2.5-0.5B's shape (a random model never
- * stops early, so every row samples all 128 tokens: the worst case).
+ * sampled sequence, on a random-weight bf16 checkpoint of Qwen2.5-0.5B's shape (a random model seldom
+ * draws a stop token, so most rows sample all 128 tokens; the rewards are all 0, but every row is
+ * trained all the same, as a GRPO step without group filtering does).
  *
  * The job runs in an in-process server (SQLite, embedded queue and worker, its job runner a child
  * process with the engine's threads), as `opentinker serve` runs it. Printed and written: the step's own
