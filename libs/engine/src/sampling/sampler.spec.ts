@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import * as tf from '@tensorflow/tfjs-core';
 import { isEngineError } from '../errors';
 import { modelPreset } from '../model/model-config';
