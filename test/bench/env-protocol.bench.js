@@ -18,9 +18,9 @@
  */
 const { spawn } = require('node:child_process');
 const { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
+const { freePort } = require('./bench-support');
 const { Conn } = require('./keepalive-client');
 
 const REPO = resolve(__dirname, '..', '..');
@@ -345,17 +345,6 @@ function groundTruth(task) {
 }
 
 // ---------------------------------------------------------------- servers
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = net.createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
 
 /** Starts a server; its output goes to a file so that reading it costs this process nothing. */
 async function startServer(scenario, opts, dir) {
