@@ -90,6 +90,15 @@ describe.each(TEST_BACKENDS)('engine gradients on %s', (backend) => {
     checkGrad((x, y) => tf.matMul(x, y, true, true), [at, bt]);
   });
 
+  it('concatenation splits dy back, and a tile sums the repetitions', () => {
+    const a = randomTensor([2, 1, 3, 2], 13);
+    const b = randomTensor([2, 1, 4, 2], 14);
+    checkGrad((x, y) => tf.concat([x, y], 2), [a, b]);
+    checkGrad((x, y) => tf.concat([y, x, y], 2), [a, b]);
+    checkGrad((x) => tf.tile(x, [3, 1, 2, 1]), [a]);
+    checkGrad((x) => tf.tile(x, [1, 2, 1, 3]), [randomTensor([1, 2, 3, 2], 15)]);
+  });
+
   it('gather along axis 0 scatters rows back, repeated ids summed', () => {
     const table = randomTensor([5, 3], 11);
     const ids = tf.tensor1d([4, 0, 4, 2], 'int32');

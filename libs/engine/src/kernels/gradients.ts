@@ -143,6 +143,30 @@ const configs: Array<{ kernelName: string; inputsToSave?: string[]; outputsToSav
     },
   },
   {
+    // Each input gets its slice of dy along the concatenation axis (rows after a shared prefix read its keys this way).
+    kernelName: 'Concat',
+    saveAllInputs: true,
+    gradFunc: (dy, saved, attrs) => {
+      const axis = axesOf(attrs.axis, saved[0].shape)[0];
+      const parts = tf.split(dy, saved.map((t) => t.shape[axis]), axis);
+      return Object.fromEntries(parts.map((p, i) => [String(i), () => p]));
+    },
+  },
+  {
+    // dy seen as [r0, s0, r1, s1, …] (repetitions interleaved with the input's dims), summed over the repetitions.
+    kernelName: 'Tile',
+    inputsToSave: ['x'],
+    gradFunc: (dy, [x], attrs) => {
+      const reps = attrs.reps as number[];
+      return {
+        x: () => {
+          const split = x.shape.flatMap((n, i) => [reps[i], n]);
+          return tf.reshape(tf.sum(tf.reshape(dy, split), reps.map((_, i) => 2 * i)), x.shape);
+        },
+      };
+    },
+  },
+  {
     // Only the form the engine uses: gather along axis 0 without batch dims (embedding rows, picked logits).
     kernelName: 'GatherV2',
     inputsToSave: ['x', 'indices'],

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import { wasmHeapUsage } from '../kernels/wasm-heap';
-import type { ModelConfig } from './model-config';
+import { headDim, type ModelConfig } from './model-config';
 
 /*
  * How much of the wasm heap a pass over a batch needs, so the engine can choose, before allocating,
@@ -45,14 +45,20 @@ export interface TrainingPassBytes {
   taped(layers: number): number;
 }
 
+/** Floats a row holds per layer to read `pastLen` shared keys and values: its tiled copy, the concatenation and their gradients. */
+function pastFloatsPerRow(c: ModelConfig, pastLen: number): number {
+  return 8 * pastLen * c.num_key_value_heads * headDim(c);
+}
+
 /**
  * Estimated heap bytes of a training pass over `rows` sequences of `seqLen` tokens, for a model with
  * `trainableBytes` of trainable parameters (their gradients: the pass's result, and one more copy while
- * it is added to what earlier micro-batches accumulated).
+ * it is added to what earlier micro-batches accumulated). With `pastLen`, the rows continue that many
+ * shared tokens (`Trainer.sharedPrefix`): their attention reads those keys too.
  */
-export function trainingPassBytes(c: ModelConfig, rows: number, seqLen: number, trainableBytes = 0): TrainingPassBytes {
+export function trainingPassBytes(c: ModelConfig, rows: number, seqLen: number, trainableBytes = 0, pastLen = 0): TrainingPassBytes {
   const n = rows * seqLen;
-  const layer = layerFloatsPerToken(c, seqLen);
+  const layer = layerFloatsPerToken(c, pastLen + seqLen) + pastFloatsPerRow(c, pastLen) / seqLen;
   const head = headFloatsPerToken(c);
   const grads = 2 * trainableBytes;
   const L = c.num_hidden_layers;
@@ -88,8 +94,8 @@ export interface TrainingPassPlan {
  * The plan of a training pass: the whole tape when it fits, else as many top layers' tapes as fit with the
  * other layers recomputed. Throws `ENGINE_OUT_OF_MEMORY` when not even recomputing every layer fits.
  */
-export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes()): TrainingPassPlan {
-  const need = trainingPassBytes(c, rows, seqLen, trainableBytes);
+export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), pastLen = 0): TrainingPassPlan {
+  const need = trainingPassBytes(c, rows, seqLen, trainableBytes, pastLen);
   const L = c.num_hidden_layers;
   if (need.tape <= free) return { recompute: false, tapedLayers: L, bytes: need.tape };
   if (need.recompute <= free) {
@@ -112,12 +118,12 @@ export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, t
  * that, matrix products get too thin to run at full speed). At most {@link maxTrainingRows}; 0 when not
  * even one row fits.
  */
-export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), minTokens = 256): number {
-  const most = Math.min(rows, maxTrainingRows(c, seqLen, trainableBytes, free));
+export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), minTokens = 256, pastLen = 0): number {
+  const most = Math.min(rows, maxTrainingRows(c, seqLen, trainableBytes, free, pastLen));
   if (most < 1) return 0;
   const least = Math.min(most, Math.max(1, Math.ceil(minTokens / seqLen)));
   const recomputed = (r: number) => {
-    const plan = planTrainingPass(c, r, seqLen, trainableBytes, free);
+    const plan = planTrainingPass(c, r, seqLen, trainableBytes, free, pastLen);
     return plan.recompute ? c.num_hidden_layers - plan.tapedLayers : 0;
   };
   let best = most;
@@ -130,9 +136,9 @@ export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: numb
 }
 
 /** The most rows of `seqLen` tokens one training pass can take within `free` bytes (recomputing layers); 0 when not even one. */
-export function maxTrainingRows(c: ModelConfig, seqLen: number, trainableBytes: number, free = freeHeapBytes()): number {
-  const fixed = trainingPassBytes(c, 0, seqLen, trainableBytes).recompute;
-  const perRow = trainingPassBytes(c, 1, seqLen, trainableBytes).recompute - fixed;
+export function maxTrainingRows(c: ModelConfig, seqLen: number, trainableBytes: number, free = freeHeapBytes(), pastLen = 0): number {
+  const fixed = trainingPassBytes(c, 0, seqLen, trainableBytes, pastLen).recompute;
+  const perRow = trainingPassBytes(c, 1, seqLen, trainableBytes, pastLen).recompute - fixed;
   return Math.max(0, Math.floor((free - fixed) / perRow));
 }
 

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { TokenBatch } from '../model/token-batch';
+import type { KvLayer } from '../model/kv-cache';
 import type { Model } from '../model/transformer';
 import { surrogateOfScores, type CurrentScores, type LossCoefficients } from './logprobs';
 
@@ -24,6 +25,18 @@ export interface RecomputedGradients {
   lpNext: Float32Array;
   entNext: Float32Array;
   valNext?: Float32Array;
+  /** With `past`: the gradients of its keys and values, per layer (`undefined` where none flows). */
+  pastGrads?: Array<{ k?: tf.Tensor; v?: tf.Tensor }>;
+}
+
+/**
+ * Keys and values every row of a pass continues from (a shared prompt, see `train/shared-prefix.ts`):
+ * per layer `[1, KV, length, hd]`, rotary positions applied. The pass's rows then start at position
+ * `length`, and the gradients reaching these tensors come back in {@link RecomputedGradients.pastGrads}.
+ */
+export interface PassPast {
+  length: number;
+  layers: KvLayer[];
 }
 
 export function recomputedGradients(
@@ -32,6 +45,7 @@ export function recomputedGradients(
   coefficients: LossCoefficients | ((scores: CurrentScores) => LossCoefficients),
   variables: tf.Variable[],
   tapedLayers = 0,
+  past?: PassPast,
 ): RecomputedGradients {
   const { batchSize: b, seqLen: t } = batch;
   const layers = model.config.num_hidden_layers;
@@ -55,13 +69,24 @@ export function recomputedGradients(
 
   const ids = tf.tensor2d(batch.ids, [b, t], 'int32');
   const flatIds = tf.reshape(ids, [b * t]) as tf.Tensor1D;
-  const ctx = model.passContext(batch.mask, b, 0, t);
+  const p = past?.length ?? 0;
+  const ctx = model.passContext(past ? keyMaskAfter(batch.mask, b, t, p) : batch.mask, b, p, t);
+  // Each row reads the shared keys and values through a tile, whose gradient sums the rows' shares.
+  const pastOf = (i: number): KvLayer | undefined => past && { k: tf.tile(past.layers[i].k, [b, 1, 1, 1]), v: tf.tile(past.layers[i].v, [b, 1, 1, 1]) };
+  const pastXs = (from: number, to: number): tf.Tensor[] => (past ? past.layers.slice(from, to).flatMap((l) => [l.k, l.v]) : []);
+  const pastGrads: Array<{ k?: tf.Tensor; v?: tf.Tensor }> = [];
+  const keepPast = (from: number, gs: tf.Tensor[]) => {
+    for (let j = 0; j < gs.length; j += 2) pastGrads[from + j / 2] = { k: gs[j], v: gs[j + 1] };
+  };
+  // Without a trainable embedding (and nothing below the taped layers), the gradient of the first layer's input is not needed.
+  const embedVars = outer.filter((v) => v.name.endsWith('/model.embed_tokens.weight'));
+  const needDx = first > 0 || embedVars.length > 0;
   const ctxTensors = [ctx.cos, ctx.sin, ctx.bias, ctx.swap];
   // Layer inputs: xs[i] enters layer i, for i ≤ first.
   const xs: tf.Tensor2D[] = [tf.tidy(() => model.embedIds(flatIds))];
   let dx: tf.Tensor | undefined;
   try {
-    for (let i = 0; i < first; i++) xs.push(tf.tidy(() => model.layerForward(i, xs[i], ctx).x));
+    for (let i = 0; i < first; i++) xs.push(tf.tidy(() => model.layerForward(i, xs[i], ctx, pastOf(i)).x));
 
     let lp: Float32Array | undefined;
     let ent: Float32Array | undefined;
@@ -69,7 +94,7 @@ export function recomputedGradients(
     const head = tf.engine().gradients(
       () => {
         let top = xs[first];
-        for (let i = first; i < layers; i++) top = model.layerForward(i, top, ctx).x;
+        for (let i = first; i < layers; i++) top = model.layerForward(i, top, ctx, pastOf(i)).x;
         const hidden = model.finalHidden(top);
         const s = surrogateOfScores(batch, model.scoresOf(hidden, batch), coefficients);
         lp = s.logProbs.dataSync() as Float32Array;
@@ -77,39 +102,52 @@ export function recomputedGradients(
         val = s.values?.dataSync() as Float32Array | undefined;
         return s.loss;
       },
-      [xs[first], ...outer, ...topVars],
+      [...(needDx ? [xs[first]] : []), ...outer, ...topVars, ...pastXs(first, layers)],
       undefined,
       true,
     );
     const loss = head.value.dataSync()[0];
     head.value.dispose();
-    dx = head.grads[0];
-    add(outer, head.grads.slice(1, 1 + outer.length));
-    add(topVars, head.grads.slice(1 + outer.length));
+    const hg = needDx ? head.grads : [undefined as unknown as tf.Tensor, ...head.grads];
+    dx = needDx ? hg[0] : undefined;
+    add(outer, hg.slice(1, 1 + outer.length));
+    add(topVars, hg.slice(1 + outer.length, 1 + outer.length + topVars.length));
+    keepPast(first, hg.slice(1 + outer.length + topVars.length));
 
     for (let i = first - 1; i >= 0; i--) {
       const vars = byLayer[i];
       const dy = dx as tf.Tensor2D;
-      const step = tf.engine().gradients(() => model.layerForward(i, xs[i], ctx).x, [xs[i], ...vars], dy, true);
+      const step = tf.engine().gradients(() => model.layerForward(i, xs[i], ctx, pastOf(i)).x, [xs[i], ...vars, ...pastXs(i, i + 1)], dy, true);
       step.value.dispose();
       dy.dispose();
       xs[i + 1].dispose();
       dx = step.grads[0];
-      add(vars, step.grads.slice(1));
+      add(vars, step.grads.slice(1, 1 + vars.length));
+      keepPast(i, step.grads.slice(1 + vars.length));
     }
     // A trainable embedding (full fine-tuning) gets the input's gradient too; a tied head added its part above.
-    const embedVars = outer.filter((v) => v.name.endsWith('/model.embed_tokens.weight'));
     if (embedVars.length > 0) {
       const e = tf.engine().gradients(() => model.embedIds(flatIds), embedVars, dx as tf.Tensor2D, true);
       e.value.dispose();
       add(embedVars, e.grads);
     }
-    return { loss, grads, lpNext: lp!, entNext: ent!, ...(val ? { valNext: val } : {}) };
+    return { loss, grads, lpNext: lp!, entNext: ent!, ...(val ? { valNext: val } : {}), ...(past ? { pastGrads } : {}) };
   } catch (error) {
     tf.dispose(Object.values(grads));
+    tf.dispose(pastGrads.flatMap((g) => [g.k, g.v]).filter((x): x is tf.Tensor => x !== undefined));
     throw error;
   } finally {
     tf.dispose([ids, flatIds, ...ctxTensors, ...xs.filter((x) => !x.isDisposed)]);
     if (dx && !dx.isDisposed) dx.dispose();
   }
+}
+
+/** `[B, past + T]` key mask of rows that continue `past` real tokens. */
+export function keyMaskAfter(mask: Uint8Array, b: number, t: number, past: number): Uint8Array {
+  const out = new Uint8Array(b * (past + t));
+  for (let r = 0; r < b; r++) {
+    out.fill(1, r * (past + t), r * (past + t) + past);
+    out.set(mask.subarray(r * t, (r + 1) * t), r * (past + t) + past);
+  }
+  return out;
 }

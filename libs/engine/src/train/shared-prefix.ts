@@ -1,0 +1,132 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { KvLayer } from '../model/kv-cache';
+import type { Model } from '../model/transformer';
+import type { PassPast } from './layer-recompute';
+
+/*
+ * Training rows that continue one prefix (the samples of a GRPO group continue one prompt) without
+ * running the prefix once per row. The prefix's tokens attend only to each other, so their keys and
+ * values are the same in every row; what differs is the gradient that reaches them, which is the sum of
+ * what each row's attention sends back. Three phases:
+ *
+ * 1. `prefixForward`: the prefix runs once, without a tape, keeping each layer's input (`[P, hidden]`)
+ *    and its keys and values (`[1, KV, P, hd]`).
+ * 2. The rows' passes (`recomputedGradients` with `past`): each row starts at position P and attends to
+ *    the prefix's keys and values as inputs of the pass; the gradients of those inputs come back and are
+ *    summed over the passes.
+ * 3. `prefixBackward`: the layers of the prefix run again under a tape, top to bottom, one at a time, and
+ *    back-propagate the summed key/value gradients (and, below the top layer, the gradient of the layer's
+ *    output that the layer above sent down) into the adapters' (or weights') gradients.
+ *
+ * The prefix's own tokens carry no loss (their log-probs are not computed): the prefix ends one token
+ * before the rows' first scored token's predecessor, so every scored token is predicted inside a row's
+ * pass. The result is the gradient of running every row whole, checked in `shared-prefix.spec.ts`.
+ */
+
+/** Phase 1's result: what the rows' passes and phase 3 need. Owns its tensors ({@link disposePrefix}). */
+export interface PrefixState {
+  ids: Int32Array;
+  /** Prefix tokens. */
+  length: number;
+  /** Layer inputs `[P, hidden]`, index i entering layer i (the embedding output first). */
+  inputs: tf.Tensor2D[];
+  past: PassPast;
+}
+
+/** Runs the prefix's `ids` once without a tape (phase 1). */
+export function prefixForward(model: Model, ids: Int32Array): PrefixState {
+  const p = ids.length;
+  const ctx = model.passContext(new Uint8Array(p).fill(1), 1, 0, p);
+  const inputs: tf.Tensor2D[] = [];
+  const layers: KvLayer[] = [];
+  try {
+    inputs.push(tf.tidy(() => model.embedIds(tf.tensor1d(ids, 'int32'))));
+    for (let i = 0; i < model.config.num_hidden_layers; i++) {
+      const [x, k, v] = tf.tidy(() => {
+        const r = model.layerForward(i, inputs[i], ctx);
+        return [r.x, r.k, r.v];
+      });
+      layers.push({ k, v });
+      // The top layer's output is never read: the prefix's hidden states score nothing.
+      if (i + 1 < model.config.num_hidden_layers) inputs.push(x as tf.Tensor2D);
+      else x.dispose();
+    }
+  } catch (error) {
+    tf.dispose([...inputs, ...layers.flatMap((l) => [l.k, l.v])]);
+    throw error;
+  } finally {
+    tf.dispose([ctx.cos, ctx.sin, ctx.bias, ctx.swap]);
+  }
+  return { ids, length: p, inputs, past: { length: p, layers } };
+}
+
+/**
+ * Phase 3: the prefix's layers back-propagate `pastGrads` (per layer, summed over the rows' passes).
+ * Returns the gradients of `variables` by variable name, as `tf.variableGrads` does.
+ */
+export function prefixBackward(
+  model: Model,
+  state: PrefixState,
+  pastGrads: Array<{ k?: tf.Tensor; v?: tf.Tensor } | undefined>,
+  variables: tf.Variable[],
+): Record<string, tf.Tensor> {
+  const p = state.length;
+  const wanted = new Set(variables.map((v) => v.name));
+  const grads: Record<string, tf.Tensor> = {};
+  const add = (vs: tf.Variable[], gs: Array<tf.Tensor | undefined>) =>
+    vs.forEach((v, j) => {
+      const d = gs[j];
+      if (!d) return;
+      const prev = grads[v.name];
+      grads[v.name] = prev ? tf.add(prev, d) : d;
+      if (prev) tf.dispose([prev, d]);
+    });
+  // A trainable embedding (full fine-tuning) takes the first layer's input gradient too.
+  const embedVars = variables.filter((v) => v.name.endsWith('/model.embed_tokens.weight'));
+  const ctx = model.passContext(new Uint8Array(p).fill(1), 1, 0, p);
+  let dx: tf.Tensor | undefined;
+  try {
+    for (let i = model.config.num_hidden_layers - 1; i >= 0; i--) {
+      const g = pastGrads[i];
+      const vars = model.layerVariables(i).filter((v) => wanted.has(v.name));
+      if (!g?.k && !g?.v && !dx) continue;
+      const down = dx;
+      // One scalar whose gradient is the layer's vector-Jacobian product with (dx, dK, dV).
+      const step = tf.engine().gradients(
+        () => {
+          const r = model.layerForward(i, state.inputs[i], ctx);
+          const parts: tf.Scalar[] = [];
+          if (down) parts.push(tf.sum(tf.mul(r.x, down)));
+          if (g?.k) parts.push(tf.sum(tf.mul(r.k, g.k)));
+          if (g?.v) parts.push(tf.sum(tf.mul(r.v, g.v)));
+          return tf.addN(parts) as tf.Scalar;
+        },
+        [state.inputs[i], ...vars],
+        undefined,
+        true,
+      );
+      step.value.dispose();
+      if (down) down.dispose();
+      dx = step.grads[0];
+      add(vars, step.grads.slice(1));
+    }
+    if (dx && embedVars.length > 0) {
+      const d = dx as tf.Tensor2D;
+      const e = tf.engine().gradients(() => model.embedIds(tf.tensor1d(state.ids, 'int32')), embedVars, d, true);
+      e.value.dispose();
+      add(embedVars, e.grads);
+    }
+    return grads;
+  } catch (error) {
+    tf.dispose(Object.values(grads));
+    throw error;
+  } finally {
+    if (dx && !dx.isDisposed) dx.dispose();
+    tf.dispose([ctx.cos, ctx.sin, ctx.bias, ctx.swap]);
+  }
+}
+
+/** Frees phase 1's tensors. */
+export function disposePrefix(state: PrefixState): void {
+  tf.dispose([...state.inputs, ...state.past.layers.flatMap((l) => [l.k, l.v])]);
+}
