@@ -93,7 +93,7 @@ export { type TokenAlternative, topAlternatives, logSumExp } from './sampling/to
 export { type PromptLogprobs, promptLogprobs } from './sampling/prompt-logprobs';
 export { type TokenSamplingParams, type DrawnToken, drawToken } from './sampling/sample-token';
 export { Prng, type PrngState } from './util/prng';
-export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type StepOptions, type StepResult, Trainer } from './train/trainer';
+export { type TrainerOptions, type CoefficientSource, type MicroBatchResult, type SharedPrefixPasses, type StepOptions, type StepResult, Trainer } from './train/trainer';
 export { type AdamWOptions, type AdamWState, type AdamWStepOptions, AdamW, defaultDecay } from './train/adamw';
 export { writeOptimizerState, readOptimizerState } from './io/optimizer-state';
 export { globalNorm, clipFactor } from './train/grad-clip';

@@ -71,8 +71,10 @@ export function recomputedGradients(
   const flatIds = tf.reshape(ids, [b * t]) as tf.Tensor1D;
   const p = past?.length ?? 0;
   const ctx = model.passContext(past ? keyMaskAfter(batch.mask, b, t, p) : batch.mask, b, p, t);
-  // Each row reads the shared keys and values through a tile, whose gradient sums the rows' shares.
-  const pastOf = (i: number): KvLayer | undefined => past && { k: tf.tile(past.layers[i].k, [b, 1, 1, 1]), v: tf.tile(past.layers[i].v, [b, 1, 1, 1]) };
+  // Each row reads the shared keys and values through a concatenation of copies (a memcpy, where wasm's
+  // tile is a slow generic loop); the tape adds the copies' gradients into the shared tensor's.
+  const copies = (x: tf.Tensor) => (b === 1 ? x : tf.concat(new Array<tf.Tensor>(b).fill(x), 0));
+  const pastOf = (i: number): KvLayer | undefined => past && { k: copies(past.layers[i].k), v: copies(past.layers[i].v) };
   const pastXs = (from: number, to: number): tf.Tensor[] => (past ? past.layers.slice(from, to).flatMap((l) => [l.k, l.v]) : []);
   const pastGrads: Array<{ k?: tf.Tensor; v?: tf.Tensor }> = [];
   const keepPast = (from: number, gs: tf.Tensor[]) => {
