@@ -1,7 +1,7 @@
 import { Model, modelPreset, padBatch, Trainer, type CoefficientSource, type CurrentScores, type LossCoefficients } from '@opentinker/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { ensureEngineBackend } from '../rollout/policy';
-import { computeAdvantages, miniBatches, scoreRows, selectRows, trajectoryRow, updatePolicy, type UpdateRow } from './policy-update';
+import { computeAdvantages, miniBatches, scoreRows, selectRows, sharedPrefixOf, trajectoryRow, updatePolicy, type UpdateRow } from './policy-update';
 import { algorithmSpec, type AlgorithmSpec } from './learner-spec';
 import type { Trajectory } from '../rollout/trajectory';
 
@@ -13,16 +13,20 @@ function algorithm(overrides: Partial<AlgorithmSpec> = {}): AlgorithmSpec {
 }
 
 /** A trajectory whose old log-probs are the model's own (as the sampler records them). */
-function trajectory(model: Model, o: { group: number; sample: number; response: number[]; lossMask?: number[]; turnEnds?: number[]; turnRewards: number[] }): Trajectory {
+function trajectory(
+  model: Model,
+  o: { group: number; sample: number; response: number[]; lossMask?: number[]; turnEnds?: number[]; turnRewards: number[]; prompt?: number[] },
+): Trajectory {
+  const prompt = o.prompt ?? PROMPT;
   const lossMask = Uint8Array.from(o.lossMask ?? o.response.map(() => 1));
-  const scores = model.scoreTokens(padBatch([[...PROMPT, ...o.response]]));
-  const oldLogProbs = Float32Array.from(o.response, (_, j) => (lossMask[j] ? scores.logProbs[PROMPT.length + j] : 0));
+  const scores = model.scoreTokens(padBatch([[...prompt, ...o.response]]));
+  const oldLogProbs = Float32Array.from(o.response, (_, j) => (lossMask[j] ? scores.logProbs[prompt.length + j] : 0));
   const turnEnds = o.turnEnds ?? [o.response.length - 1];
   return {
     taskIndex: o.group,
     group: o.group,
     sample: o.sample,
-    promptIds: PROMPT,
+    promptIds: prompt,
     responseIds: o.response,
     lossMask,
     oldLogProbs,
@@ -151,6 +155,64 @@ describe('policy update', () => {
         2,
       ).map((m) => m.map((r) => r.group)),
     ).toEqual([[0, 0, 1, 1], [2]]);
+  });
+
+  it('trains a group that continues one prompt with the prompt run once, to the same update (policy, KL, entropy, critic)', () => {
+    const prompts = [Array.from({ length: 12 }, (_, i) => 60 + i), Array.from({ length: 10 }, (_, i) => 80 + i)];
+    const run = (sharePrefixes: boolean) => {
+      const model = Model.init(CONFIG, 8);
+      const critic = model.clone();
+      critic.addValueHead(2);
+      // eps 1: Adam's first step is then about lr·g for these small gradients, so weights compare as gradients do.
+      const trainer = new Trainer(model, { lr: 1, eps: 1, weightDecay: 0 });
+      const criticTrainer = new Trainer(critic, { lr: 1, eps: 1, weightDecay: 0 });
+      const algo = algorithm({ adv_estimator: 'gae', kl_loss_coef: 0.1, entropy_coeff: 0.01 });
+      // Two groups of three; the second's rows are multi-turn (environment tokens in the response).
+      const rows = [
+        ...[[20, 21, 22, 23], [24, 25], [26, 27, 28]].map((response, i) => trajectory(model, { group: 0, sample: i, response, turnRewards: [i === 1 ? 1 : 0], prompt: prompts[0] })),
+        ...[[30, 31, 90, 91, 32], [33, 34, 92, 93, 35], [36, 37, 94, 95, 38]].map((response, i) =>
+          trajectory(model, { group: 1, sample: i, response, lossMask: [1, 1, 0, 0, 1], turnEnds: [1, 4], turnRewards: [0.5, i], prompt: prompts[1] }),
+        ),
+      ].map(trajectoryRow);
+      for (const r of rows) r.refLogProb = r.oldLogProb.map((x) => x - 0.1);
+      const values = scoreRows(critic, rows, { padId: 0, micro: 6, field: 'values' });
+      rows.forEach((r, i) => (r.values = values[i]));
+      computeAdvantages(rows, algo);
+      const result = updatePolicy(trainer, rows, { algorithm: algo, padId: 0, lossScaleFactor: 8, microBatchSize: 2, sharePrefixes }, criticTrainer);
+      const weights = [model, critic].flatMap((m) => [...m.exportWeights().values()].map((w) => Float32Array.from(w.data)));
+      [trainer, criticTrainer].forEach((t) => t.dispose());
+      [model, critic].forEach((m) => m.dispose());
+      return { result, weights };
+    };
+    const wholeRows = run(false);
+    const shared = run(true);
+    expect(shared.result.trainedTokens).toBe(wholeRows.result.trainedTokens);
+    for (const [k, v] of Object.entries(wholeRows.result.metrics)) expect(Math.abs(shared.result.metrics[k] - v)).toBeLessThan(1e-5 * Math.max(1, Math.abs(v)));
+    let diff = 0;
+    let moved = 0;
+    const before = Model.init(CONFIG, 8);
+    const initial = [...before.exportWeights().values()].map((w) => w.data);
+    before.dispose();
+    wholeRows.weights.forEach((w, i) =>
+      w.forEach((x, j) => {
+        diff = Math.max(diff, Math.abs(x - shared.weights[i][j]));
+        if (i < initial.length) moved = Math.max(moved, Math.abs(x - initial[i][j]));
+      }),
+    );
+    expect(moved).toBeGreaterThan(1e-3);
+    expect(diff).toBeLessThan(1e-4 * moved);
+  });
+
+  it('shares a prefix only where the rows agree and nothing in it is trained', () => {
+    const row = (ids: number[], trainedFrom: number) => ({ group: 0, ids, promptLength: trainedFrom, mask: Float32Array.from(ids, (_, i) => (i >= trainedFrom ? 1 : 0)), oldLogProb: new Float32Array(ids.length) }) as UpdateRow;
+    const p = Array.from({ length: 12 }, (_, i) => i + 1);
+    const s = sharedPrefixOf([row([...p, 50, 51], 12), row([...p, 60], 12), row([...p.slice(0, 10), 70, 71, 72], 10)])!;
+    // Ten tokens agree; the last of them starts every row.
+    expect(s.prefix).toEqual(p.slice(0, 9));
+    expect(s.rows.map((r) => r.ids)).toEqual([[10, 11, 12, 50, 51], [10, 11, 12, 60], [10, 70, 71, 72]]);
+    expect(Array.from(s.rows[2].mask)).toEqual([0, 1, 1, 1]);
+    expect(sharedPrefixOf([row([...p, 50], 12)])).toBeUndefined();
+    expect(sharedPrefixOf([row([...p, 50], 12), row([...p, 50], 3)])).toBeUndefined();
   });
 
   it('drops groups whose rewards agree with filter_groups and reports the mixed fraction', () => {

@@ -4,7 +4,7 @@
  * (epochs × mini-batches × micro-batches) with the policy loss by `loss_mode`, KL to a reference
  * policy, an entropy bonus and an optional critic. No I/O: the runner and tests drive it.
  */
-import { padBatch, type CurrentScores, type LossCoefficients, type Model, type Trainer } from '@opentinker/engine';
+import { padBatch, type CoefficientSource, type CurrentScores, type LossCoefficients, type MicroBatchResult, type Model, type Trainer } from '@opentinker/engine';
 import {
   aggWeights,
   computeAdvantage,
@@ -214,18 +214,63 @@ export function scoreRows(model: Model, rows: UpdateRow[], o: { padId: number; m
   return out;
 }
 
-/** Mini-batches of `tasks` groups each, groups in order of first appearance. */
-export function miniBatches(rows: UpdateRow[], tasks: number): UpdateRow[][] {
+/** Rows by group, groups in order of first appearance. */
+function groupsOf(rows: readonly UpdateRow[]): UpdateRow[][] {
   const byGroup = new Map<number, UpdateRow[]>();
   for (const r of rows) {
     const list = byGroup.get(r.group);
     if (list) list.push(r);
     else byGroup.set(r.group, [r]);
   }
-  const groups = [...byGroup.values()];
+  return [...byGroup.values()];
+}
+
+/** Mini-batches of `tasks` groups each, groups in order of first appearance. */
+export function miniBatches(rows: UpdateRow[], tasks: number): UpdateRow[][] {
+  const groups = groupsOf(rows);
   const out: UpdateRow[][] = [];
   for (let i = 0; i < groups.length; i += tasks) out.push(groups.slice(i, i + tasks).flat());
   return out;
+}
+
+/** Rows of a group share at most this little of a prefix and train whole: the prefix's own passes would cost more than they save. */
+const MIN_SHARED_PREFIX = 8;
+
+/**
+ * The group's rows after the prefix they all share (the prompt, as far as every row has it and no token
+ * of it is trained), as views starting at the prefix's last token, and that prefix less its last token;
+ * undefined when the group has one row or shares less than {@link MIN_SHARED_PREFIX} tokens. The last
+ * shared token starts every view because its hidden state predicts the first trained token.
+ */
+export function sharedPrefixOf(rows: readonly UpdateRow[]): { prefix: number[]; rows: UpdateRow[] } | undefined {
+  if (rows.length < 2) return undefined;
+  const first = rows[0].ids;
+  let n = first.length;
+  for (const r of rows) {
+    let i = 0;
+    while (i < n && i < r.ids.length && r.ids[i] === first[i] && r.mask[i] === 0) i++;
+    n = i;
+  }
+  // Every view keeps at least the last shared token; a trained token may not sit inside the prefix.
+  const p = Math.min(n, ...rows.map((r) => r.ids.length)) - 1;
+  if (p < MIN_SHARED_PREFIX) return undefined;
+  const view = (r: UpdateRow): UpdateRow => {
+    const cut = <T extends Float32Array | undefined>(a: T): T => a?.subarray(p) as T;
+    return {
+      ...r,
+      ids: r.ids.slice(p),
+      promptLength: Math.max(1, r.promptLength - p),
+      mask: cut(r.mask),
+      oldLogProb: cut(r.oldLogProb),
+      rewards: cut(r.rewards),
+      advantages: cut(r.advantages),
+      returns: cut(r.returns),
+      refLogProb: cut(r.refLogProb),
+      values: cut(r.values),
+      sumPiSquared: cut(r.sumPiSquared),
+    };
+  };
+  return { prefix: first.slice(0, p), rows: rows.map(view) };
 }
 
 function chunks<T>(xs: T[], size: number): T[][] {
@@ -247,6 +292,17 @@ export interface UpdateConfig {
   random?: () => number;
   /** Checked between micro-batches: a cancelled job stops mid-update. */
   signal?: AbortSignal;
+  /**
+   * Train the rows of a group that continue one prompt with the prompt run once (`Trainer.sharedPrefix`;
+   * the same gradients). Default true.
+   */
+  sharePrefixes?: boolean;
+}
+
+/** Where a micro-batch's passes go: the trainer itself, or the rows after a shared prefix. */
+interface PassTarget {
+  accumulate(batch: ReturnType<typeof padBatch>, coefficients: CoefficientSource): MicroBatchResult;
+  microBatchRows(seqLen: number, rows: number): number;
 }
 
 export interface UpdateResult {
@@ -321,17 +377,7 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
       let miniPg = 0;
       let miniKl = 0;
       let miniVf = 0;
-      // Micro-batches as asked (ppo_micro_batch_size), never larger than the engine takes at once with
-      // the least recomputation: losses are normalised over the mini-batch, so a smaller micro-batch
-      // gives the same update.
-      const longest = maxLength(mini);
-      const fits = Math.min(actor.microBatchRows(longest, mini.length), critic ? critic.microBatchRows(longest, mini.length) : Infinity);
-      for (const micro of chunks(mini, Math.max(1, Math.min(cfg.microBatchSize ?? mini.length, fits)))) {
-        if (cfg.signal?.aborted) {
-          actor.zeroGrad();
-          critic?.zeroGrad();
-          return { metrics: means.toRecord(), trainedTokens, optimizerSteps, stopped: true };
-        }
+      const trainMicro = (micro: UpdateRow[], actorPass: PassTarget, criticPass: PassTarget | undefined) => {
         const batch = padBatch(
           micro.map((r) => r.ids),
           { padId: cfg.padId },
@@ -362,17 +408,57 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
           means.add('actor/entropy', entropySum / microTokens, microTokens);
           return { logProbCoef, ...(entropyCoef ? { entropyCoef } : {}) };
         };
-        actor.accumulate(batch, coefficients);
+        actorPass.accumulate(batch, coefficients);
         trainedTokens += microTokens;
-        if (critic) {
+        if (criticPass) {
           const returns = stack(micro, T, (r) => r.returns);
           const values = stack(micro, T, (r) => r.values);
-          critic.accumulate(batch, (scores) => {
+          criticPass.accumulate(batch, (scores) => {
             const v = computeValueLoss({ ...shape, vpreds: scores.values!, returns, values, responseMask: mask }, VALUE_CLIP, 'token-mean', agg);
             miniVf += v.loss;
             return { logProbCoef: new Float32Array(mask.length), valueCoef: v.dVpreds };
           });
         }
+      };
+      // Micro-batches as asked (ppo_micro_batch_size), never larger than the engine takes at once with
+      // the least recomputation: losses are normalised over the mini-batch, so a smaller micro-batch
+      // gives the same update. Returns false when cancelled.
+      const trainRows = (rows: UpdateRow[], actorPass: PassTarget, criticPass: PassTarget | undefined): boolean => {
+        if (rows.length === 0) return true;
+        const longest = maxLength(rows);
+        const fits = Math.min(actorPass.microBatchRows(longest, rows.length), criticPass ? criticPass.microBatchRows(longest, rows.length) : Infinity);
+        for (const micro of chunks(rows, Math.max(1, Math.min(cfg.microBatchSize ?? rows.length, fits)))) {
+          if (cfg.signal?.aborted) return false;
+          trainMicro(micro, actorPass, criticPass);
+        }
+        return true;
+      };
+      // A group's samples continue one prompt: the prompt runs once for all of them.
+      const whole: UpdateRow[] = [];
+      let completed = true;
+      for (const group of cfg.sharePrefixes === false ? [] : groupsOf(mini)) {
+        const shared = sharedPrefixOf(group);
+        if (!shared) {
+          whole.push(...group);
+          continue;
+        }
+        const actorGroup = actor.sharedPrefix(shared.prefix);
+        const criticGroup = critic?.sharedPrefix(shared.prefix);
+        try {
+          completed = trainRows(shared.rows, actorGroup, criticGroup);
+          if (!completed) break;
+          actorGroup.finish();
+          criticGroup?.finish();
+        } finally {
+          actorGroup.dispose();
+          criticGroup?.dispose();
+        }
+      }
+      if (cfg.sharePrefixes === false) whole.push(...mini);
+      if (!completed || !trainRows(whole, actor, critic)) {
+        actor.zeroGrad();
+        critic?.zeroGrad();
+        return { metrics: means.toRecord(), trainedTokens, optimizerSteps, stopped: true };
       }
       const step = actor.step();
       optimizerSteps++;
