@@ -83,6 +83,10 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
     // Sampled (not greedy) rows draw the same tokens from the same seed.
     const [n2, t2] = bothPaths(model, { maxNewTokens: 10, temperature: 1, seed: 4, stopTokenIds: [], topLogprobs: 3 });
     expectSame(n2, t2);
+    // Repeated prompts (a GRPO group's rows) are prefilled once; each row's cache is copied from its prompt's.
+    const [n3, t3] = bothPaths(model, { maxNewTokens: 6, temperature: 1, seed: 5, stopTokenIds: [], topLogprobs: 2 }, [prompts[0], prompts[2], prompts[0], prompts[1], prompts[0]]);
+    expectSame(n3, t3);
+    expect(n3[2].tokens).not.toEqual(n3[0].tokens);
     model.dispose();
   });
 

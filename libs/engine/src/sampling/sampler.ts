@@ -289,9 +289,9 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
 
   const distinct = distinctPrompts(prompts, n, Array.isArray(options.adapter));
   const prompted = padBatch(distinct.prompts, { side: 'left' });
-  const prefill = gatherRows(prefillRows(model, prompted, options.adapter, options.promptLogProbs === true), distinct.rowSource);
-  if (prefill.lpNext) {
-    const perPrompt = promptLogProbsOf(prompted, distinct.prompts, prefill.lpNext);
+  const distinctPrefill = prefillRows(model, prompted, options.adapter, options.promptLogProbs === true);
+  if (distinctPrefill.lpNext) {
+    const perPrompt = promptLogProbsOf(prompted, distinct.prompts, distinctPrefill.lpNext);
     out.forEach((seq, row) => (seq.promptLogProbs = perPrompt[distinct.rowSource[row]]));
   }
   const keyMask = new Uint8Array(b * prompted.seqLen);
@@ -299,20 +299,35 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
     const source = distinct.rowSource[row];
     keyMask.set(prompted.mask.subarray(source * prompted.seqLen, (source + 1) * prompted.seqLen), row * prompted.seqLen);
   }
-  const cache = new KvCache(b, prefill.present, keyMask);
-  let logits: tf.Tensor2D = prefill.logits;
   let native: NativeDecoding | undefined;
+  let cache: KvCache | undefined;
+  let logits: tf.Tensor2D | undefined;
+  let first: Float32Array | undefined;
   try {
-    // Decoding in one native call per token where the model allows it (the prefill's keys and values move into its cache).
+    // Decoding in one native call per token where the model allows it: the prefill's keys and values
+    // move into its cache, each row's copied from its prompt's. The TensorFlow.js step gathers them.
     native = options.maxNewTokens > 1 ? NativeDecoding.open(model, b, prompted.seqLen + options.maxNewTokens) : undefined;
     if (native) {
-      native.load(prefill.present, keyMask);
-      cache.dispose();
+      native.load(distinctPrefill.present, keyMask, distinct.rowSource);
+      const distinctLogits = distinctPrefill.logits.dataSync() as Float32Array;
+      first = new Float32Array(b * v);
+      distinct.rowSource.forEach((source, row) => first!.set(distinctLogits.subarray(source * v, (source + 1) * v), row * v));
+      tf.dispose([distinctPrefill.logits, ...distinctPrefill.present.flatMap((l) => [l.k, l.v])]);
+    } else {
+      const prefill = gatherRows(distinctPrefill, distinct.rowSource);
+      cache = new KvCache(b, prefill.present, keyMask);
+      logits = prefill.logits;
     }
+  } catch (error) {
+    native?.dispose();
+    tf.dispose([distinctPrefill.logits, ...distinctPrefill.present.flatMap((l) => [l.k, l.v])]);
+    throw error;
+  }
+  try {
     const next = new Int32Array(b);
     for (let step = 0; step < options.maxNewTokens; step++) {
-      const values = native && step > 0 ? native.logits : (logits.dataSync() as Float32Array);
-      if (!logits.isDisposed) logits.dispose();
+      const values = step === 0 && first ? first : native ? native.logits : (logits!.dataSync() as Float32Array);
+      if (logits && !logits.isDisposed) logits.dispose();
       const draws = drawTokens(values, b, params, rngs, done);
       for (let row = 0; row < b; row++) {
         if (done[row]) continue;
@@ -338,19 +353,20 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
         native.step(next);
         continue;
       }
-      const len = cache.length;
+      const kv = cache!;
+      const len = kv.length;
       const mask = new Uint8Array(b * (len + 1));
       for (let row = 0; row < b; row++) {
-        mask.set(cache.keyMask.subarray(row * len, (row + 1) * len), row * (len + 1));
+        mask.set(kv.keyMask.subarray(row * len, (row + 1) * len), row * (len + 1));
         mask[row * (len + 1) + len] = 1;
       }
-      const r = keepRun(() => model.run(tf.tensor2d(next, [b, 1], 'int32'), mask, cache, { present: true }));
-      cache.replace(r.present, mask);
+      const r = keepRun(() => model.run(tf.tensor2d(next, [b, 1], 'int32'), mask, kv, { present: true }));
+      kv.replace(r.present, mask);
       logits = r.logits;
     }
   } finally {
-    if (!logits.isDisposed) logits.dispose();
-    cache.dispose();
+    if (logits && !logits.isDisposed) logits.dispose();
+    cache?.dispose();
     native?.dispose();
   }
   return out;
