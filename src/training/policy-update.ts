@@ -427,7 +427,12 @@ export function updatePolicy(actor: Trainer, rows: UpdateRow[], cfg: UpdateConfi
         if (rows.length === 0) return true;
         const longest = maxLength(rows);
         const fits = Math.min(actorPass.microBatchRows(longest, rows.length), criticPass ? criticPass.microBatchRows(longest, rows.length) : Infinity);
-        for (const micro of chunks(rows, Math.max(1, Math.min(cfg.microBatchSize ?? rows.length, fits)))) {
+        // Rows of like length share a micro-batch, so its padding is short (the update does not depend on their order).
+        const byLength = rows.map((r, i) => ({ r, i })).sort((a, b) => a.r.ids.length - b.r.ids.length || a.i - b.i);
+        for (const micro of chunks(
+          byLength.map((x) => x.r),
+          Math.max(1, Math.min(cfg.microBatchSize ?? rows.length, fits)),
+        )) {
           if (cfg.signal?.aborted) return false;
           trainMicro(micro, actorPass, criticPass);
         }
