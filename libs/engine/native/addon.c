@@ -239,6 +239,25 @@ static napi_value gemm_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* gemmAdd(m, n, k, A, B, C): C (m×n) += A (m×k) · B (k×n), float32 arrays, row-major (a LoRA term added
+ * onto a frozen product's output). */
+static napi_value gemm_add_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  int64_t m, n, k;
+  float *a, *b, *c;
+  size_t la, lb, lc;
+  if (!get_args(env, info, 6, argv) || !get_i64(env, argv[0], &m) || !get_i64(env, argv[1], &n) || !get_i64(env, argv[2], &k) ||
+      !float_view(env, argv[3], &a, &la) || !float_view(env, argv[4], &b, &lb) || !float_view(env, argv[5], &c, &lc)) {
+    return NULL;
+  }
+  if (m < 1 || n < 1 || k < 1 || m >= DIM_LIMIT || n >= DIM_LIMIT || k >= DIM_LIMIT || (uint64_t)(m * k) > la || (uint64_t)(k * n) > lb ||
+      (uint64_t)(m * n) > lc) {
+    FAIL(range_error, "gemmAdd: shapes exceed the arrays");
+  }
+  ot_gemm(0, 0, m, n, k, 1.0f, a, k, b, OT_F32, n, 1.0f, c, n);
+  return NULL;
+}
+
 static void finalize_tensor(napi_env env, void *data, void *hint) {
   (void)env;
   (void)hint;
@@ -966,6 +985,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"info", NULL, info_fn, NULL, NULL, NULL, napi_default, NULL},
       {"setThreads", NULL, set_threads_fn, NULL, NULL, NULL, napi_default, NULL},
       {"gemm", NULL, gemm_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"gemmAdd", NULL, gemm_add_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tensorCopy", NULL, tensor_copy_fn, NULL, NULL, NULL, napi_default, NULL},
       {"mapFile", NULL, map_file_fn, NULL, NULL, NULL, napi_default, NULL},
       {"tensorView", NULL, tensor_view_fn, NULL, NULL, NULL, napi_default, NULL},

@@ -30,6 +30,8 @@
 #define ITEM_BYTES (96 * 1024)
 /* Query heads of one key/value head handled together in the score loop (accumulators in registers). */
 #define HEAD_CHUNK 8
+/* Query heads whose probability × value sums share one pass over the values (4 × 4 vectors in registers). */
+#define PV_HEADS 4
 
 struct ot_decoder {
   ot_dec_dims dims;
@@ -388,18 +390,42 @@ static int lora_add(ot_kv *C, const ot_dec_lora *L, int64_t slot, const float *a
       float total = 0;                                                                                                            \
       for (int l = 0; l < LANES; l++) total += sum[l];                                                                            \
       const float inv = 1.0f / total;                                                                                             \
-      float *o = out + h * hd;                                                                                                    \
-      memset(o, 0, sizeof(float) * (size_t)hd);                                                                                   \
-      for (int64_t s = 0; s < S; s++) {                                                                                           \
-        const float p = row[s] * inv;                                                                                             \
-        if (p == 0.0f) continue;                                                                                                  \
-        const float *vs = vr + s * hd;                                                                                            \
-        int64_t d = 0;                                                                                                            \
-        for (; d + LANES <= hd; d += LANES) {                                                                                     \
-          vf_##SUFFIX acc = LOADV(SUFFIX, o + d) + p * LOADV(SUFFIX, vs + d);                                                    \
-          STOREV(o + d, acc);                                                                                                     \
+      for (int64_t s = 0; s < S; s++) row[s] *= inv;                                                                              \
+    }                                                                                                                             \
+    /* Probabilities × values: PV_HEADS heads × 4 vectors of hd accumulate in registers over the keys       \
+     * (the output is written once), each value row read once for those heads; the rest of hd after. */     \
+    for (int64_t h0 = 0; h0 < G; h0 += PV_HEADS) {                                                                                \
+      const int64_t hn = min64(PV_HEADS, G - h0);                                                                                 \
+      int64_t d0 = 0;                                                                                                             \
+      for (; d0 + 4 * LANES <= hd; d0 += 4 * LANES) {                                                                             \
+        vf_##SUFFIX acc[PV_HEADS][4];                                                                                             \
+        memset(acc, 0, sizeof acc);                                                                                               \
+        for (int64_t s = 0; s < S; s++) {                                                                                         \
+          if (!mask[s]) continue;                                                                                                 \
+          const float *vs = vr + s * hd + d0;                                                                                     \
+          const vf_##SUFFIX v0 = LOADV(SUFFIX, vs), v1 = LOADV(SUFFIX, vs + LANES), v2 = LOADV(SUFFIX, vs + 2 * LANES),          \
+                            v3 = LOADV(SUFFIX, vs + 3 * LANES);                                                                   \
+          for (int h = 0; h < PV_HEADS; h++) {                                                                                    \
+            const float p = sc[(h0 + (h < hn ? h : 0)) * Sr + s];                                                                 \
+            acc[h][0] += p * v0;                                                                                                  \
+            acc[h][1] += p * v1;                                                                                                  \
+            acc[h][2] += p * v2;                                                                                                  \
+            acc[h][3] += p * v3;                                                                                                  \
+          }                                                                                                                       \
         }                                                                                                                         \
-        for (; d < hd; d++) o[d] += p * vs[d];                                                                                    \
+        for (int64_t h = 0; h < hn; h++)                                                                                          \
+          for (int j = 0; j < 4; j++) STOREV(out + (h0 + h) * hd + d0 + j * LANES, acc[h][j]);                                    \
+      }                                                                                                                           \
+      for (int64_t h = h0; h < h0 + hn && d0 < hd; h++) {                                                                         \
+        float *o = out + h * hd;                                                                                                  \
+        const float *row = sc + h * Sr;                                                                                           \
+        memset(o + d0, 0, sizeof(float) * (size_t)(hd - d0));                                                                     \
+        for (int64_t s = 0; s < S; s++) {                                                                                         \
+          const float p = row[s];                                                                                                 \
+          if (p == 0.0f) continue;                                                                                                \
+          const float *vs = vr + s * hd;                                                                                          \
+          for (int64_t d = d0; d < hd; d++) o[d] += p * vs[d];                                                                    \
+        }                                                                                                                         \
       }                                                                                                                           \
     }                                                                                                                             \
   }

@@ -29,7 +29,8 @@ import { loraHeadLogits, loraHeadScores, type LoraHeadFactors } from './lora-hea
 import { cudaReady, engineAddon } from '../native/addon';
 import { NativeTensor } from '../native/native-tensor';
 import { backendRunsNativeKernels } from '../kernels/native-kernel';
-import { nativeMatMul } from '../kernels/native-matmul';
+import { nativeLoraMatMul, nativeMatMul } from '../kernels/native-matmul';
+import { nativeLayerOps } from '../kernels/native-layer-ops';
 import { nativeGatherRows } from '../kernels/native-embedding';
 import { tokenScores } from '../kernels/token-scores';
 
@@ -776,20 +777,27 @@ export class Model {
    * `scaling·(x·A)·B` when it targets `module`, or each row's adapter's under a per-row selection.
    */
   private linear(x: tf.Tensor2D, w: Matrix, module: string): tf.Tensor2D {
+    const term = this.loraTerm(x, module);
+    // A native weight takes the LoRA term into its product's output (one intermediate instead of three).
+    if (term && w.native && nativeLayerOps()) return nativeLoraMatMul(x, w.native, term.u, term.b) as tf.Tensor2D;
     const y = (w.native ? nativeMatMul(x, w.native) : tf.matMul(x, w.variable)) as tf.Tensor2D;
+    return term ? addSame(y, tf.matMul(term.u, term.b) as tf.Tensor2D) : y;
+  }
+
+  /** The LoRA term of `module` in the current pass as `u · b` (`u = x · A` `[rows, r]`), if it has one. */
+  private loraTerm(x: tf.Tensor2D, module: string): { u: tf.Tensor2D; b: tf.Tensor2D } | undefined {
     const sel = this.current();
     if (sel.kind === 'one') {
       const f = sel.state.factors.get(module);
       // The scaling goes on B ([r, out]), not on the product ([rows, out]): the same value, and its
       // multiply and the gradient's touch r·out numbers instead of a row's worth per token.
-      return f ? addSame(y, tf.matMul(tf.matMul(x, f.A), scaleBy(f.B, sel.state.scaling)) as tf.Tensor2D) : y;
+      return f && { u: tf.matMul(x, f.A), b: scaleBy(f.B, sel.state.scaling) };
     }
     if (sel.kind === 'rows') {
       const e = sel.plan.modules.get(module);
-      if (!e) return y;
-      return addSame(y, tf.matMul(tf.mul(tf.matMul(x, e.A), rowMask(sel.plan, e.mask, x.shape[0])), e.B) as tf.Tensor2D);
+      return e && { u: tf.mul(tf.matMul(x, e.A), rowMask(sel.plan, e.mask, x.shape[0])) as tf.Tensor2D, b: e.B as tf.Tensor2D };
     }
-    return y;
+    return undefined;
   }
 
   /** The unembedding LoRA the current pass applies to `n` rows of final hidden states, if any. */

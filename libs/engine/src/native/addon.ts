@@ -46,6 +46,7 @@ export interface EngineAddon {
     strideB: number,
     c: Float32Array,
   ): void;
+  gemmAdd(m: number, n: number, k: number, a: Float32Array, b: Float32Array, c: Float32Array): void;
   tensorCopy(data: Float32Array | Uint16Array, dtype: number): TensorHandle;
   mapFile(path: string): MappingHandle;
   tensorView(mapping: MappingHandle, byteOffset: number, dtype: number, numel: number): TensorHandle;
