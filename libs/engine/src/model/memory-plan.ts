@@ -17,12 +17,23 @@ const F32 = 4;
 /**
  * Floats one token holds in one decoder layer during a training pass: the tape the backward pass needs
  * plus the gradient of every intermediate (tfjs keeps each until the whole backward pass ends), at context
- * length `s`. Fitted to Qwen2.5-0.5B's shape (344 KB per token and layer at s 256, 399 at s 512, with the
+ * length `s`, less what LoRA terms inside native products spare (`fusedLoraFloats`: their output widths;
+ * measured at Qwen2.5-0.5B's shape with all seven linears, 2 rows of 129 after 228 shared tokens: 1.99 GiB
+ * against 2.17 estimated). Fitted to Qwen2.5-0.5B's shape (344 KB per token and layer at s 256, 399 at s 512, with the
  * layer's norms, rotary positions, SwiGLU and attention softmax as native kernels that keep only their
  * inputs or output) and to two small shapes (`memory-plan.spec.ts`), with a margin of 12–23 %.
  */
-function layerFloatsPerToken(c: ModelConfig, s: number): number {
-  return 52 * c.hidden_size + 8 * c.intermediate_size + 6 * c.num_attention_heads * s;
+function layerFloatsPerToken(c: ModelConfig, s: number, fusedLoraFloats = 0): number {
+  // A LoRA term inside a native product (OtNativeLoraMatMul) spares the base product's and the term's own [out].
+  return 52 * c.hidden_size + 8 * c.intermediate_size + 6 * c.num_attention_heads * s - 2 * fusedLoraFloats;
+}
+
+/** What else sizes a training pass besides its rows and length. */
+export interface PassExtras {
+  /** Tokens of a shared prefix the rows continue (`Trainer.sharedPrefix`): their attention reads those keys too. */
+  pastLen?: number;
+  /** Output floats per token and layer of the LoRA linears whose terms run inside native products. */
+  fusedLoraFloats?: number;
 }
 
 /** Floats one token needs while one layer runs forward without a tape (its intermediates, then freed). */
@@ -45,20 +56,23 @@ export interface TrainingPassBytes {
   taped(layers: number): number;
 }
 
-/** Floats a row holds per layer to read `pastLen` shared keys and values: its tiled copy, the concatenation and their gradients. */
+/**
+ * Floats a row holds per layer to read `pastLen` shared keys and values: its copies, the concatenation
+ * with its own, their gradients and the gradient's split (fitted in `memory-plan.spec.ts`).
+ */
 function pastFloatsPerRow(c: ModelConfig, pastLen: number): number {
-  return 8 * pastLen * c.num_key_value_heads * headDim(c);
+  return 12 * pastLen * c.num_key_value_heads * headDim(c);
 }
 
 /**
  * Estimated heap bytes of a training pass over `rows` sequences of `seqLen` tokens, for a model with
  * `trainableBytes` of trainable parameters (their gradients: the pass's result, and one more copy while
- * it is added to what earlier micro-batches accumulated). With `pastLen`, the rows continue that many
- * shared tokens (`Trainer.sharedPrefix`): their attention reads those keys too.
+ * it is added to what earlier micro-batches accumulated), and `extras` (a shared prefix, fused LoRA terms).
  */
-export function trainingPassBytes(c: ModelConfig, rows: number, seqLen: number, trainableBytes = 0, pastLen = 0): TrainingPassBytes {
+export function trainingPassBytes(c: ModelConfig, rows: number, seqLen: number, trainableBytes = 0, extras: PassExtras = {}): TrainingPassBytes {
   const n = rows * seqLen;
-  const layer = layerFloatsPerToken(c, pastLen + seqLen) + pastFloatsPerRow(c, pastLen) / seqLen;
+  const pastLen = extras.pastLen ?? 0;
+  const layer = layerFloatsPerToken(c, pastLen + seqLen, extras.fusedLoraFloats) + pastFloatsPerRow(c, pastLen) / seqLen;
   const head = headFloatsPerToken(c);
   const grads = 2 * trainableBytes;
   const L = c.num_hidden_layers;
@@ -94,8 +108,8 @@ export interface TrainingPassPlan {
  * The plan of a training pass: the whole tape when it fits, else as many top layers' tapes as fit with the
  * other layers recomputed. Throws `ENGINE_OUT_OF_MEMORY` when not even recomputing every layer fits.
  */
-export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), pastLen = 0): TrainingPassPlan {
-  const need = trainingPassBytes(c, rows, seqLen, trainableBytes, pastLen);
+export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), extras: PassExtras = {}): TrainingPassPlan {
+  const need = trainingPassBytes(c, rows, seqLen, trainableBytes, extras);
   const L = c.num_hidden_layers;
   if (need.tape <= free) return { recompute: false, tapedLayers: L, bytes: need.tape };
   if (need.recompute <= free) {
@@ -118,12 +132,12 @@ export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, t
  * that, matrix products get too thin to run at full speed). At most {@link maxTrainingRows}; 0 when not
  * even one row fits.
  */
-export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), minTokens = 256, pastLen = 0): number {
-  const most = Math.min(rows, maxTrainingRows(c, seqLen, trainableBytes, free, pastLen));
+export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), minTokens = 256, extras: PassExtras = {}): number {
+  const most = Math.min(rows, maxTrainingRows(c, seqLen, trainableBytes, free, extras));
   if (most < 1) return 0;
   const least = Math.min(most, Math.max(1, Math.ceil(minTokens / seqLen)));
   const recomputed = (r: number) => {
-    const plan = planTrainingPass(c, r, seqLen, trainableBytes, free, pastLen);
+    const plan = planTrainingPass(c, r, seqLen, trainableBytes, free, extras);
     return plan.recompute ? c.num_hidden_layers - plan.tapedLayers : 0;
   };
   let best = most;
@@ -136,9 +150,9 @@ export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: numb
 }
 
 /** The most rows of `seqLen` tokens one training pass can take within `free` bytes (recomputing layers); 0 when not even one. */
-export function maxTrainingRows(c: ModelConfig, seqLen: number, trainableBytes: number, free = freeHeapBytes(), pastLen = 0): number {
-  const fixed = trainingPassBytes(c, 0, seqLen, trainableBytes, pastLen).recompute;
-  const perRow = trainingPassBytes(c, 1, seqLen, trainableBytes, pastLen).recompute - fixed;
+export function maxTrainingRows(c: ModelConfig, seqLen: number, trainableBytes: number, free = freeHeapBytes(), extras: PassExtras = {}): number {
+  const fixed = trainingPassBytes(c, 0, seqLen, trainableBytes, extras).recompute;
+  const perRow = trainingPassBytes(c, 1, seqLen, trainableBytes, extras).recompute - fixed;
   return Math.max(0, Math.floor((free - fixed) / perRow));
 }
 

@@ -8,7 +8,8 @@ import { alignToTokens } from '../model/transformer';
 import { surrogateLoss, type CurrentScores, type LossCoefficients } from './logprobs';
 import { recomputedGradients } from './layer-recompute';
 import { disposePrefix, prefixBackward, prefixForward, type PrefixState } from './shared-prefix';
-import { freeHeapBytes, maxTrainingRows, planTrainingPass, preferredTrainingRows } from '../model/memory-plan';
+import { freeHeapBytes, maxTrainingRows, planTrainingPass, preferredTrainingRows, type PassExtras } from '../model/memory-plan';
+import { nativeLayerOps } from '../kernels/native-layer-ops';
 import type { LrSchedule } from './lr-schedule';
 
 /** Options of {@link Trainer}. */
@@ -159,6 +160,16 @@ export class Trainer {
     return n;
   }
 
+  /** How the memory plan sizes this trainer's passes: LoRA terms that run inside native products save tape. */
+  private passExtras(pastLen = 0): PassExtras {
+    let fusedLoraFloats = 0;
+    if (this.model.placement === 'native' && nativeLayerOps()) {
+      // The first layer's B factors ([r, out]) name the linears that carry a term, and their widths.
+      for (const [name, v] of this.variables) if (/\.layers\.0\..*\.lora_B\./.test(name)) fusedLoraFloats += v.shape[1] ?? 0;
+    }
+    return { pastLen, fusedLoraFloats };
+  }
+
   /** Optimizer steps taken. */
   get steps(): number {
     return this.optimizer.steps;
@@ -190,8 +201,8 @@ export class Trainer {
       const c = this.model.config;
       const rows =
         (this.options.recompute ?? 'auto') === 'auto'
-          ? preferredTrainingRows(c, batch.batchSize, batch.seqLen, this.trainableBytes, free)
-          : maxTrainingRows(c, batch.seqLen, this.trainableBytes, free);
+          ? preferredTrainingRows(c, batch.batchSize, batch.seqLen, this.trainableBytes, free, undefined, this.passExtras())
+          : maxTrainingRows(c, batch.seqLen, this.trainableBytes, free, this.passExtras());
       if (rows >= 1 && rows < batch.batchSize) return this.accumulateInParts(batch, coefficients, rows);
     }
     return this.accumulatePass(batch, coefficients);
@@ -227,7 +238,9 @@ export class Trainer {
     const c = this.model.config;
     const pastLen = prefix?.state.length ?? 0;
     const plan =
-      mode === 'auto' ? planTrainingPass(c, batch.batchSize, batch.seqLen, this.trainableBytes, undefined, pastLen) : { recompute: mode, tapedLayers: mode ? 0 : c.num_hidden_layers };
+      mode === 'auto'
+        ? planTrainingPass(c, batch.batchSize, batch.seqLen, this.trainableBytes, undefined, this.passExtras(pastLen))
+        : { recompute: mode, tapedLayers: mode ? 0 : c.num_hidden_layers };
     const vars = [...this.variables.values()];
     let loss: number;
     let grads: Record<string, tf.Tensor>;
@@ -324,7 +337,7 @@ export class Trainer {
         validateTokenBatch(batch, c.vocab_size);
         return inAdapter(() => this.accumulatePass(batch, coefficients, { state, grads }));
       },
-      microBatchRows: (seqLen, rows) => preferredTrainingRows(c, rows, seqLen, this.trainableBytes, undefined, undefined, state.length),
+      microBatchRows: (seqLen, rows) => preferredTrainingRows(c, rows, seqLen, this.trainableBytes, undefined, undefined, this.passExtras(state.length)),
       finish: () => {
         live();
         try {
@@ -343,7 +356,7 @@ export class Trainer {
    * fits, else 0 (accumulate would refuse with `ENGINE_OUT_OF_MEMORY`).
    */
   maxMicroBatchRows(seqLen: number): number {
-    return maxTrainingRows(this.model.config, seqLen, this.trainableBytes);
+    return maxTrainingRows(this.model.config, seqLen, this.trainableBytes, undefined, this.passExtras());
   }
 
   /**
@@ -351,7 +364,7 @@ export class Trainer {
    * at most {@link Trainer.maxMicroBatchRows}, fewer where a smaller pass recomputes fewer layers.
    */
   microBatchRows(seqLen: number, rows: number): number {
-    return preferredTrainingRows(this.model.config, rows, seqLen, this.trainableBytes);
+    return preferredTrainingRows(this.model.config, rows, seqLen, this.trainableBytes, undefined, undefined, this.passExtras());
   }
 
   /**
