@@ -169,10 +169,16 @@ describe('policy update', () => {
       const algo = algorithm({ adv_estimator: 'gae', kl_loss_coef: 0.1, entropy_coeff: 0.01 });
       // Two groups of three; the second's rows are multi-turn (environment tokens in the response).
       const rows = [
-        ...[[20, 21, 22, 23], [24, 25], [26, 27, 28]].map((response, i) => trajectory(model, { group: 0, sample: i, response, turnRewards: [i === 1 ? 1 : 0], prompt: prompts[0] })),
-        ...[[30, 31, 90, 91, 32], [33, 34, 92, 93, 35], [36, 37, 94, 95, 38]].map((response, i) =>
-          trajectory(model, { group: 1, sample: i, response, lossMask: [1, 1, 0, 0, 1], turnEnds: [1, 4], turnRewards: [0.5, i], prompt: prompts[1] }),
-        ),
+        ...[
+          [20, 21, 22, 23],
+          [24, 25],
+          [26, 27, 28],
+        ].map((response, i) => trajectory(model, { group: 0, sample: i, response, turnRewards: [i === 1 ? 1 : 0], prompt: prompts[0] })),
+        ...[
+          [30, 31, 90, 91, 32],
+          [33, 34, 92, 93, 35],
+          [36, 37, 94, 95, 38],
+        ].map((response, i) => trajectory(model, { group: 1, sample: i, response, lossMask: [1, 1, 0, 0, 1], turnEnds: [1, 4], turnRewards: [0.5, i], prompt: prompts[1] })),
       ].map(trajectoryRow);
       for (const r of rows) r.refLogProb = r.oldLogProb.map((x) => x - 0.1);
       const values = scoreRows(critic, rows, { padId: 0, micro: 6, field: 'values' });
@@ -204,12 +210,17 @@ describe('policy update', () => {
   });
 
   it('shares a prefix only where the rows agree and nothing in it is trained', () => {
-    const row = (ids: number[], trainedFrom: number) => ({ group: 0, ids, promptLength: trainedFrom, mask: Float32Array.from(ids, (_, i) => (i >= trainedFrom ? 1 : 0)), oldLogProb: new Float32Array(ids.length) }) as UpdateRow;
+    const row = (ids: number[], trainedFrom: number) =>
+      ({ group: 0, ids, promptLength: trainedFrom, mask: Float32Array.from(ids, (_, i) => (i >= trainedFrom ? 1 : 0)), oldLogProb: new Float32Array(ids.length) }) as UpdateRow;
     const p = Array.from({ length: 12 }, (_, i) => i + 1);
     const s = sharedPrefixOf([row([...p, 50, 51], 12), row([...p, 60], 12), row([...p.slice(0, 10), 70, 71, 72], 10)])!;
     // Ten tokens agree; the last of them starts every row.
     expect(s.prefix).toEqual(p.slice(0, 9));
-    expect(s.rows.map((r) => r.ids)).toEqual([[10, 11, 12, 50, 51], [10, 11, 12, 60], [10, 70, 71, 72]]);
+    expect(s.rows.map((r) => r.ids)).toEqual([
+      [10, 11, 12, 50, 51],
+      [10, 11, 12, 60],
+      [10, 70, 71, 72],
+    ]);
     expect(Array.from(s.rows[2].mask)).toEqual([0, 1, 1, 1]);
     expect(sharedPrefixOf([row([...p, 50], 12)])).toBeUndefined();
     expect(sharedPrefixOf([row([...p, 50], 12), row([...p, 50], 3)])).toBeUndefined();

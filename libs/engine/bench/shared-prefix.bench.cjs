@@ -41,7 +41,15 @@ async function main() {
   model.addLora({ r: 8, alpha: 16, targetModules: engine.LORA_TARGETS.slice(), seed: 1 });
   const rng = new engine.Prng(2);
   for (const [name, v] of model.namedVariables()) {
-    if (name.includes('lora_B')) tf.tidy(() => v.assign(tf.tensor(Float32Array.from({ length: v.size }, () => rng.normal() * 0.02), v.shape)));
+    if (name.includes('lora_B'))
+      tf.tidy(() =>
+        v.assign(
+          tf.tensor(
+            Float32Array.from({ length: v.size }, () => rng.normal() * 0.02),
+            v.shape,
+          ),
+        ),
+      );
   }
   const vocab = Math.min(info.tokenizer.vocabSize, info.config.vocab_size);
   const prompt = Array.from({ length: o.prompt }, () => Math.floor(rng.uniform() * vocab));
@@ -103,7 +111,9 @@ async function main() {
       diff = Math.max(diff, d / scale);
     }
     rounds.push({ first: order[0] === whole ? 'whole' : 'shared', wholeS: res.whole.s, sharedS: res.shared.s, wholeMicro: res.whole.micro, sharedMicro: res.shared.micro });
-    process.stderr.write(`round ${r + 1}: whole ${res.whole.s.toFixed(1)} s (${res.whole.micro} rows a pass), shared ${res.shared.s.toFixed(1)} s (${res.shared.micro} rows a pass)\n`);
+    process.stderr.write(
+      `round ${r + 1}: whole ${res.whole.s.toFixed(1)} s (${res.whole.micro} rows a pass), shared ${res.shared.s.toFixed(1)} s (${res.shared.micro} rows a pass)\n`,
+    );
   }
   const out = {
     bench: 'shared-prefix',

@@ -148,7 +148,11 @@ const configs: Array<{ kernelName: string; inputsToSave?: string[]; outputsToSav
     saveAllInputs: true,
     gradFunc: (dy, saved, attrs) => {
       const axis = axesOf(attrs.axis, saved[0].shape)[0];
-      const parts = tf.split(dy, saved.map((t) => t.shape[axis]), axis);
+      const parts = tf.split(
+        dy,
+        saved.map((t) => t.shape[axis]),
+        axis,
+      );
       return Object.fromEntries(parts.map((p, i) => [String(i), () => p]));
     },
   },
@@ -161,7 +165,13 @@ const configs: Array<{ kernelName: string; inputsToSave?: string[]; outputsToSav
       return {
         x: () => {
           const split = x.shape.flatMap((n, i) => [reps[i], n]);
-          return tf.reshape(tf.sum(tf.reshape(dy, split), reps.map((_, i) => 2 * i)), x.shape);
+          return tf.reshape(
+            tf.sum(
+              tf.reshape(dy, split),
+              reps.map((_, i) => 2 * i),
+            ),
+            x.shape,
+          );
         },
       };
     },

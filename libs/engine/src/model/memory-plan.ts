@@ -132,7 +132,15 @@ export function planTrainingPass(c: ModelConfig, rows: number, seqLen: number, t
  * that, matrix products get too thin to run at full speed). At most {@link maxTrainingRows}; 0 when not
  * even one row fits.
  */
-export function preferredTrainingRows(c: ModelConfig, rows: number, seqLen: number, trainableBytes: number, free = freeHeapBytes(), minTokens = 256, extras: PassExtras = {}): number {
+export function preferredTrainingRows(
+  c: ModelConfig,
+  rows: number,
+  seqLen: number,
+  trainableBytes: number,
+  free = freeHeapBytes(),
+  minTokens = 256,
+  extras: PassExtras = {},
+): number {
   const most = Math.min(rows, maxTrainingRows(c, seqLen, trainableBytes, free, extras));
   if (most < 1) return 0;
   const least = Math.min(most, Math.max(1, Math.ceil(minTokens / seqLen)));

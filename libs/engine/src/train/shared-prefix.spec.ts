@@ -7,13 +7,7 @@ import type { CurrentScores } from './logprobs';
 import { Trainer, type TrainerOptions } from './trainer';
 
 const prompt = [3, 14, 15, 9, 26, 5, 31];
-const continuations = [
-  [2, 7, 1, 8],
-  [28, 18],
-  [4, 5, 9, 0, 4, 5],
-  [11],
-  [30, 29, 6],
-];
+const continuations = [[2, 7, 1, 8], [28, 18], [4, 5, 9, 0, 4, 5], [11], [30, 29, 6]];
 const ALL_LINEARS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 /**
@@ -108,13 +102,29 @@ describe.each(TEST_BACKENDS)('rows that continue a shared prefix on %s', (backen
 
   it('give them when the passes recompute layers, and in full fine-tuning with a tied, trainable embedding', () => {
     const lora = loraModel(9);
-    expectSame(whole(lora), shared(lora, [[4, 2], [0, 1, 3]], { recompute: true }));
+    expectSame(
+      whole(lora),
+      shared(
+        lora,
+        [
+          [4, 2],
+          [0, 1, 3],
+        ],
+        { recompute: true },
+      ),
+    );
     lora.dispose();
     const config = { ...modelPreset('bench-a'), vocab_size: 32, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 3 } as ModelConfig;
     const full = Model.init(config, 3);
     const want = whole(full);
     expect([...want.grads.keys()].some((k) => k.includes('embed_tokens'))).toBe(true);
-    expectSame(want, shared(full, [[0, 1, 2], [3, 4]]));
+    expectSame(
+      want,
+      shared(full, [
+        [0, 1, 2],
+        [3, 4],
+      ]),
+    );
     full.dispose();
   });
 
@@ -122,7 +132,10 @@ describe.each(TEST_BACKENDS)('rows that continue a shared prefix on %s', (backen
     const model = loraModel(13);
     shared(model, [[0, 1, 2, 3, 4]]);
     const before = tf.memory().numTensors;
-    shared(model, [[0, 1], [2, 3, 4]]);
+    shared(model, [
+      [0, 1],
+      [2, 3, 4],
+    ]);
     const trainer = new Trainer(model, { lr: 1e-3 });
     const group = trainer.sharedPrefix(prompt.slice(0, -1));
     group.accumulate(padBatch([[prompt.at(-1)!, ...continuations[0]]]), lossOn([0], 5, 1));

@@ -233,7 +233,11 @@ export class Trainer {
     return out;
   }
 
-  private accumulatePass(batch: TokenBatch, coefficients: CoefficientSource, prefix?: { state: PrefixState; grads: Array<{ k?: tf.Tensor; v?: tf.Tensor } | undefined> }): MicroBatchResult {
+  private accumulatePass(
+    batch: TokenBatch,
+    coefficients: CoefficientSource,
+    prefix?: { state: PrefixState; grads: Array<{ k?: tf.Tensor; v?: tf.Tensor } | undefined> },
+  ): MicroBatchResult {
     const mode = this.options.recompute ?? 'auto';
     const c = this.model.config;
     const pastLen = prefix?.state.length ?? 0;
