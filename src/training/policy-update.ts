@@ -4,7 +4,7 @@
  * (epochs × mini-batches × micro-batches) with the policy loss by `loss_mode`, KL to a reference
  * policy, an entropy bonus and an optional critic. No I/O: the runner and tests drive it.
  */
-import { padBatch, type CoefficientSource, type CurrentScores, type LossCoefficients, type MicroBatchResult, type Model, type Trainer } from '@opentinker/engine';
+import { padBatch, type CoefficientSource, type CurrentScores, type LossCoefficients, type MicroBatchResult, type Model, type TokenBatch, type Trainer } from '@opentinker/engine';
 import {
   aggWeights,
   computeAdvantage,
@@ -301,7 +301,7 @@ export interface UpdateConfig {
 
 /** Where a micro-batch's passes go: the trainer itself, or the rows after a shared prefix. */
 interface PassTarget {
-  accumulate(batch: ReturnType<typeof padBatch>, coefficients: CoefficientSource): MicroBatchResult;
+  accumulate(batch: TokenBatch, coefficients: CoefficientSource): MicroBatchResult;
   microBatchRows(seqLen: number, rows: number): number;
 }
 

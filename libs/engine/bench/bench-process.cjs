@@ -44,4 +44,23 @@ function median(xs) {
   return s.length ? s[Math.floor((s.length - 1) / 2)] : null;
 }
 
-module.exports = { CHECKPOINTS, checkpoint, runSide, median };
+/**
+ * Draws every LoRA B factor of `adapter` (default: the model's default adapter) from normal(0, std) with
+ * `rng`, as the PyTorch peer does: PEFT starts B at 0, and a bench of a few steps would give A no gradient.
+ */
+function randomiseLoraB(model, rng, std, adapter) {
+  const tf = require(require.resolve('@tensorflow/tfjs-core', { paths: [path.join(__dirname, '..')] }));
+  for (const [name, v] of model.namedVariables(adapter)) {
+    if (!name.includes('lora_B')) continue;
+    tf.tidy(() =>
+      v.assign(
+        tf.tensor(
+          Float32Array.from({ length: v.size }, () => rng.normal() * std),
+          v.shape,
+        ),
+      ),
+    );
+  }
+}
+
+module.exports = { CHECKPOINTS, checkpoint, runSide, median, randomiseLoraB };

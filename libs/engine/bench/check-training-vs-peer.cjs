@@ -18,6 +18,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const engine = require(path.join(__dirname, '..', 'dist', 'index.js'));
+const { randomiseLoraB } = require('./bench-process.cjs');
 
 function parseArgs(argv) {
   const o = { layers: 4, rows: 2, seq: 64, steps: 8, lr: 1e-3, tolerance: 1e-3, seed: 7 };
@@ -42,19 +43,8 @@ async function main() {
   const model = engine.Model.fromWeights(info.config, await engine.mapHfModelWeights(info), { trainable: false });
   model.addLora({ r: 8, alpha: 16, targetModules: engine.LORA_TARGETS.slice(), seed: o.seed });
   // B normal(0, 0.02) as the benches do, so both factors move from the first step.
-  const tf = require(require.resolve('@tensorflow/tfjs-core', { paths: [path.join(__dirname, '..')] }));
   const rng = new engine.Prng(o.seed + 1);
-  for (const [name, v] of model.namedVariables()) {
-    if (name.includes('lora_B'))
-      tf.tidy(() =>
-        v.assign(
-          tf.tensor(
-            Float32Array.from({ length: v.size }, () => rng.normal() * 0.02),
-            v.shape,
-          ),
-        ),
-      );
-  }
+  randomiseLoraB(model, rng, 0.02);
   const adapterDir = path.join(work, 'adapter');
   await engine.saveLoraAdapter(adapterDir, model.exportLora(ckpt), { modelConfig: info.config, dtype: 'F32' });
   const vocab = Math.min(info.tokenizer.vocabSize, info.config.vocab_size);

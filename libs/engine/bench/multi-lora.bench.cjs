@@ -22,7 +22,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const engine = require(path.join(__dirname, '..', 'dist', 'index.js'));
-const tf = require(require.resolve('@tensorflow/tfjs-core', { paths: [path.join(__dirname, '..')] }));
+const { randomiseLoraB } = require('./bench-process.cjs');
 
 function parseArgs(argv) {
   const o = { adapters: 8, rank: 16, prompt: 32, new: 16, seq: 128, steps: 1, reps: 2, threads: 2, unembed: true, seed: 7 };
@@ -71,17 +71,7 @@ async function main() {
   const names = Array.from({ length: o.adapters }, (_, i) => `client-${i}`);
   for (const [i, name] of names.entries()) {
     model.addLora({ r: o.rank, alpha: engine.TINKER_LORA_ALPHA, targetModules: targets, seed: o.seed + i }, name);
-    for (const [key, v] of model.namedVariables(name)) {
-      if (key.includes('lora_B'))
-        tf.tidy(() =>
-          v.assign(
-            tf.tensor(
-              Float32Array.from({ length: v.size }, () => rng.normal() * 0.01),
-              v.shape,
-            ),
-          ),
-        );
-    }
+    randomiseLoraB(model, rng, 0.01, name);
   }
   const adapterBytes = model.adapterInfo(names[0]).bytes;
   const prompts = randomRows(o.adapters, o.prompt, vocab, rng);

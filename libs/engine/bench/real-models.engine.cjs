@@ -25,6 +25,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const engine = require(path.join(__dirname, '..', 'dist', 'index.js'));
+const { randomiseLoraB } = require('./bench-process.cjs');
 
 function parseArgs(argv) {
   const o = { threads: 2, temperature: 1, reps: 3, rank: 8, alpha: 16, steps: 2, warmup: 1, seed: 7 };
@@ -130,22 +131,7 @@ async function main() {
       });
     } else if (o.mode === 'lora' || o.mode === 'full') {
       if (o.mode === 'lora') model.addLora({ r: o.rank, alpha: o.alpha, targetModules: engine.LORA_TARGETS.slice(), seed: o.seed });
-      if (o.mode === 'lora') {
-        // As the PyTorch peer: B normal(0, 0.02) so A gets gradients too.
-        const tf = require(require.resolve('@tensorflow/tfjs-core', { paths: [path.join(__dirname, '..')] }));
-        const rng = new engine.Prng(o.seed + 1);
-        for (const [name, v] of model.namedVariables()) {
-          if (!name.includes('lora_B')) continue;
-          tf.tidy(() =>
-            v.assign(
-              tf.tensor(
-                Float32Array.from({ length: v.size }, () => rng.normal() * 0.02),
-                v.shape,
-              ),
-            ),
-          );
-        }
-      }
+      if (o.mode === 'lora') randomiseLoraB(model, new engine.Prng(o.seed + 1), 0.02);
       const trainer = new engine.Trainer(model, { lr: 1e-4, maxGradNorm: 1, weightDecay: 0.01 });
       const rows = randomRows(o.batch, o.seq, vocab, o.seed);
       const micro = o.micro ?? o.batch;

@@ -14,9 +14,8 @@
 const path = require('node:path');
 const fs = require('node:fs');
 const os = require('node:os');
-const { checkpoint } = require('./bench-process.cjs');
+const { checkpoint, randomiseLoraB } = require('./bench-process.cjs');
 const engine = require(path.join(__dirname, '..', 'dist', 'index.js'));
-const tf = require(require.resolve('@tensorflow/tfjs-core', { paths: [path.join(__dirname, '..')] }));
 
 function options(argv) {
   const o = { model: 'qwen2.5-0.5b', prompt: 230, response: 128, samples: 8, rounds: 2, threads: undefined, out: null };
@@ -40,17 +39,7 @@ async function main() {
   const model = engine.Model.fromWeights(info.config, await engine.mapHfModelWeights(info), { trainable: false });
   model.addLora({ r: 8, alpha: 16, targetModules: engine.LORA_TARGETS.slice(), seed: 1 });
   const rng = new engine.Prng(2);
-  for (const [name, v] of model.namedVariables()) {
-    if (name.includes('lora_B'))
-      tf.tidy(() =>
-        v.assign(
-          tf.tensor(
-            Float32Array.from({ length: v.size }, () => rng.normal() * 0.02),
-            v.shape,
-          ),
-        ),
-      );
-  }
+  randomiseLoraB(model, rng, 0.02);
   const vocab = Math.min(info.tokenizer.vocabSize, info.config.vocab_size);
   const prompt = Array.from({ length: o.prompt }, () => Math.floor(rng.uniform() * vocab));
   const responses = Array.from({ length: o.samples }, () => Array.from({ length: o.response }, () => Math.floor(rng.uniform() * vocab)));

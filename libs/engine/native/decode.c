@@ -281,7 +281,7 @@ int64_t ot_dec_lora_rows(const ot_dec_lora *L) { return L->rows; }
 /* ---------------------------------------------------------------- products */
 
 /* Where products go to the packed GEMM instead of the skinny tiles (see linears): every product from
- * 128 rows (a step 8–14 % faster at 256 rows, slower at 64), the long-k down product from 64. */
+ * 128 rows (a step 7–14 % faster at 256 rows, slower at 64), the long-k down product from 64. */
 #define PACKED_MIN_ROWS 64
 #define PACKED_MIN_K 1024
 #define PACKED_ALL_ROWS 128

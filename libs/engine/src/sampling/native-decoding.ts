@@ -1,3 +1,4 @@
+import type * as tf from '@tensorflow/tfjs-core';
 import { EngineError } from '../errors';
 import type { KvLayer } from '../model/kv-cache';
 import { headDim } from '../model/model-config';
@@ -111,14 +112,15 @@ export class NativeDecoding {
     const len = keyMask.length / this.rows;
     // With `rowSource`, `present` holds distinct prompts and row r continues prompt rowSource[r]: each
     // row's block is copied from its prompt's here (typed-array copies; the wasm gather ran 120 MB/s).
-    const rows = (x: Float32Array) => {
+    const rows = (t: tf.Tensor) => {
+      const x = t.dataSync() as Float32Array;
       if (!rowSource) return x;
-      const block = x.length / (Math.max(...rowSource) + 1);
+      const block = t.size / t.shape[0];
       const out = new Float32Array(this.rows * block);
       rowSource.forEach((source, r) => out.set(x.subarray(source * block, (source + 1) * block), r * block));
       return out;
     };
-    present.forEach((l, layer) => this.addon.kvLoad(this.kv, layer, rows(l.k.dataSync() as Float32Array), rows(l.v.dataSync() as Float32Array), len));
+    present.forEach((l, layer) => this.addon.kvLoad(this.kv, layer, rows(l.k), rows(l.v), len));
     this.addon.kvSetMask(this.kv, keyMask, len);
     for (let r = 0; r < this.rows; r++) {
       let n = 0;

@@ -57,15 +57,7 @@ export function recomputedGradients(
   const outer = variables.filter((v) => !inLayers.has(v.name));
   const topVars = byLayer.slice(first).flat();
   const grads: Record<string, tf.Tensor> = {};
-  const add = (vs: tf.Variable[], gs: tf.Tensor[]) => {
-    vs.forEach((v, i) => {
-      const g = gs[i];
-      if (!g) return;
-      const prev = grads[v.name];
-      grads[v.name] = prev ? tf.add(prev, g) : g;
-      if (prev) tf.dispose([prev, g]);
-    });
-  };
+  const add = (vs: tf.Variable[], gs: Array<tf.Tensor | undefined>) => addVariableGrads(grads, vs, gs);
 
   const ids = tf.tensor2d(batch.ids, [b, t], 'int32');
   const flatIds = tf.reshape(ids, [b * t]) as tf.Tensor1D;
@@ -81,7 +73,7 @@ export function recomputedGradients(
     for (let j = 0; j < gs.length; j += 2) pastGrads[from + j / 2] = { k: gs[j], v: gs[j + 1] };
   };
   // Without a trainable embedding (and nothing below the taped layers), the gradient of the first layer's input is not needed.
-  const embedVars = outer.filter((v) => v.name.endsWith('/model.embed_tokens.weight'));
+  const embedVars = embeddingVariables(outer);
   const needDx = first > 0 || embedVars.length > 0;
   const ctxTensors = [ctx.cos, ctx.sin, ctx.bias, ctx.swap];
   // Layer inputs: xs[i] enters layer i, for i ≤ first.
@@ -128,11 +120,7 @@ export function recomputedGradients(
       keepPast(i, step.grads.slice(1 + vars.length));
     }
     // A trainable embedding (full fine-tuning) gets the input's gradient too; a tied head added its part above.
-    if (embedVars.length > 0) {
-      const e = tf.engine().gradients(() => model.embedIds(flatIds), embedVars, dx as tf.Tensor2D, true);
-      e.value.dispose();
-      add(embedVars, e.grads);
-    }
+    if (embedVars.length > 0) addEmbeddingGrads(grads, model, flatIds, embedVars, dx as tf.Tensor2D);
     return { loss, grads, lpNext: lp!, entNext: ent!, ...(val ? { valNext: val } : {}), ...(past ? { pastGrads } : {}) };
   } catch (error) {
     tf.dispose(Object.values(grads));
@@ -142,6 +130,29 @@ export function recomputedGradients(
     tf.dispose([ids, flatIds, ...ctxTensors, ...xs.filter((x) => !x.isDisposed)]);
     if (dx && !dx.isDisposed) dx.dispose();
   }
+}
+
+/** Adds `gs[i]` (where there is one) into `grads` under `vs[i]`'s name, freeing what it replaces. @internal */
+export function addVariableGrads(grads: Record<string, tf.Tensor>, vs: tf.Variable[], gs: Array<tf.Tensor | undefined>): void {
+  vs.forEach((v, i) => {
+    const g = gs[i];
+    if (!g) return;
+    const prev = grads[v.name];
+    grads[v.name] = prev ? tf.add(prev, g) : g;
+    if (prev) tf.dispose([prev, g]);
+  });
+}
+
+/** The trainable input embedding among `variables` (full fine-tuning), if any. @internal */
+export function embeddingVariables(variables: tf.Variable[]): tf.Variable[] {
+  return variables.filter((v) => v.name.endsWith('/model.embed_tokens.weight'));
+}
+
+/** Adds the embedding's gradient, from the gradient `dx` of the first layer's input over tokens `ids`. @internal */
+export function addEmbeddingGrads(grads: Record<string, tf.Tensor>, model: Model, ids: tf.Tensor1D, embedVars: tf.Variable[], dx: tf.Tensor2D): void {
+  const e = tf.engine().gradients(() => model.embedIds(ids), embedVars, dx, true);
+  e.value.dispose();
+  addVariableGrads(grads, embedVars, e.grads);
 }
 
 /** `[B, past + T]` key mask of rows that continue `past` real tokens. */

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { KvLayer } from '../model/kv-cache';
 import type { Model } from '../model/transformer';
-import type { PassPast } from './layer-recompute';
+import { addEmbeddingGrads, addVariableGrads, embeddingVariables, type PassPast } from './layer-recompute';
 
 /*
  * Training rows that continue one prefix (the samples of a GRPO group continue one prompt) without
@@ -73,16 +73,8 @@ export function prefixBackward(
   const p = state.length;
   const wanted = new Set(variables.map((v) => v.name));
   const grads: Record<string, tf.Tensor> = {};
-  const add = (vs: tf.Variable[], gs: Array<tf.Tensor | undefined>) =>
-    vs.forEach((v, j) => {
-      const d = gs[j];
-      if (!d) return;
-      const prev = grads[v.name];
-      grads[v.name] = prev ? tf.add(prev, d) : d;
-      if (prev) tf.dispose([prev, d]);
-    });
   // A trainable embedding (full fine-tuning) takes the first layer's input gradient too.
-  const embedVars = variables.filter((v) => v.name.endsWith('/model.embed_tokens.weight'));
+  const embedVars = embeddingVariables(variables);
   const ctx = model.passContext(new Uint8Array(p).fill(1), 1, 0, p);
   let dx: tf.Tensor | undefined;
   try {
@@ -108,13 +100,15 @@ export function prefixBackward(
       step.value.dispose();
       if (down) down.dispose();
       dx = step.grads[0];
-      add(vars, step.grads.slice(1));
+      addVariableGrads(grads, vars, step.grads.slice(1));
     }
     if (dx && embedVars.length > 0) {
-      const d = dx as tf.Tensor2D;
-      const e = tf.engine().gradients(() => model.embedIds(tf.tensor1d(state.ids, 'int32')), embedVars, d, true);
-      e.value.dispose();
-      add(embedVars, e.grads);
+      const ids = tf.tensor1d(state.ids, 'int32');
+      try {
+        addEmbeddingGrads(grads, model, ids, embedVars, dx as tf.Tensor2D);
+      } finally {
+        ids.dispose();
+      }
     }
     return grads;
   } catch (error) {
