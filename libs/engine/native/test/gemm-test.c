@@ -205,6 +205,10 @@ int main(int argc, char **argv) {
   check_all(9, 700, 1000, kernels, nkernels);
   check_all(13, 2000, 64, kernels, nkernels);
   check_all(512, 96, 1030, kernels, nkernels);
+  /* LoRA factors at rank 8 and 16: few columns, many rows (gemm_thin). */
+  check_all(387, 8, 896, kernels, nkernels);
+  check_all(300, 16, 1100, kernels, nkernels);
+  check_all(66, 1, 70, kernels, nkernels);
 
   ot_set_threads(1);
   printf("%ld cases, %ld failed\n", cases, failures);
