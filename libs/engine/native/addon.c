@@ -832,12 +832,32 @@ static napi_value kv_load_fn(napi_env env, napi_callback_info info) {
   if (!ok || !get_i64(env, argv[1], &layer) || !get_i64(env, argv[4], &len)) return NULL;
   ot_kv *C = b->p;
   if (len < 1 || len > ot_kv_capacity(C)) FAIL(range_error, "kvLoad: length outside the cache's capacity");
+  if (ot_kv_load_rows(C) != ot_kv_rows(C) && len != ot_kv_shared_length(C)) FAIL(range_error, "kvLoad: length is not the shared prompts'");
   int64_t layers, kvh, hd;
   ot_kv_shape(C, &layers, &kvh, &hd);
   if (layer < 0 || layer >= layers) FAIL(range_error, "kvLoad: no such layer");
-  const uint64_t need = (uint64_t)(ot_kv_rows(C) * kvh * len * hd);
+  const uint64_t need = (uint64_t)(ot_kv_load_rows(C) * kvh * len * hd);
   if (!sized(env, argv[2], need, &k, 0, "k") || !sized(env, argv[3], need, &v, 0, "v")) return NULL;
   ot_kv_load(C, layer, k, v, len);
+  return NULL;
+}
+
+/* kvShare(kv, rowSource: Int32Array [rows], sources, prefixLength): before any load, rows continue
+ * `sources` prompts, whose keys and values are then loaded and held once each. */
+static napi_value kv_share_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  int ok;
+  int64_t sources, plen;
+  int32_t *src;
+  size_t ls;
+  if (!get_args(env, info, 4, argv)) return NULL;
+  boxed *b = unbox(env, argv[0], &KV_TAG, "key/value cache", 0, &ok);
+  if (!ok || !get_i64(env, argv[2], &sources) || !get_i64(env, argv[3], &plen)) return NULL;
+  ot_kv *C = b->p;
+  if (!typed_view(env, argv[1], napi_int32_array, (void **)&src, &ls) || ls != (size_t)ot_kv_rows(C)) FAIL(type_error, "kvShare: rowSource must be an Int32Array of rows");
+  const int r = ot_kv_share(C, src, sources, plen);
+  if (r == -2) FAIL(error, "kvShare: out of native memory for the shared prompts");
+  if (r != 0) FAIL(range_error, "kvShare: a source or the prefix length is out of range, or the cache is already loaded");
   return NULL;
 }
 
@@ -1012,6 +1032,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"decoderCreate", NULL, decoder_create_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvCreate", NULL, kv_create_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvLoad", NULL, kv_load_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"kvShare", NULL, kv_share_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvSetMask", NULL, kv_set_mask_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvInfo", NULL, kv_info_fn, NULL, NULL, NULL, napi_default, NULL},
       {"loraCreate", NULL, lora_create_fn, NULL, NULL, NULL, napi_default, NULL},

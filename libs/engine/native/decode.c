@@ -10,7 +10,11 @@
  * each (ot_gemm) after their base product.
  *
  * The cache holds float32 keys transposed per head ([hd][capacity], so the scores of 16 cached positions
- * are one vector accumulation over hd, no horizontal sums) and values as rows ([capacity][hd]).
+ * are one vector accumulation over hd, no horizontal sums) and values as rows ([capacity][hd]). Rows that
+ * continue one prompt (a GRPO group's samples) can share its keys and values (ot_kv_share): the prompt's
+ * positions are then held once per prompt and each row holds only what it generates, so attention reads
+ * the prompt once for all its rows (from cache, the rows of a prompt being neighbouring work items)
+ * instead of once per row from memory.
  */
 #include "decode.h"
 
@@ -45,6 +49,12 @@ struct ot_kv {
   ot_dec_dims dims;
   int64_t rows, cap, capp, len; /* capp: capacity rounded up to 16 (the keys' row stride) */
   float *k, *v;                 /* [layers][rows][kv_heads][hd][capp], [layers][rows][kv_heads][capp][hd] */
+  /* Shared prompts (ot_kv_share): positions 0..plen-1 of row r are those of prompt src[r], held in pk, pv
+   * ([layers][sources][kv_heads][hd][pcapp], [layers][sources][kv_heads][plen][hd]); the row's own
+   * blocks above then hold position p at p - plen. plen 0: nothing shared. */
+  int64_t plen, pcapp, sources;
+  int32_t *src;
+  float *pk, *pv;
   uint8_t *mask;                /* [rows][cap] */
   /* step buffers */
   float *x, *a, *q, *kn, *vn, *attn, *o, *g, *u, *lhs, *lora_u, *scores;
@@ -186,9 +196,10 @@ ot_kv *ot_kv_create(const ot_decoder *D, int64_t rows, int64_t capacity) {
 
 void ot_kv_free(ot_kv *C) {
   if (!C) return;
-  float *bufs[] = {C->k, C->v, C->x, C->a, C->q, C->kn, C->vn, C->attn, C->o, C->g, C->u, C->lhs, C->lora_u, C->scores};
+  float *bufs[] = {C->k, C->v, C->pk, C->pv, C->x, C->a, C->q, C->kn, C->vn, C->attn, C->o, C->g, C->u, C->lhs, C->lora_u, C->scores};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
   free(C->mask);
+  free(C->src);
   free(C);
 }
 
@@ -211,14 +222,52 @@ static size_t head_at(const ot_kv *C, int64_t layer, int64_t row, int64_t head) 
   return (size_t)(((layer * C->rows + row) * m->kv_heads + head) * m->hd * C->capp);
 }
 
+/* Where (prompt, head)'s shared keys ([hd][pcapp]) and values ([plen][hd]) of a layer start. */
+static size_t shared_keys_at(const ot_kv *C, int64_t layer, int64_t source, int64_t head) {
+  return (size_t)(((layer * C->sources + source) * C->dims.kv_heads + head) * C->dims.hd * C->pcapp);
+}
+static size_t shared_values_at(const ot_kv *C, int64_t layer, int64_t source, int64_t head) {
+  return (size_t)(((layer * C->sources + source) * C->dims.kv_heads + head) * C->dims.hd * C->plen);
+}
+
+int ot_kv_share(ot_kv *C, const int32_t *row_source, int64_t sources, int64_t plen) {
+  const ot_dec_dims *m = &C->dims;
+  if (C->len != 0 || C->plen != 0 || sources < 1 || plen < 1 || plen > C->cap) return -1;
+  for (int64_t r = 0; r < C->rows; r++)
+    if (row_source[r] < 0 || row_source[r] >= sources) return -1;
+  C->src = malloc(sizeof(int32_t) * (size_t)C->rows);
+  C->pcapp = (plen + 15) & ~(int64_t)15;
+  const size_t per = (size_t)(m->layers * sources * m->kv_heads * m->hd);
+  C->pk = alloc64(per * (size_t)C->pcapp * sizeof(float));
+  C->pv = alloc64(per * (size_t)plen * sizeof(float));
+  if (!C->src || !C->pk || !C->pv) {
+    free(C->src);
+    free(C->pk);
+    free(C->pv);
+    C->src = NULL;
+    C->pk = C->pv = NULL;
+    return -2;
+  }
+  memcpy(C->src, row_source, sizeof(int32_t) * (size_t)C->rows);
+  C->sources = sources;
+  C->plen = plen;
+  C->bytes += (int64_t)(per * (size_t)(C->pcapp + plen) * sizeof(float));
+  return 0;
+}
+
+int64_t ot_kv_load_rows(const ot_kv *C) { return C->plen ? C->sources : C->rows; }
+int64_t ot_kv_shared_length(const ot_kv *C) { return C->plen; }
+
 void ot_kv_load(ot_kv *C, int64_t layer, const float *k, const float *v, int64_t len) {
   const ot_dec_dims *m = &C->dims;
-  for (int64_t r = 0; r < C->rows; r++)
+  for (int64_t r = 0; r < ot_kv_load_rows(C); r++)
     for (int64_t h = 0; h < m->kv_heads; h++) {
-      float *kt = C->k + head_at(C, layer, r, h), *vt = C->v + head_at(C, layer, r, h);
+      float *kt = C->plen ? C->pk + shared_keys_at(C, layer, r, h) : C->k + head_at(C, layer, r, h);
+      float *vt = C->plen ? C->pv + shared_values_at(C, layer, r, h) : C->v + head_at(C, layer, r, h);
+      const int64_t stride = C->plen ? C->pcapp : C->capp;
       const float *ks = k + ((r * m->kv_heads + h) * len) * m->hd, *vs = v + ((r * m->kv_heads + h) * len) * m->hd;
       for (int64_t s = 0; s < len; s++)
-        for (int64_t d = 0; d < m->hd; d++) kt[d * C->capp + s] = ks[s * m->hd + d];
+        for (int64_t d = 0; d < m->hd; d++) kt[d * stride + s] = ks[s * m->hd + d];
       memcpy(vt, vs, sizeof(float) * (size_t)(len * m->hd));
     }
 }
@@ -354,32 +403,52 @@ static int lora_add(ot_kv *C, const ot_dec_lora *L, int64_t slot, const float *a
 #define LOADV(SUFFIX, p) ({ vf_##SUFFIX _v; memcpy(&_v, (p), sizeof _v); _v; })
 #define STOREV(p, v) memcpy((p), &(v), sizeof(v))
 
+/* Cached positions of one (row, key/value head) in one layer: keys kt [hd][capp], values vr [capp][hd], S
+ * of them, mask[s]: whether position s is a real token. A row's positions are one segment, or two when
+ * its prompt's are shared (the prompt's, then its own). */
+typedef struct {
+  const float *kt, *vr;
+  const uint8_t *mask;
+  int64_t S, capp;
+} kv_segment;
+
 /*
- * One row's query heads h0..h0+G of one key/value head against its cache: keys kt [hd][capp] and values
- * vr [capp][hd] of positions 0..S-1 (mask: which are real), queries q [G, hd] already scaled, scores in
- * sc (G rows of Sr ≥ S rounded up to the lanes), output out [G, hd].
+ * One row's query heads h0..h0+G of one key/value head against its cached positions (segments seg[0..ns),
+ * in order): queries q [G, hd] already scaled, scores in sc (G rows, each the segments' S rounded up to
+ * the lanes, one after the other), output out [G, hd].
  */
 #define ATTEND(SUFFIX, LANES, TARGET)                                                                                             \
   VECTOR_MATH(SUFFIX, LANES, TARGET)                                                                                              \
-  TARGET static void attend_##SUFFIX(const float *q, const float *kt, const float *vr, const uint8_t *mask, int64_t S, int64_t capp, int64_t hd,   \
-                                     int64_t G, float *sc, float *out) {                                                         \
-    const int64_t Sr = (S + LANES - 1) / LANES * LANES;                                                                          \
-    for (int64_t h0 = 0; h0 < G; h0 += HEAD_CHUNK) {                                                                              \
-      const int64_t hn = min64(HEAD_CHUNK, G - h0);                                                                               \
-      for (int64_t s0 = 0; s0 < Sr; s0 += LANES) {                                                                                \
-        vf_##SUFFIX acc[HEAD_CHUNK] = {{0}};                                                                                      \
-        for (int64_t d = 0; d < hd; d++) {                                                                                        \
-          const vf_##SUFFIX kv = LOADV(SUFFIX, kt + d * capp + s0);                                                              \
-          for (int64_t h = 0; h < hn; h++) acc[h] += q[(h0 + h) * hd + d] * kv;                                                  \
+  TARGET static void attend_##SUFFIX(const float *q, const kv_segment *seg, int ns, int64_t hd, int64_t G, float *sc, float *out) { \
+    int64_t off[2], Sr = 0;                                                                                                       \
+    for (int g = 0; g < ns; g++) {                                                                                                \
+      off[g] = Sr;                                                                                                                \
+      Sr += (seg[g].S + LANES - 1) / LANES * LANES;                                                                               \
+    }                                                                                                                             \
+    for (int g = 0; g < ns; g++) {                                                                                                \
+      const float *kt = seg[g].kt;                                                                                                \
+      const int64_t capp = seg[g].capp, end = (seg[g].S + LANES - 1) / LANES * LANES;                                             \
+      for (int64_t h0 = 0; h0 < G; h0 += HEAD_CHUNK) {                                                                            \
+        const int64_t hn = min64(HEAD_CHUNK, G - h0);                                                                             \
+        for (int64_t s0 = 0; s0 < end; s0 += LANES) {                                                                             \
+          vf_##SUFFIX acc[HEAD_CHUNK] = {{0}};                                                                                    \
+          for (int64_t d = 0; d < hd; d++) {                                                                                      \
+            const vf_##SUFFIX kv = LOADV(SUFFIX, kt + d * capp + s0);                                                            \
+            for (int64_t h = 0; h < hn; h++) acc[h] += q[(h0 + h) * hd + d] * kv;                                                \
+          }                                                                                                                       \
+          for (int64_t h = 0; h < hn; h++) STOREV(sc + (h0 + h) * Sr + off[g] + s0, acc[h]);                                     \
         }                                                                                                                         \
-        for (int64_t h = 0; h < hn; h++) STOREV(sc + (h0 + h) * Sr + s0, acc[h]);                                                \
       }                                                                                                                           \
     }                                                                                                                             \
     for (int64_t h = 0; h < G; h++) {                                                                                             \
       float *row = sc + h * Sr, mx = -INFINITY;                                                                                   \
-      for (int64_t s = 0; s < Sr; s++) {                                                                                          \
-        if (s >= S || !mask[s]) row[s] = -1e30f; /* exp gives exactly 0 */                                                       \
-        else if (row[s] > mx) mx = row[s];                                                                                        \
+      for (int g = 0; g < ns; g++) {                                                                                              \
+        float *part = row + off[g];                                                                                               \
+        const int64_t end = (g + 1 < ns ? off[g + 1] : Sr) - off[g];                                                             \
+        for (int64_t s = 0; s < end; s++) {                                                                                       \
+          if (s >= seg[g].S || !seg[g].mask[s]) part[s] = -1e30f; /* exp gives exactly 0 */                                      \
+          else if (part[s] > mx) mx = part[s];                                                                                    \
+        }                                                                                                                         \
       }                                                                                                                           \
       vf_##SUFFIX sum = {0};                                                                                                      \
       for (int64_t s = 0; s < Sr; s += LANES) {                                                                                   \
@@ -390,41 +459,45 @@ static int lora_add(ot_kv *C, const ot_dec_lora *L, int64_t slot, const float *a
       float total = 0;                                                                                                            \
       for (int l = 0; l < LANES; l++) total += sum[l];                                                                            \
       const float inv = 1.0f / total;                                                                                             \
-      for (int64_t s = 0; s < S; s++) row[s] *= inv;                                                                              \
+      for (int64_t s = 0; s < Sr; s++) row[s] *= inv;                                                                             \
     }                                                                                                                             \
-    /* Probabilities × values: PV_HEADS heads × 4 vectors of hd accumulate in registers over the keys       \
-     * (the output is written once), each value row read once for those heads; the rest of hd after. */     \
+    /* Probabilities × values: PV_HEADS heads × 4 vectors of hd accumulate in registers over the keys of   \
+     * every segment (the output is written once), each value row read once for those heads; the rest of  \
+     * hd after. */                                                                                                               \
     for (int64_t h0 = 0; h0 < G; h0 += PV_HEADS) {                                                                                \
       const int64_t hn = min64(PV_HEADS, G - h0);                                                                                 \
       int64_t d0 = 0;                                                                                                             \
       for (; d0 + 4 * LANES <= hd; d0 += 4 * LANES) {                                                                             \
         vf_##SUFFIX acc[PV_HEADS][4];                                                                                             \
         memset(acc, 0, sizeof acc);                                                                                               \
-        for (int64_t s = 0; s < S; s++) {                                                                                         \
-          if (!mask[s]) continue;                                                                                                 \
-          const float *vs = vr + s * hd + d0;                                                                                     \
-          const vf_##SUFFIX v0 = LOADV(SUFFIX, vs), v1 = LOADV(SUFFIX, vs + LANES), v2 = LOADV(SUFFIX, vs + 2 * LANES),          \
-                            v3 = LOADV(SUFFIX, vs + 3 * LANES);                                                                   \
-          for (int h = 0; h < PV_HEADS; h++) {                                                                                    \
-            const float p = sc[(h0 + (h < hn ? h : 0)) * Sr + s];                                                                 \
-            acc[h][0] += p * v0;                                                                                                  \
-            acc[h][1] += p * v1;                                                                                                  \
-            acc[h][2] += p * v2;                                                                                                  \
-            acc[h][3] += p * v3;                                                                                                  \
+        for (int g = 0; g < ns; g++)                                                                                              \
+          for (int64_t s = 0; s < seg[g].S; s++) {                                                                                \
+            if (!seg[g].mask[s]) continue;                                                                                        \
+            const float *vs = seg[g].vr + s * hd + d0;                                                                            \
+            const vf_##SUFFIX v0 = LOADV(SUFFIX, vs), v1 = LOADV(SUFFIX, vs + LANES), v2 = LOADV(SUFFIX, vs + 2 * LANES),        \
+                              v3 = LOADV(SUFFIX, vs + 3 * LANES);                                                                 \
+            for (int h = 0; h < PV_HEADS; h++) {                                                                                  \
+              const float p = sc[(h0 + (h < hn ? h : 0)) * Sr + off[g] + s];                                                      \
+              acc[h][0] += p * v0;                                                                                                \
+              acc[h][1] += p * v1;                                                                                                \
+              acc[h][2] += p * v2;                                                                                                \
+              acc[h][3] += p * v3;                                                                                                \
+            }                                                                                                                     \
           }                                                                                                                       \
-        }                                                                                                                         \
         for (int64_t h = 0; h < hn; h++)                                                                                          \
           for (int j = 0; j < 4; j++) STOREV(out + (h0 + h) * hd + d0 + j * LANES, acc[h][j]);                                    \
       }                                                                                                                           \
       for (int64_t h = h0; h < h0 + hn && d0 < hd; h++) {                                                                         \
         float *o = out + h * hd;                                                                                                  \
-        const float *row = sc + h * Sr;                                                                                           \
         memset(o + d0, 0, sizeof(float) * (size_t)(hd - d0));                                                                     \
-        for (int64_t s = 0; s < S; s++) {                                                                                         \
-          const float p = row[s];                                                                                                 \
-          if (p == 0.0f) continue;                                                                                                \
-          const float *vs = vr + s * hd;                                                                                          \
-          for (int64_t d = d0; d < hd; d++) o[d] += p * vs[d];                                                                    \
+        for (int g = 0; g < ns; g++) {                                                                                            \
+          const float *row = sc + h * Sr + off[g];                                                                                \
+          for (int64_t s = 0; s < seg[g].S; s++) {                                                                                \
+            const float p = row[s];                                                                                               \
+            if (p == 0.0f) continue;                                                                                              \
+            const float *vs = seg[g].vr + s * hd;                                                                                 \
+            for (int64_t d = d0; d < hd; d++) o[d] += p * vs[d];                                                                  \
+          }                                                                                                                       \
         }                                                                                                                         \
       }                                                                                                                           \
     }                                                                                                                             \
@@ -436,7 +509,7 @@ ATTEND(avx2, 8, __attribute__((target("avx2,fma"))))
 ATTEND(avx512, 16, __attribute__((target("avx512f"))))
 #endif
 
-typedef void (*attend_fn)(const float *, const float *, const float *, const uint8_t *, int64_t, int64_t, int64_t, int64_t, float *, float *);
+typedef void (*attend_fn)(const float *, const kv_segment *, int, int64_t, int64_t, float *, float *);
 
 static attend_fn attend(void) {
   static attend_fn f;
@@ -457,22 +530,35 @@ typedef struct {
   float scale;
 } attn_job;
 
+/* Score columns a row's attention at position pos needs: each segment rounded up to 16 (the widest lanes). */
+static int64_t scores_width(const ot_kv *C, int64_t pos) {
+  const int64_t own = pos + 1 - C->plen;
+  return ((C->plen + 15) & ~(int64_t)15) + ((own + 15) & ~(int64_t)15);
+}
+
 /* Row item / kv_heads, head item % kv_heads: appends the new key and value, then attends. */
 static void attn_item(void *ctx, int64_t item, int thread) {
   const attn_job *J = ctx;
   ot_kv *C = J->C;
   const ot_dec_dims *m = &C->dims;
-  const int64_t r = item / m->kv_heads, h = item % m->kv_heads, hd = m->hd, G = m->heads / m->kv_heads;
+  const int64_t r = item / m->kv_heads, h = item % m->kv_heads, hd = m->hd, G = m->heads / m->kv_heads, own = J->pos - C->plen;
   float *kt = C->k + head_at(C, J->layer, r, h), *vr = C->v + head_at(C, J->layer, r, h);
   const float *kn = C->kn + (r * m->kv_heads + h) * hd, *vn = C->vn + (r * m->kv_heads + h) * hd;
-  for (int64_t d = 0; d < hd; d++) kt[d * C->capp + J->pos] = kn[d];
-  memcpy(vr + J->pos * hd, vn, sizeof(float) * (size_t)hd);
-  const int64_t S = J->pos + 1, Sr = (S + 15) & ~(int64_t)15;
-  float *sc = C->scores + (size_t)thread * (size_t)(G * (Sr + hd));
-  float *qs = sc + G * Sr;
+  for (int64_t d = 0; d < hd; d++) kt[d * C->capp + own] = kn[d];
+  memcpy(vr + own * hd, vn, sizeof(float) * (size_t)hd);
+  const uint8_t *mask = C->mask + r * C->cap;
+  kv_segment seg[2];
+  int ns = 0;
+  if (C->plen) {
+    const int64_t s = C->src[r];
+    seg[ns++] = (kv_segment){C->pk + shared_keys_at(C, J->layer, s, h), C->pv + shared_values_at(C, J->layer, s, h), mask, C->plen, C->pcapp};
+  }
+  seg[ns++] = (kv_segment){kt, vr, mask + C->plen, own + 1, C->capp};
+  float *sc = C->scores + (size_t)thread * (size_t)(G * (scores_width(C, J->pos) + hd));
+  float *qs = sc + G * scores_width(C, J->pos);
   const float *q = C->q + (r * m->heads + h * G) * hd;
   for (int64_t i = 0; i < G * hd; i++) qs[i] = q[i] * J->scale;
-  attend()(qs, kt, vr, C->mask + r * C->cap, S, C->capp, hd, G, sc, C->attn + (r * m->heads + h * G) * hd);
+  attend()(qs, seg, ns, hd, G, sc, C->attn + (r * m->heads + h * G) * hd);
 }
 
 /* ---------------------------------------------------------------- the step */
@@ -495,6 +581,10 @@ int ot_decode_step(const ot_decoder *D, ot_kv *C, const ot_dec_lora *L, const in
     snprintf(err, (size_t)errlen, "decode: the cache or the LoRA terms belong to another decoder or batch");
     return -1;
   }
+  if (pos < C->plen) {
+    snprintf(err, (size_t)errlen, "decode: the shared prompts' keys and values were not loaded");
+    return -1;
+  }
   if (pos >= C->cap) {
     snprintf(err, (size_t)errlen, "decode: the key/value cache is full (%ld positions)", (long)C->cap);
     return -1;
@@ -510,11 +600,11 @@ int ot_decode_step(const ot_decoder *D, ot_kv *C, const ot_dec_lora *L, const in
       return -1;
     }
   /* Per-thread attention scratch: G score rows and the G scaled queries. */
-  const int64_t G = m->heads / m->kv_heads, Sr = (pos + 1 + 15) & ~(int64_t)15;
+  const int64_t G = m->heads / m->kv_heads, Sr = scores_width(C, pos);
   const size_t scores = (size_t)ot_pool_threads() * (size_t)(G * (Sr + hd));
   if (scores > C->scores_floats) {
     free(C->scores);
-    const size_t want = (size_t)ot_pool_threads() * (size_t)(G * (((C->cap + 15) & ~(int64_t)15) + hd));
+    const size_t want = (size_t)ot_pool_threads() * (size_t)(G * (scores_width(C, C->cap - 1) + hd));
     C->scores = alloc64(want * sizeof(float));
     C->scores_floats = C->scores ? want : 0;
     if (!C->scores) {

@@ -61,7 +61,17 @@ enum {
 const double *ot_kv_stage_seconds(const ot_kv *C);
 /* Bytes it holds. */
 int64_t ot_kv_bytes(const ot_kv *C);
-/* Layer `layer`'s keys and values of positions 0..len-1, each [rows, kv_heads, len, hd] (rotary positions applied to keys). */
+/*
+ * Before any load: rows continue `sources` prompts of plen positions, row r prompt row_source[r]; the
+ * prompts' keys and values are then loaded (and held) once per prompt. 0, or -1 for arguments out of
+ * range or a cache already loaded or shared, -2 when out of memory.
+ */
+int ot_kv_share(ot_kv *C, const int32_t *row_source, int64_t sources, int64_t plen);
+/* Rows ot_kv_load takes: the cache's rows, or its prompts once shared; and the shared prompts' length (0: none). */
+int64_t ot_kv_load_rows(const ot_kv *C);
+int64_t ot_kv_shared_length(const ot_kv *C);
+/* Layer `layer`'s keys and values of positions 0..len-1, each [ot_kv_load_rows, kv_heads, len, hd] (rotary
+ * positions applied to keys); with shared prompts len is their plen. */
 void ot_kv_load(ot_kv *C, int64_t layer, const float *k, const float *v, int64_t len);
 /* Sets the cached length and which positions are real tokens (mask [rows, len], 1 = real). */
 void ot_kv_set_mask(ot_kv *C, const uint8_t *mask, int64_t len);

@@ -107,6 +107,7 @@ export interface EngineAddon {
   decoderCreate(dims: Float64Array, tensors: TensorHandle[], norms: Float32Array, biases: Float32Array | null): DecoderHandle;
   kvCreate(decoder: DecoderHandle, rows: number, capacity: number): KvHandle;
   kvLoad(kv: KvHandle, layer: number, k: Float32Array, v: Float32Array, length: number): void;
+  kvShare(kv: KvHandle, rowSource: Int32Array, sources: number, prefixLength: number): void;
   kvSetMask(kv: KvHandle, mask: Uint8Array, length: number): void;
   kvInfo(kv: KvHandle): { rows: number; capacity: number; length: number; bytes: number; stageSeconds: Record<DecodeStage, number> };
   loraCreate(decoder: DecoderHandle, rows: number, terms: DecodeLoraTerm[]): DecodeLoraHandle;

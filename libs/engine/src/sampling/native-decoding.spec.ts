@@ -83,8 +83,11 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
     // Sampled (not greedy) rows draw the same tokens from the same seed.
     const [n2, t2] = bothPaths(model, { maxNewTokens: 10, temperature: 1, seed: 4, stopTokenIds: [], topLogprobs: 3 });
     expectSame(n2, t2);
-    // Repeated prompts (a GRPO group's rows) are prefilled once; each row's cache is copied from its prompt's.
-    const [n3, t3] = bothPaths(model, { maxNewTokens: 6, temperature: 1, seed: 5, stopTokenIds: [], topLogprobs: 2 }, [prompts[0], prompts[2], prompts[0], prompts[1], prompts[0]]);
+    // Repeated prompts (a GRPO group's rows) are prefilled once, and the native cache holds each prompt's
+    // keys and values once for all its rows (a prompt of 21 tokens: the shared positions cross a 16-lane block).
+    const long = Array.from({ length: 21 }, (_, i) => (i * 37 + 5) % 300);
+    const repeated = [prompts[0], long, prompts[0], prompts[1], prompts[0], long];
+    const [n3, t3] = bothPaths(model, { maxNewTokens: 6, temperature: 1, seed: 5, stopTokenIds: [], topLogprobs: 2 }, repeated);
     expectSame(n3, t3);
     expect(n3[2].tokens).not.toEqual(n3[0].tokens);
     model.dispose();
@@ -100,6 +103,10 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
       const [native, tfjs] = bothPaths(model, { ...greedy, maxNewTokens: 4 }, many);
       expectSame(native, tfjs);
     }
+    // 13 prompts × 10 samples: 130 rows on 13 shared prompts.
+    const groups = Array.from({ length: 13 }, (_, p) => Array.from({ length: 3 + ((p * 5) % 19) }, (_, i) => (p * 11 + i * 17) % 300));
+    const [native, tfjs] = bothPaths(model, { maxNewTokens: 4, temperature: 1, seed: 9, stopTokenIds: [], topLogprobs: 2, numSamples: 10 }, groups);
+    expectSame(native, tfjs);
     model.dispose();
   });
 
