@@ -4,6 +4,7 @@ import { padBatch } from '../model/token-batch';
 import { Model } from '../model/transformer';
 import { TEST_BACKENDS, maxAbsDiff, useBackend } from '../testing/backends';
 import type { CurrentScores } from './logprobs';
+import { disposePrefix, prefixForward } from './shared-prefix';
 import { Trainer, type TrainerOptions } from './trainer';
 
 const prompt = [3, 14, 15, 9, 26, 5, 31];
@@ -126,6 +127,24 @@ describe.each(TEST_BACKENDS)('rows that continue a shared prefix on %s', (backen
       ]),
     );
     full.dispose();
+  });
+
+  it('keep the products of the layers that fit the budget, bottom first (the rest are recomputed)', () => {
+    const model = loraModel(7);
+    const ids = Int32Array.from(prompt);
+    const layerBytes = (() => {
+      const one = prefixForward(model, ids);
+      const bytes = one.products.map((p) => p?.bytes ?? 0);
+      disposePrefix(one);
+      return bytes;
+    })();
+    expect(layerBytes.every((b) => b > 0)).toBe(model.placement === 'native');
+    if (model.placement === 'native') {
+      const part = prefixForward(model, ids, layerBytes[0] + layerBytes[1] / 2);
+      expect(part.products.map((p) => p !== undefined)).toEqual(layerBytes.map((_, i) => i === 0));
+      disposePrefix(part);
+    }
+    model.dispose();
   });
 
   it('leave no tensor behind, finished or dropped, and refuse a pass after the end', () => {
