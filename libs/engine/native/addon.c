@@ -956,7 +956,21 @@ static napi_value lora_create_fn(napi_env env, napi_callback_info info) {
   return wrap_boxed(env, L, free_lora, &LORA_TAG);
 }
 
-/* decodeStep(decoder, kv, lora | null, tokens: Int32Array [rows], cos, sin [rows·hd], logits [rows·vocab]) */
+/* kvSetActive(kv, rows: Int32Array): the rows later steps compute (ascending). */
+static napi_value kv_set_active_fn(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  int ok;
+  int32_t *rows;
+  size_t n;
+  if (!get_args(env, info, 2, argv)) return NULL;
+  boxed *b = unbox(env, argv[0], &KV_TAG, "key/value cache", 0, &ok);
+  if (!ok) return NULL;
+  if (!typed_view(env, argv[1], napi_int32_array, (void **)&rows, &n)) FAIL(type_error, "kvSetActive: rows must be an Int32Array");
+  if (ot_kv_set_active(b->p, rows, (int64_t)n) != 0) FAIL(range_error, "kvSetActive: rows must be ascending rows of the cache, at least one");
+  return NULL;
+}
+
+/* decodeStep(decoder, kv, lora | null, tokens: Int32Array [active rows], cos, sin [active rows·hd], logits [active rows·vocab]) */
 static napi_value decode_step_fn(napi_env env, napi_callback_info info) {
   napi_value argv[7];
   int ok;
@@ -968,7 +982,7 @@ static napi_value decode_step_fn(napi_env env, napi_callback_info info) {
   boxed *l = unbox(env, argv[2], &LORA_TAG, "LoRA set", 1, &ok);
   if (!ok) return NULL;
   const ot_dec_dims *m = ot_decoder_dims(d->p);
-  const int64_t rows = ot_kv_rows(c->p);
+  const int64_t rows = ot_kv_active_rows(c->p);
   int32_t *tokens;
   size_t lt;
   float *cs, *sn, *logits;
@@ -1033,6 +1047,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"kvCreate", NULL, kv_create_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvLoad", NULL, kv_load_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvShare", NULL, kv_share_fn, NULL, NULL, NULL, napi_default, NULL},
+      {"kvSetActive", NULL, kv_set_active_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvSetMask", NULL, kv_set_mask_fn, NULL, NULL, NULL, napi_default, NULL},
       {"kvInfo", NULL, kv_info_fn, NULL, NULL, NULL, napi_default, NULL},
       {"loraCreate", NULL, lora_create_fn, NULL, NULL, NULL, napi_default, NULL},

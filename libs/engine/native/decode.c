@@ -55,6 +55,10 @@ struct ot_kv {
   int64_t plen, pcapp, sources;
   int32_t *src;
   float *pk, *pv;
+  /* The rows a step computes (ot_kv_set_active), ascending: rows that finished are left out, their cache
+   * kept as it is. A step's tokens, positions and logits are those rows', in this order. */
+  int32_t *act;
+  int64_t na;
   uint8_t *mask;                /* [rows][cap] */
   /* step buffers */
   float *x, *a, *q, *kn, *vn, *attn, *o, *g, *u, *lhs, *lora_u, *scores;
@@ -186,10 +190,13 @@ ot_kv *ot_kv_create(const ot_decoder *D, int64_t rows, int64_t capacity) {
     C->bytes += (int64_t)(bufs[i].floats * sizeof(float));
   }
   C->mask = calloc((size_t)(rows * capacity), 1);
-  if (!C->mask) {
+  C->act = malloc(sizeof(int32_t) * (size_t)rows);
+  if (!C->mask || !C->act) {
     ot_kv_free(C);
     return NULL;
   }
+  for (int64_t r = 0; r < rows; r++) C->act[r] = (int32_t)r;
+  C->na = rows;
   C->bytes += rows * capacity;
   return C;
 }
@@ -200,10 +207,21 @@ void ot_kv_free(ot_kv *C) {
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
   free(C->mask);
   free(C->src);
+  free(C->act);
   free(C);
 }
 
 int64_t ot_kv_rows(const ot_kv *C) { return C->rows; }
+int64_t ot_kv_active_rows(const ot_kv *C) { return C->na; }
+
+int ot_kv_set_active(ot_kv *C, const int32_t *rows, int64_t count) {
+  if (count < 1 || count > C->rows) return -1;
+  for (int64_t i = 0; i < count; i++)
+    if (rows[i] < 0 || rows[i] >= C->rows || (i > 0 && rows[i] <= rows[i - 1])) return -1;
+  memcpy(C->act, rows, sizeof(int32_t) * (size_t)count);
+  C->na = count;
+  return 0;
+}
 int64_t ot_kv_capacity(const ot_kv *C) { return C->cap; }
 int64_t ot_kv_length(const ot_kv *C) { return C->len; }
 int64_t ot_kv_bytes(const ot_kv *C) { return C->bytes; }
@@ -392,8 +410,9 @@ static int lora_add(ot_kv *C, const ot_dec_lora *L, int64_t slot, const float *a
   }
   float *u = C->lora_u;
   ot_gemm(0, 0, rows, t->r, in, 1.0f, a, in, t->A, OT_F32, t->r, 0.0f, u, t->r);
-  if (t->mask)
-    for (size_t i = 0; i < need; i++) u[i] *= t->mask[i];
+  if (t->mask) /* per row of the cache: active row i is cache row act[i] */
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < t->r; j++) u[i * t->r + j] *= t->mask[C->act[i] * t->r + j];
   ot_gemm(0, 0, rows, out, t->r, 1.0f, u, t->r, t->B, OT_F32, out, 1.0f, c, out);
   return 0;
 }
@@ -541,16 +560,17 @@ static void attn_item(void *ctx, int64_t item, int thread) {
   const attn_job *J = ctx;
   ot_kv *C = J->C;
   const ot_dec_dims *m = &C->dims;
-  const int64_t r = item / m->kv_heads, h = item % m->kv_heads, hd = m->hd, G = m->heads / m->kv_heads, own = J->pos - C->plen;
-  float *kt = C->k + head_at(C, J->layer, r, h), *vr = C->v + head_at(C, J->layer, r, h);
+  /* r: the row's place among the step's rows (its q, new k/v, output); row: its place in the cache */
+  const int64_t r = item / m->kv_heads, h = item % m->kv_heads, hd = m->hd, G = m->heads / m->kv_heads, own = J->pos - C->plen, row = C->act[r];
+  float *kt = C->k + head_at(C, J->layer, row, h), *vr = C->v + head_at(C, J->layer, row, h);
   const float *kn = C->kn + (r * m->kv_heads + h) * hd, *vn = C->vn + (r * m->kv_heads + h) * hd;
   for (int64_t d = 0; d < hd; d++) kt[d * C->capp + own] = kn[d];
   memcpy(vr + own * hd, vn, sizeof(float) * (size_t)hd);
-  const uint8_t *mask = C->mask + r * C->cap;
+  const uint8_t *mask = C->mask + row * C->cap;
   kv_segment seg[2];
   int ns = 0;
   if (C->plen) {
-    const int64_t s = C->src[r];
+    const int64_t s = C->src[row];
     seg[ns++] = (kv_segment){C->pk + shared_keys_at(C, J->layer, s, h), C->pv + shared_values_at(C, J->layer, s, h), mask, C->plen, C->pcapp};
   }
   seg[ns++] = (kv_segment){kt, vr, mask + C->plen, own + 1, C->capp};
@@ -575,9 +595,9 @@ static void add_bias(float *x, const float *b, int64_t rows, int64_t width) {
 int ot_decode_step(const ot_decoder *D, ot_kv *C, const ot_dec_lora *L, const int32_t *tokens, const float *cos, const float *sin, float *logits, char *err,
                    int errlen) {
   const ot_dec_dims *m = &D->dims;
-  const int64_t n = C->rows, d = m->d, hd = m->hd, qd = m->heads * hd, kvd = m->kv_heads * hd, I = m->inter, pos = C->len;
+  const int64_t n = C->na, d = m->d, hd = m->hd, qd = m->heads * hd, kvd = m->kv_heads * hd, I = m->inter, pos = C->len;
   const int64_t count = m->layers * OT_DEC_LINEARS + 2;
-  if (C->owner != D || (L && L->rows != n)) {
+  if (C->owner != D || (L && L->rows != C->rows)) {
     snprintf(err, (size_t)errlen, "decode: the cache or the LoRA terms belong to another decoder or batch");
     return -1;
   }
@@ -612,7 +632,7 @@ int ot_decode_step(const ot_decoder *D, ot_kv *C, const ot_dec_lora *L, const in
       return -1;
     }
   }
-  for (int64_t r = 0; r < n; r++) C->mask[r * C->cap + pos] = 1;
+  for (int64_t r = 0; r < n; r++) C->mask[C->act[r] * C->cap + pos] = 1;
 
   double t = now();
   /* Adds the time since the last mark to stage `st`. */

@@ -42,6 +42,13 @@ const ot_dec_dims *ot_decoder_dims(const ot_decoder *D);
 ot_kv *ot_kv_create(const ot_decoder *D, int64_t rows, int64_t capacity);
 void ot_kv_free(ot_kv *C);
 int64_t ot_kv_rows(const ot_kv *C);
+/*
+ * The rows later steps compute (rows: ascending cache rows; all of them at first): a step's tokens,
+ * positions and logits are then those rows', in this order, and the rest (rows that finished) are left
+ * as they are. 0, or -1 for a list that is empty, unordered or outside the cache.
+ */
+int ot_kv_set_active(ot_kv *C, const int32_t *rows, int64_t count);
+int64_t ot_kv_active_rows(const ot_kv *C);
 int64_t ot_kv_capacity(const ot_kv *C);
 int64_t ot_kv_length(const ot_kv *C);
 /* Layers, key/value heads and head size of its positions. */

@@ -108,6 +108,7 @@ export interface EngineAddon {
   kvCreate(decoder: DecoderHandle, rows: number, capacity: number): KvHandle;
   kvLoad(kv: KvHandle, layer: number, k: Float32Array, v: Float32Array, length: number): void;
   kvShare(kv: KvHandle, rowSource: Int32Array, sources: number, prefixLength: number): void;
+  kvSetActive(kv: KvHandle, rows: Int32Array): void;
   kvSetMask(kv: KvHandle, mask: Uint8Array, length: number): void;
   kvInfo(kv: KvHandle): { rows: number; capacity: number; length: number; bytes: number; stageSeconds: Record<DecodeStage, number> };
   loraCreate(decoder: DecoderHandle, rows: number, terms: DecodeLoraTerm[]): DecodeLoraHandle;

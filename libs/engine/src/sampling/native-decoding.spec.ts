@@ -71,6 +71,8 @@ function expectSame(native: SampledSequence[], tfjs: SampledSequence[]): void {
 }
 
 const greedy: SamplingOptions = { maxNewTokens: 12, temperature: 0, stopTokenIds: [], topLogprobs: 5 };
+/** Rows that stop after 2–6 tokens (rows 0, 3, 6, … run to the end), sampled. */
+const staggered: SamplingOptions = { maxNewTokens: 9, temperature: 1, seed: 6, stopTokenIds: [], topLogprobs: 2, stopCheck: (row, generated) => row % 3 !== 0 && generated.length >= 2 + (row % 5) };
 
 describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on %s', (backend) => {
   useBackend(backend);
@@ -90,6 +92,10 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
     const [n3, t3] = bothPaths(model, { maxNewTokens: 6, temperature: 1, seed: 5, stopTokenIds: [], topLogprobs: 2 }, repeated);
     expectSame(n3, t3);
     expect(n3[2].tokens).not.toEqual(n3[0].tokens);
+    // Rows that finish early leave the native steps, the others go on (with shared prompts too).
+    const [n4, t4] = bothPaths(model, staggered, [...repeated, ...repeated]);
+    expectSame(n4, t4);
+    expect(new Set(n4.map((s) => s.tokens.length)).size).toBeGreaterThan(2);
     model.dispose();
   });
 
@@ -143,6 +149,11 @@ describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on 
     expectSame(native, tfjs);
     const [n2, t2] = bothPaths(model, { maxNewTokens: 8, temperature: 1, seed: 2, stopTokenIds: [], topLogprobs: 2, numSamples: 2, adapter: ['y', 'x', 'x'] });
     expectSame(n2, t2);
+    // Rows that finish early leave the native steps (the TensorFlow.js step computes them to the end):
+    // the rows left keep their adapters.
+    const [n3, t3] = bothPaths(model, { ...staggered, numSamples: 2, adapter: ['y', 'x', null] });
+    expectSame(n3, t3);
+    expect(new Set(n3.map((s) => s.tokens.length)).size).toBeGreaterThan(2);
     // Each row decodes as it would alone under its adapter.
     const [alone] = bothPaths(model, { ...greedy, adapter: 'x' }, [prompts[0]]);
     expect(native[0].tokens).toEqual(alone[0].tokens);

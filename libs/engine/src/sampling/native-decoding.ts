@@ -48,9 +48,13 @@ export function setNativeDecoding(on: boolean): void {
 export class NativeDecoding {
   private readonly positions: Int32Array;
   private readonly tokens: Int32Array;
+  private readonly all: Float32Array;
   private steps = 0;
-  /** The next-token logits of the last step, `[rows, vocab]` (reused: read them before the next step). */
-  readonly logits: Float32Array;
+  private rowSteps = 0;
+  /** The rows a step computes, ascending (all at first; see {@link NativeDecoding.retire}). */
+  private active: Int32Array;
+  /** The next-token logits of the last step, `[active rows, vocab]` in {@link NativeDecoding.rowsStepped}'s order (reused: read them before the next step). */
+  logits: Float32Array;
 
   private constructor(
     private readonly addon: EngineAddon,
@@ -62,7 +66,26 @@ export class NativeDecoding {
   ) {
     this.positions = new Int32Array(rows);
     this.tokens = new Int32Array(rows);
-    this.logits = new Float32Array(rows * model.config.vocab_size);
+    this.all = new Float32Array(rows * model.config.vocab_size);
+    this.logits = this.all;
+    this.active = Int32Array.from({ length: rows }, (_, r) => r);
+  }
+
+  /** The rows the next step computes, ascending: those not retired. */
+  get rowsStepped(): Int32Array {
+    return this.active;
+  }
+
+  /**
+   * Leaves rows that finished out of the next steps (`done[row]` set): a step costs what its remaining
+   * rows cost, where a batch kept whole would compute every finished row to the end of the longest.
+   * Their cache stays as it was. At least one row must remain.
+   */
+  retire(done: Uint8Array): void {
+    const keep = this.active.filter((row) => !done[row]);
+    if (keep.length === this.active.length || keep.length === 0) return;
+    this.addon.kvSetActive(this.kv, keep);
+    this.active = keep;
   }
 
   /**
@@ -132,13 +155,22 @@ export class NativeDecoding {
     }
   }
 
-  /** One token per row through the model; the next-token logits land in {@link NativeDecoding.logits}. */
+  /**
+   * One token per row through the model (`tokens[row]` for every row of the batch; only the rows not
+   * retired are read); the next-token logits of those rows land in {@link NativeDecoding.logits}.
+   */
   step(tokens: Int32Array): Float32Array {
-    this.tokens.set(tokens);
-    const { cos, sinSigned } = ropeTables(this.positions, headDim(this.model.config), this.model.config.rope_theta);
+    const n = this.active.length;
+    const positions = new Int32Array(n);
+    this.active.forEach((row, i) => {
+      this.tokens[i] = tokens[row];
+      positions[i] = this.positions[row]++;
+    });
+    const { cos, sinSigned } = ropeTables(positions, headDim(this.model.config), this.model.config.rope_theta);
+    this.logits = this.all.subarray(0, n * this.model.config.vocab_size);
     this.addon.decodeStep(this.decoder, this.kv, this.lora, this.tokens, cos, sinSigned, this.logits);
-    for (let r = 0; r < this.rows; r++) this.positions[r]++;
     this.steps++;
+    this.rowSteps += n;
     return this.logits;
   }
 
@@ -147,7 +179,7 @@ export class NativeDecoding {
     const info = this.addon.kvInfo(this.kv);
     for (const [stage, seconds] of Object.entries(info.stageSeconds)) profile[stage as DecodeStage] += seconds;
     profile.steps += this.steps;
-    profile.rowSteps += this.steps * this.rows;
+    profile.rowSteps += this.rowSteps;
     this.addon.release(this.kv);
     if (this.lora) this.addon.release(this.lora);
     this.addon.release(this.decoder);

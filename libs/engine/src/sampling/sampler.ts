@@ -328,17 +328,28 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
     for (let step = 0; step < options.maxNewTokens; step++) {
       const values = step === 0 && first ? first : native ? native.logits : (logits!.dataSync() as Float32Array);
       if (logits && !logits.isDisposed) logits.dispose();
-      const draws = drawTokens(values, b, params, rngs, done);
-      for (let row = 0; row < b; row++) {
+      // The native step computes only the rows still running (NativeDecoding.retire): values' rows are those.
+      const stepped = step > 0 && native ? native.rowsStepped : undefined;
+      const draws = stepped
+        ? drawTokens(
+            values,
+            stepped.length,
+            params,
+            Array.from(stepped, (row) => rngs[row]),
+            new Uint8Array(stepped.length),
+          )
+        : drawTokens(values, b, params, rngs, done);
+      for (let i = 0; i < draws.length; i++) {
+        const row = stepped ? stepped[i] : i;
         if (done[row]) continue;
-        const drawn = draws[row]!;
+        const drawn = draws[i]!;
         const seq = out[row];
         seq.tokens.push(drawn.token);
         seq.logProbs.push(drawn.logProb);
         seq.samplingLogProbs.push(drawn.samplingLogProb);
         // The draw's logProb is logits[token] - logZ: the same normaliser serves the alternatives.
         if (top > 0) {
-          const rowLogits = values.subarray(row * v, (row + 1) * v);
+          const rowLogits = values.subarray(i * v, (i + 1) * v);
           seq.topLogProbs!.push(topAlternatives(rowLogits, top, rowLogits[drawn.token] - drawn.logProb, params.vocabLimit));
         }
         next[row] = drawn.token;
@@ -350,6 +361,7 @@ function sampleRows(model: Model, prompts: ReadonlyArray<ArrayLike<number>>, opt
       }
       if (remaining === 0 || step === options.maxNewTokens - 1) break;
       if (native) {
+        native.retire(done);
         native.step(next);
         continue;
       }
