@@ -22,8 +22,13 @@ const addRowVector = customOp<[tf.Tensor, tf.Tensor]>((x, bias) => {
   return { value: tf.add(x, bias), gradFunc: (dy) => [dy, tf.sum(tf.reshape(dy, [-1, width]), 0)] };
 });
 
-/** `x + bias` with `bias` `[d]` broadcast over the rows of `x` `[…, d]`. */
+/**
+ * `x + bias` with `bias` `[d]` broadcast over the rows of `x` `[…, d]`. A frozen bias (a non-trainable
+ * variable: the base under LoRA) takes no gradient, so its row sum of `dy` is not computed (a custom
+ * op's backward computes every input's gradient, needed or not).
+ */
 export function addBias<T extends tf.Tensor>(x: T, bias: tf.Tensor1D): T {
+  if (bias instanceof tf.Variable && !bias.trainable) return addConstant(x, bias);
   return addRowVector(x, bias) as T;
 }
 
