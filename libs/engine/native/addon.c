@@ -231,11 +231,7 @@ static napi_value gemm_fn(napi_env env, napi_callback_info info) {
     ot_tensor_gemm(tb, m, n, k, a, k, b.tensor, 0, tb ? k : n, 0.0f, c, n);
     return NULL;
   }
-  const size_t eb = ot_dtype_bytes(b.dtype);
-  for (int64_t i = 0; i < batch; i++) {
-    ot_gemm(ta, tb, m, n, k, 1.0f, a + i * sa, ta ? m : k, (const char *)b.data + (size_t)(i * sb) * eb, b.dtype, tb ? k : n, 0.0f,
-            c + i * m * n, n);
-  }
+  ot_gemm_batch(ta, tb, batch, m, n, k, a, sa, ta ? m : k, b.data, b.dtype, sb, tb ? k : n, c, m * n, n);
   return NULL;
 }
 

@@ -761,3 +761,35 @@ void ot_gemm_serial(int thread, int transA, int transB, int64_t m, int64_t n, in
                     ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc) {
   gemm(thread, transA, transB, m, n, k, alpha, A, lda, B, btype, ldb, beta, C, ldc);
 }
+
+static size_t elem_bytes(ot_dtype t) { return t == OT_F32 ? 4 : 2; }
+
+typedef struct {
+  int transA, transB;
+  int64_t m, n, k, sa, lda, sb, ldb, sc, ldc;
+  const float *A;
+  const void *B;
+  ot_dtype btype;
+  float *C;
+} batch_job;
+
+static void batch_item(void *ctx, int64_t i, int thread) {
+  const batch_job *J = ctx;
+  gemm(thread, J->transA, J->transB, J->m, J->n, J->k, 1.f, J->A + i * J->sa, J->lda, (const char *)J->B + (size_t)(i * J->sb) * elem_bytes(J->btype),
+       J->btype, J->ldb, 0.f, J->C + i * J->sc, J->ldc);
+}
+
+/* Whole products to threads when they share out evenly (attention's, one per sequence and head: each
+ * then packs its operands once, where splitting every product between threads packs A on each and pads
+ * the narrow split to whole panels); otherwise each product on all threads, one after the other. */
+void ot_gemm_batch(int transA, int transB, int64_t batch, int64_t m, int64_t n, int64_t k, const float *A, int64_t sa, int64_t lda, const void *B,
+                   ot_dtype btype, int64_t sb, int64_t ldb, float *C, int64_t sc, int64_t ldc) {
+  const int threads = ot_pool_threads();
+  batch_job J = {transA, transB, m, n, k, sa, lda, sb, ldb, sc, ldc, A, B, btype, C};
+  if (threads > 1 && batch >= threads && (batch % threads == 0 || batch >= 4 * threads)) {
+    ot_pool_run(batch_item, &J, batch);
+    return;
+  }
+  for (int64_t i = 0; i < batch; i++)
+    gemm(-1, transA, transB, m, n, k, 1.f, A + i * sa, lda, (const char *)B + (size_t)(i * sb) * elem_bytes(btype), btype, ldb, 0.f, C + i * sc, ldc);
+}

@@ -36,6 +36,12 @@ void ot_gemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alph
 void ot_gemm_serial(int thread, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const void *B,
                     ot_dtype btype, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* C[i] = op(A[i]) · op(B[i]) for i < batch, the operands and outputs sa, sb, sc elements apart (0
+ * broadcasts an operand), alpha 1, beta 0: whole products go to the pool's threads when they share out
+ * evenly, else each runs on all threads in turn. */
+void ot_gemm_batch(int transA, int transB, int64_t batch, int64_t m, int64_t n, int64_t k, const float *A, int64_t sa, int64_t lda, const void *B,
+                   ot_dtype btype, int64_t sb, int64_t ldb, float *C, int64_t sc, int64_t ldc);
+
 /* Threads used by ot_gemm (1 = the calling thread only; the default). Idle threads sleep; they never spin
  * for long. Products below about a million multiply-adds always run on the calling thread. */
 void ot_set_threads(int threads);

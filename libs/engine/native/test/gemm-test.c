@@ -179,6 +179,45 @@ static void check_degenerate(void) {
   }
 }
 
+/* ot_gemm_batch against ot_gemm item by item: products shared out to threads (or not), broadcast
+ * operands (stride 0), f32 and bf16 B, 1-3 threads. */
+static void check_batch(void) {
+  static const int64_t batches[] = {1, 2, 3, 4, 5, 6, 9};
+  for (int bi = 0; bi < 7; bi++)
+    for (int v = 0; v < 8; v++) {
+      const int64_t batch = batches[bi], m = 1 + next_u32() % 140, n = 1 + next_u32() % 90, k = 1 + next_u32() % 100;
+      const int ta = v & 1, tb = (v >> 1) & 1, bcastA = v == 4, bcastB = v == 5;
+      const ot_dtype bt = v & 4 ? OT_BF16 : OT_F32;
+      const int64_t sa = bcastA ? 0 : m * k, sb = bcastB ? 0 : k * n;
+      const size_t esize = bt == OT_F32 ? 4 : 2;
+      float *A = malloc(sizeof(float) * (size_t)(batch * m * k));
+      void *B = malloc(esize * (size_t)(batch * k * n));
+      float *C = malloc(sizeof(float) * (size_t)(batch * m * n)), *R = malloc(sizeof(float) * (size_t)(batch * m * n));
+      for (int64_t i = 0; i < batch * m * k; i++) A[i] = uniform();
+      for (int64_t i = 0; i < batch * k * n; i++)
+        if (bt == OT_F32) ((float *)B)[i] = uniform();
+        else ((uint16_t *)B)[i] = random_bf16();
+      ot_set_threads(1);
+      for (int64_t i = 0; i < batch; i++)
+        ot_gemm(ta, tb, m, n, k, 1.f, A + i * sa, ta ? m : k, (const char *)B + (size_t)(i * sb) * esize, bt, tb ? k : n, 0.f, R + i * m * n, n);
+      for (int threads = 1; threads <= 3; threads++) {
+        ot_set_threads(threads);
+        for (int64_t i = 0; i < batch * m * n; i++) C[i] = NAN;
+        ot_gemm_batch(ta, tb, batch, m, n, k, A, sa, ta ? m : k, B, bt, sb, tb ? k : n, C, m * n, n);
+        cases++;
+        int64_t bad = 0;
+        for (int64_t i = 0; i < batch * m * n; i++)
+          if (!(fabs(C[i] - R[i]) <= 1e-5 * (1 + fabs(R[i])))) bad++;
+        if (bad) {
+          failures++;
+          printf("FAIL batch=%lld threads=%d ta=%d tb=%d %s m=%lld n=%lld k=%lld sa=%lld sb=%lld: %lld bad\n", (long long)batch, threads, ta, tb,
+                 dtype_name[bt], (long long)m, (long long)n, (long long)k, (long long)sa, (long long)sb, (long long)bad);
+        }
+      }
+      free(A), free(B), free(C), free(R);
+    }
+}
+
 int main(int argc, char **argv) {
   const int quick = argc > 1 && !strcmp(argv[1], "quick");
   const char *all[] = {"avx512", "avx2", "generic"}, *kernels[3];
@@ -191,6 +230,7 @@ int main(int argc, char **argv) {
   printf(" (default %s)\n", ot_gemm_kernel());
 
   check_degenerate();
+  check_batch();
   static const int64_t dims[] = {1, 2, 3, 7, 16, 17, 31, 64, 65, 127, 130, 257, 1000};
   const int nd = sizeof dims / sizeof dims[0];
   const double budget = quick ? 2e5 : 3e6; /* m·n·k cap for the all-combinations sweep */
