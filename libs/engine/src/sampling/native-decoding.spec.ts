@@ -72,7 +72,14 @@ function expectSame(native: SampledSequence[], tfjs: SampledSequence[]): void {
 
 const greedy: SamplingOptions = { maxNewTokens: 12, temperature: 0, stopTokenIds: [], topLogprobs: 5 };
 /** Rows that stop after 2–6 tokens (rows 0, 3, 6, … run to the end), sampled. */
-const staggered: SamplingOptions = { maxNewTokens: 9, temperature: 1, seed: 6, stopTokenIds: [], topLogprobs: 2, stopCheck: (row, generated) => row % 3 !== 0 && generated.length >= 2 + (row % 5) };
+const staggered: SamplingOptions = {
+  maxNewTokens: 9,
+  temperature: 1,
+  seed: 6,
+  stopTokenIds: [],
+  topLogprobs: 2,
+  stopCheck: (row, generated) => row % 3 !== 0 && generated.length >= 2 + (row % 5),
+};
 
 describe.each(TEST_BACKENDS)('native decoding against the TensorFlow.js step on %s', (backend) => {
   useBackend(backend);
