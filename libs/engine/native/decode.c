@@ -439,17 +439,18 @@ typedef struct {
 #define ATTEND(SUFFIX, LANES, TARGET)                                                                                             \
   VECTOR_MATH(SUFFIX, LANES, TARGET)                                                                                              \
   TARGET static void attend_##SUFFIX(const float *q, const kv_segment *seg, int ns, int64_t hd, int64_t G, float *sc, float *out) { \
-    int64_t off[2], Sr = 0;                                                                                                       \
+    int64_t off[2], width[2], Sr = 0; /* a segment's scores start at off and fill width (its S rounded up) */                     \
     for (int g = 0; g < ns; g++) {                                                                                                \
       off[g] = Sr;                                                                                                                \
-      Sr += (seg[g].S + LANES - 1) / LANES * LANES;                                                                               \
+      width[g] = (seg[g].S + LANES - 1) / LANES * LANES;                                                                          \
+      Sr += width[g];                                                                                                             \
     }                                                                                                                             \
     for (int g = 0; g < ns; g++) {                                                                                                \
       const float *kt = seg[g].kt;                                                                                                \
-      const int64_t capp = seg[g].capp, end = (seg[g].S + LANES - 1) / LANES * LANES;                                             \
+      const int64_t capp = seg[g].capp;                                                                                           \
       for (int64_t h0 = 0; h0 < G; h0 += HEAD_CHUNK) {                                                                            \
         const int64_t hn = min64(HEAD_CHUNK, G - h0);                                                                             \
-        for (int64_t s0 = 0; s0 < end; s0 += LANES) {                                                                             \
+        for (int64_t s0 = 0; s0 < width[g]; s0 += LANES) {                                                                        \
           vf_##SUFFIX acc[HEAD_CHUNK] = {{0}};                                                                                    \
           for (int64_t d = 0; d < hd; d++) {                                                                                      \
             const vf_##SUFFIX kv = LOADV(SUFFIX, kt + d * capp + s0);                                                            \
@@ -463,8 +464,7 @@ typedef struct {
       float *row = sc + h * Sr, mx = -INFINITY;                                                                                   \
       for (int g = 0; g < ns; g++) {                                                                                              \
         float *part = row + off[g];                                                                                               \
-        const int64_t end = (g + 1 < ns ? off[g + 1] : Sr) - off[g];                                                             \
-        for (int64_t s = 0; s < end; s++) {                                                                                       \
+        for (int64_t s = 0; s < width[g]; s++) {                                                                                  \
           if (s >= seg[g].S || !seg[g].mask[s]) part[s] = -1e30f; /* exp gives exactly 0 */                                      \
           else if (part[s] > mx) mx = part[s];                                                                                    \
         }                                                                                                                         \
